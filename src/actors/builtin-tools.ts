@@ -1,0 +1,65 @@
+import { z } from "zod";
+import type { ToolDefinition } from "../adapters/tool.js";
+import { send } from "./deliver.js";
+import type { ActorDeps } from "./deps.js";
+
+/**
+ * The tools every model may call (CONTRACTS.md §2): `message` sends a visible message now;
+ * `commitment` records an inferred follow-up (validated here; scheduling comes with commitments).
+ */
+export function builtinTools(deps: ActorDeps): ToolDefinition[] {
+  return [messageTool(deps), commitmentTool(deps)];
+}
+
+const messageArgs = z.object({ action: z.literal("send"), text: z.string().min(1).max(32_000) });
+
+function messageTool(deps: ActorDeps): ToolDefinition {
+  return {
+    name: "message",
+    description: 'Send a visible message to the user now: { "action": "send", "text": "..." }.',
+    cancellable: false,
+    async execute(args, context) {
+      const parsed = messageArgs.safeParse(args);
+      if (!parsed.success) throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
+      const facts = deps.runFacts.get(context.runId);
+      const kind = facts?.kind === "recovery" ? "recovery" : "reply";
+      const messageId = await send(deps, context.session, parsed.data.text, kind, context.runId);
+      if (!messageId) throw new Error("message: the channel did not deliver the message");
+      if (facts) facts.messageSends++;
+      deps.emit("message.sent", { session: context.session, runId: context.runId, messageId, kind });
+      return { sent: true, messageId };
+    },
+  };
+}
+
+export const commitmentArgs = z
+  .object({
+    kind: z.enum(["open_loop", "deadline_check", "event_check_in", "care_check_in"]),
+    reason: z.string().min(1).max(2000),
+    suggestedText: z.string().max(4000).default(""),
+    dedupeKey: z.string().min(1).max(200),
+    confidence: z.number().min(0).max(1).default(0.5),
+    dueWindow: z
+      .object({ earliestMs: z.number().nonnegative(), latestMs: z.number().nonnegative() })
+      .partial()
+      .default({}),
+    source: z.string().max(200).default("tool"),
+  })
+  .strict();
+
+function commitmentTool(deps: ActorDeps): ToolDefinition {
+  return {
+    name: "commitment",
+    description: "Record a follow-up you promised (kind, reason, suggestedText, dedupeKey, confidence, dueWindow).",
+    cancellable: true,
+    async execute(args, context) {
+      const parsed = commitmentArgs.safeParse(args);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new Error(`commitment.${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`);
+      }
+      deps.emit("commitment.proposed", { session: context.session, runId: context.runId, ...parsed.data });
+      return { accepted: true, dedupeKey: parsed.data.dedupeKey, scheduled: deps.config.commitments.enabled };
+    },
+  };
+}

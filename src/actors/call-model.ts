@@ -1,0 +1,42 @@
+import { fromPromise } from "xstate";
+import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
+import { latestUserText } from "../turn.js";
+import type { ActorDeps } from "./deps.js";
+
+/**
+ * One model call of a run: stores the turn's pending journal items first (so what the model saw is
+ * durable before it answers), then streams the completion. Aborting the actor aborts the call.
+ */
+export function createCallModel(deps: ActorDeps) {
+  return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
+    await deps.writer.append(input.session, input.unpersisted);
+    const turn = input.context.slice(input.turnStart);
+    const userTexts = turn.flatMap((message) => (message.role === "user" ? [message.text] : []));
+    const messageIds = turn.flatMap((message) => (message.role === "user" ? [message.messageId] : []));
+    deps.emit("model.called", {
+      session: input.session,
+      runId: input.runId,
+      call: input.call,
+      recheck: input.recheck,
+      recovery: input.recovery,
+      review: false,
+      latestUser: latestUserText(input.context),
+      userTexts,
+      messageIds,
+    });
+    const reply = await deps.model.complete({
+      session: input.session,
+      runId: input.runId,
+      call: input.call,
+      recheck: input.recheck,
+      recovery: input.recovery,
+      review: false,
+      context: input.context,
+      turnStart: input.turnStart,
+      tools: input.tools,
+      signal,
+    });
+    if (signal.aborted) throw signal.reason;
+    return { text: reply.text, toolCalls: reply.toolCalls, persisted: input.unpersisted.length };
+  });
+}

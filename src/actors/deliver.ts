@@ -1,0 +1,149 @@
+import { fromPromise } from "xstate";
+import { type DeliveryKind, isCommitted } from "../adapters/channel.js";
+import { type RecordBody, UNDELIVERED_FINAL } from "../adapters/store.js";
+import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
+import { COULD_NOT_DELIVER_NOTICE, isSubstantive, markerDeliveryMode } from "../policy/delivery.js";
+import { RECOVERED } from "../turn.js";
+import type { ActorDeps } from "./deps.js";
+
+/**
+ * The end of every turn (DESIGN.md §4): stores what the run produced, sends the final, and when a
+ * non-empty final did not reach the user, appends the hidden marker and waits for it to be durable
+ * before a recovery is handed back to the session. Direct and follow-up turns share this path.
+ */
+export function createDeliver(deps: ActorDeps) {
+  return fromPromise<DeliverOutput, DeliverInput>(async ({ input }) => {
+    const { output, session } = input;
+    const facts = deps.runFacts.get(output.runId);
+    deps.runFacts.delete(output.runId);
+    await deps.writer.append(session, closeJournal(input));
+
+    if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
+    if (output.status === "aborted") return { delivered: false, recovery: null };
+    if (output.status === "failed") {
+      await send(deps, session, "I could not finish this reply because of an internal error. Please try again.", "notice", output.runId);
+      return { delivered: false, recovery: null };
+    }
+    if (output.final.trim().length === 0) {
+      deps.emit("final.silent", { session, runId: output.runId });
+      return { delivered: false, recovery: null };
+    }
+
+    const visibleReplies = deps.config.delivery.visibleReplies;
+    let delivered = false;
+    let messageId: string | undefined;
+    if (visibleReplies === "auto") {
+      messageId = await send(deps, session, output.final, "reply", output.runId);
+      delivered = messageId !== undefined;
+    } else delivered = (facts?.messageSends ?? 0) > 0;
+
+    const [final] = await deps.writer.append(session, [
+      {
+        role: "assistant",
+        text: output.final,
+        runId: output.runId,
+        delivered,
+        ...(messageId ? { deliveryMessageId: messageId } : {}),
+      },
+    ]);
+    if (delivered) {
+      deps.emit("final.delivered", { session, runId: output.runId, ...(messageId ? { messageId } : {}) });
+      return { delivered: true, recovery: null };
+    }
+
+    const deliveryMode = markerDeliveryMode(visibleReplies);
+    deps.emit("final.undelivered", {
+      session,
+      runId: output.runId,
+      reason: visibleReplies === "auto" ? "the channel did not commit the send" : "the message tool was not used",
+    });
+    await deps.writer.append(session, [
+      {
+        role: "custom",
+        customType: UNDELIVERED_FINAL,
+        display: false,
+        details: { deliveryMode, delivered: false, finalSeq: final?.seq ?? 0, finalTextLength: output.final.length },
+      },
+    ]);
+    deps.emit("marker.appended", { session, runId: output.runId, finalSeq: final?.seq ?? 0 });
+    if (!isSubstantive(output.final)) return { delivered: false, recovery: null };
+    deps.emit("recovery.queued", { session, runId: output.runId, deliveryMode });
+    return { delivered: false, recovery: { kind: "recovery", text: output.final, strandedRunId: output.runId, deliveryMode } };
+  });
+}
+
+async function deliverRecovery(deps: ActorDeps, input: DeliverInput, messageSends: number): Promise<DeliverOutput> {
+  const { session, output, recovery } = input;
+  let messageId: string | undefined;
+  let recovered = false;
+  if (recovery?.deliveryMode === "automatic") {
+    messageId = await send(deps, session, recovery.text, "recovery", output.runId);
+    recovered = messageId !== undefined;
+  } else {
+    recovered = messageSends > 0;
+    if (output.final.trim()) {
+      // The recovery turn's own closing words are private; they never earn a second marker.
+      await deps.writer.append(session, [{ role: "assistant", text: output.final, runId: output.runId, delivered: false }]);
+    }
+  }
+  if (recovered) {
+    await deps.writer.append(session, [
+      {
+        role: "custom",
+        customType: RECOVERED,
+        display: false,
+        details: { strandedRunId: recovery?.strandedRunId ?? "", ...(messageId ? { messageId } : {}) },
+      },
+    ]);
+    deps.emit("recovery.delivered", { session, runId: output.runId, strandedRunId: recovery?.strandedRunId });
+    return { delivered: true, recovery: null };
+  }
+  deps.emit("recovery.failed", { session, runId: output.runId, strandedRunId: recovery?.strandedRunId });
+  const noticeId = await send(deps, session, COULD_NOT_DELIVER_NOTICE, "notice", output.runId);
+  deps.emit("notice.sent", { session, runId: output.runId, delivered: noticeId !== undefined });
+  return { delivered: false, recovery: null };
+}
+
+/** Sends through the session's channel; the messageId of a committed receipt, else undefined. */
+export async function send(
+  deps: ActorDeps,
+  session: string,
+  text: string,
+  kind: DeliveryKind,
+  runId?: string,
+): Promise<string | undefined> {
+  const { channel } = deps.channelFor(session);
+  try {
+    const receipt = await channel.send({ session, text, kind, ...(runId ? { runId } : {}) });
+    if (isCommitted(receipt)) return receipt.messageId;
+    deps.emit("delivery.failed", { session, runId, kind, reason: "receipt without messageId" });
+  } catch (error) {
+    deps.emit("delivery.failed", { session, runId, kind, reason: error instanceof Error ? error.message : String(error) });
+  }
+  return undefined;
+}
+
+/**
+ * The journal items not stored yet; a turn that ended early also closes every tool call left without a
+ * result, so the next model call never sees a dangling call.
+ */
+function closeJournal(input: DeliverInput): RecordBody[] {
+  const { output } = input;
+  const rest = output.journal.slice(output.persisted);
+  if (output.status === "done") return rest;
+  const open = new Map<string, string>();
+  for (const item of output.journal) {
+    if (item.role === "toolCall") open.set(item.callId, item.name);
+    if (item.role === "toolResult") open.delete(item.callId);
+  }
+  for (const callId of open.keys()) {
+    rest.push({
+      role: "toolResult",
+      callId,
+      status: "cancelled",
+      result: `cut off: the turn ${output.status === "aborted" ? "was interrupted" : "failed"} before this call finished`,
+      runId: output.runId,
+    });
+  }
+  return rest;
+}

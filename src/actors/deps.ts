@@ -1,0 +1,24 @@
+import type { Channel } from "../adapters/channel.js";
+import type { Clock } from "../adapters/clock.js";
+import type { ModelProvider } from "../adapters/model.js";
+import type { ToolDefinition } from "../adapters/tool.js";
+import type { GatewayConfig } from "../config.js";
+import type { LaneScheduler } from "../lanes/lane-scheduler.js";
+import type { Logger } from "../logger.js";
+import type { TranscriptWriter } from "../transcript-writer.js";
+
+/** What the gateway's actor logic needs: the adapters and a few shared registries. */
+export interface ActorDeps {
+  config: GatewayConfig;
+  clock: Clock;
+  logger: Logger;
+  model: ModelProvider;
+  tools: Map<string, ToolDefinition>;
+  channelFor(session: string): { name: string; channel: Channel };
+  writer: TranscriptWriter;
+  lanes: LaneScheduler;
+  /** Emits an observability event stamped with the clock. */
+  emit(type: string, fields: Record<string, unknown>): void;
+  /** Per-run facts the machines do not carry: visible sends made by the `message` tool. */
+  runFacts: Map<string, { messageSends: number; kind: "turn" | "recovery" }>;
+}

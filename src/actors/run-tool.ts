@@ -1,0 +1,32 @@
+import { fromPromise } from "xstate";
+import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
+import type { ActorDeps } from "./deps.js";
+
+/**
+ * One tool call: its toolCall record is durable before the tool starts, so a crash mid-tool leaves
+ * evidence that the effect may have happened. Cancellable tools receive the abort signal; the others
+ * run to their end whatever happens to the turn.
+ */
+export function createRunTool(deps: ActorDeps) {
+  return fromPromise<RunToolOutput, RunToolInput>(async ({ input, signal }) => {
+    await deps.writer.append(input.session, input.unpersisted);
+    const persisted = input.unpersisted.length;
+    const tool = deps.tools.get(input.call.name);
+    if (!tool) {
+      return { status: "failed", result: { error: `unknown tool "${input.call.name}"` }, persisted };
+    }
+    const toolSignal = tool.cancellable ? signal : new AbortController().signal;
+    try {
+      const result = await tool.execute(input.call.args, {
+        session: input.session,
+        runId: input.runId,
+        callId: input.call.callId,
+        signal: toolSignal,
+      });
+      return { status: "done", result, persisted };
+    } catch (error) {
+      if (signal.aborted && tool.cancellable) throw error;
+      return { status: "failed", result: { error: error instanceof Error ? error.message : String(error) }, persisted };
+    }
+  });
+}

@@ -1,0 +1,32 @@
+/**
+ * The channel port: how text reaches a user. A send counts as delivered only when the receipt carries a
+ * top-level `messageId` (DESIGN.md §4); a rejection or a receipt without it is a failed delivery.
+ *
+ * @example
+ * ```ts
+ * const receipt = await channel.send({ session: "telegram:42", text: "hi", kind: "reply" });
+ * const delivered = typeof receipt.messageId === "string";
+ * ```
+ */
+export interface Channel {
+  send(message: OutboundMessage): Promise<DeliveryReceipt>;
+}
+
+export type DeliveryKind = "reply" | "ack" | "recovery" | "notice" | "commitment";
+
+export interface OutboundMessage {
+  session: string;
+  text: string;
+  kind: DeliveryKind;
+  runId?: string;
+}
+
+export interface DeliveryReceipt {
+  messageId?: string;
+  [field: string]: unknown;
+}
+
+/** Whether a receipt proves delivery. */
+export function isCommitted(receipt: DeliveryReceipt | undefined): receipt is DeliveryReceipt & { messageId: string } {
+  return typeof receipt?.messageId === "string" && receipt.messageId.length > 0;
+}

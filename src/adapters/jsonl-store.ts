@@ -1,0 +1,370 @@
+import { mkdir, readdir, rm, truncate, unlink } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { nanoid } from "nanoid";
+import { ConfigError } from "../errors.js";
+import { DirLock } from "./dir-lock.js";
+import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
+import {
+  appendDurable,
+  corruptError,
+  encodeLine,
+  fsyncDir,
+  isHeader,
+  readFirstLine,
+  readIfExists,
+  replaceDurable,
+  replayTranscript,
+  scanLines,
+  TRANSCRIPT_FORMAT,
+} from "./jsonl-file.js";
+import { assertSessionKey, sessionFileName } from "./session-key.js";
+import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
+import { checkExpect, cloneJson, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
+
+export interface JsonlStoreOptions {
+  /** The store directory; created when absent. */
+  dir: string;
+  /** Clock for record `at` stamps (default `Date.now`). */
+  now?: () => number;
+  /** Group-commit window in ms; 0 (default) batches the appends that arrive within one event-loop turn. */
+  groupCommitMs?: number;
+  /** Append handles kept open between batches (default 128). */
+  maxOpenFiles?: number;
+}
+
+/** One loaded session: the durable log (the cache) and the tip that queued writes will reach. */
+interface Entry extends CommitTarget {
+  readonly key: string;
+  readonly log: TranscriptLog;
+  readonly tip: TranscriptHead;
+}
+
+/**
+ * The embedded default store: one append-only JSONL transcript per session (format in docs/store.md),
+ * group-committed appends that resolve only after fdatasync, torn-tail repair with quarantine on open,
+ * a lock on the directory, and atomic per-session state files. Transcripts are cached in memory after
+ * their first load, so reads cost a copy, not a parse.
+ *
+ * @example
+ * ```ts
+ * const store = await JsonlStore.openDir({ dir: ".tiller-store" });
+ * const head = await store.open("telegram:42");
+ * await store.append("telegram:42", [{ role: "user", text: "hi", messageId: "m1" }], head);
+ * console.log(store.stats()); // { records: 1, fsyncs: 3 }
+ * await store.close();
+ * ```
+ */
+export class JsonlStore implements TranscriptStore {
+  readonly dir: string;
+  private readonly now: () => number;
+  private readonly counters: StoreStats = { records: 0, fsyncs: 0 };
+  private readonly commit: GroupCommit;
+  private ready: Promise<void> | undefined;
+  private isReady = false;
+  private isClosed = false;
+  private lock: DirLock | undefined;
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly loaded = new Map<string, Entry>();
+  private readonly loading = new Map<string, Promise<Entry | undefined>>();
+  /** File base name → session key, for names this instance has already seen a header for. */
+  private readonly keysByName = new Map<string, string>();
+  private readonly stateChains = new Map<string, Promise<unknown>>();
+
+  constructor(options: JsonlStoreOptions) {
+    if (typeof options?.dir !== "string" || options.dir === "")
+      throw new ConfigError("dir", "a directory path", options?.dir);
+    this.dir = resolve(options.dir);
+    this.now = options.now ?? Date.now;
+    this.commit = new GroupCommit({
+      windowMs: options.groupCommitMs ?? 0,
+      maxOpenFiles: options.maxOpenFiles ?? 128,
+      stats: this.counters,
+      onBroken: (target) => this.evict((target as Entry).key),
+    });
+  }
+
+  /** Constructs the store and takes the directory lock; rejects with `StoreLockedError` when held. */
+  static async openDir(options: JsonlStoreOptions): Promise<JsonlStore> {
+    const store = new JsonlStore(options);
+    await store.init();
+    return store;
+  }
+
+  /** Creates the directory and takes its lock. Idempotent; every other method calls it first. */
+  init(): Promise<void> {
+    if (this.isClosed) return Promise.reject(closedError());
+    this.ready ??= (async () => {
+      await mkdir(this.dir, { recursive: true });
+      this.lock = await DirLock.acquire(this.dir);
+      this.isReady = true;
+    })().catch((error) => {
+      this.ready = undefined; // a locked directory may be free on the next try
+      throw error;
+    });
+    return this.ready;
+  }
+
+  /** Records appended and fsyncs made (appends, creations, repairs, state writes) by this instance. */
+  stats(): StoreStats {
+    return { ...this.counters };
+  }
+
+  /** True while file I/O is queued or in flight (a simulated clock must wait for it). */
+  isBusy(): boolean {
+    return this.inflight.size > 0 || this.commit.isBusy;
+  }
+
+  async open(session: string): Promise<TranscriptHead> {
+    const entry = await this.entry(session, true);
+    return { ...entry!.tip };
+  }
+
+  async append(session: string, records: RecordBody[], expect: ExpectedHead): Promise<TranscriptRecord[]> {
+    const entry = await this.entry(session, false);
+    // From the stale check to the enqueue nothing awaits: concurrent appends keep their call order.
+    checkExpect(session, entry?.tip, expect);
+    const tip = entry!.tip;
+    const stamped = stampRecords(records, tip, this.now(), nanoid);
+    if (stamped.length === 0) return [];
+    tip.lastSeq += stamped.length;
+    const data = stamped.map(({ json }) => encodeLine(json)).join("");
+    await this.commit.write(entry!, data, stamped.length, () => {
+      for (const { record } of stamped) entry!.log.push(record);
+    });
+    return stamped.map(({ record }) => cloneJson(record));
+  }
+
+  async read(session: string): Promise<TranscriptRecord[]> {
+    const entry = await this.entry(session, false);
+    return entry ? entry.log.records.map(cloneJson) : [];
+  }
+
+  async readWindow(session: string): Promise<TranscriptRecord[]> {
+    const entry = await this.entry(session, false);
+    return entry ? entry.log.window().map(cloneJson) : [];
+  }
+
+  async reset(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
+    const entry = await this.entry(session, false);
+    checkExpect(session, entry?.tip, expect);
+    const tip = entry!.tip;
+    tip.revision += 1;
+    const head = { ...tip };
+    const line = encodeLine(JSON.stringify({ type: "reset", revision: tip.revision, at: this.now() }));
+    await this.commit.write(entry!, line, 0, () => entry!.log.reset());
+    return head;
+  }
+
+  async rotate(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
+    const entry = await this.entry(session, false);
+    checkExpect(session, entry?.tip, expect);
+    const head = { ...entry!.tip };
+    const rotation = { type: "rotate", revision: head.revision, afterSeq: head.lastSeq, at: this.now() };
+    await this.commit.write(entry!, encodeLine(JSON.stringify(rotation)), 0, () =>
+      entry!.log.rotate(head.lastSeq),
+    );
+    return head;
+  }
+
+  async sessions(): Promise<string[]> {
+    await this.checkOpen();
+    const keys = new Set<string>();
+    for (const name of await readdir(this.dir)) {
+      const base = name.endsWith(".jsonl")
+        ? name.slice(0, -6)
+        : name.endsWith(".state.json")
+          ? name.slice(0, -11)
+          : "";
+      if (!base) continue;
+      const key =
+        this.keysByName.get(base) ?? (await this.track(this.keyFromFile(join(this.dir, name), base)));
+      if (key !== undefined) keys.add(key);
+    }
+    return [...keys].sort();
+  }
+
+  async saveState(session: string, state: unknown): Promise<void> {
+    await this.checkOpen(session);
+    const base = sessionFileName(session);
+    const file = join(this.dir, `${base}.state.json`);
+    const json = state === null ? undefined : stateJson(state);
+    await this.serializeState(session, async () => {
+      if (json === undefined) {
+        await rm(file, { force: true });
+      } else {
+        const line = encodeLine(`{"type":"state","sessionKey":${JSON.stringify(session)},"state":${json}}`);
+        await replaceDurable(file, this.dir, Buffer.from(line, "utf8"));
+        this.counters.fsyncs++;
+        this.keysByName.set(base, session);
+      }
+      await fsyncDir(this.dir);
+      this.counters.fsyncs++;
+    });
+  }
+
+  async loadState(session: string): Promise<unknown | null> {
+    await this.checkOpen(session);
+    const file = join(this.dir, `${sessionFileName(session)}.state.json`);
+    return this.serializeState(session, async () => {
+      const buf = await readIfExists(file);
+      if (!buf) return null;
+      const value = scanLines(buf).lines[0]?.value;
+      if (value?.type !== "state" || value.sessionKey !== session) {
+        throw corruptError(file, 1, "not a whole state line for this session key");
+      }
+      return value.state ?? null;
+    });
+  }
+
+  /** Waits for queued writes, closes files and releases the directory lock. Later calls reject. */
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    await this.ready?.catch(() => undefined);
+    // Loads may still repair a tail, and state writes may be mid-rename: finish them under the lock.
+    while (this.inflight.size > 0 || this.commit.isBusy) {
+      await Promise.all(this.inflight);
+      await this.commit.drain();
+    }
+    await this.commit.closeFiles();
+    await this.lock?.release();
+  }
+
+  private async checkOpen(session?: string): Promise<void> {
+    if (session !== undefined) assertSessionKey(session);
+    if (this.isClosed) throw closedError();
+    if (!this.isReady) await this.init();
+  }
+
+  /** The loaded session, loading it on first use; `create` makes a new transcript when there is none. */
+  private async entry(session: string, create: boolean): Promise<Entry | undefined> {
+    const hit = this.loaded.get(session);
+    if (hit && this.isReady && !this.isClosed) return hit;
+    await this.checkOpen(session);
+    const pending = this.loading.get(session) ?? this.startLoad(session, this.loadFromDisk(session));
+    const entry = await pending;
+    if (entry || !create) return entry;
+    // Only the first creator replaces the load; anyone who awaited the old promise follows the new one.
+    if (this.loading.get(session) !== pending) return this.entry(session, create);
+    return this.startLoad(session, this.createOnDisk(session));
+  }
+
+  private startLoad(session: string, work: Promise<Entry | undefined>): Promise<Entry | undefined> {
+    const promise = this.track(work).then(
+      (entry) => {
+        if (entry && this.loading.get(session) === promise) this.loaded.set(session, entry);
+        return entry;
+      },
+      (error) => {
+        if (this.loading.get(session) === promise) this.loading.delete(session);
+        throw error;
+      },
+    );
+    this.loading.set(session, promise);
+    return promise;
+  }
+
+  private async loadFromDisk(session: string): Promise<Entry | undefined> {
+    const base = sessionFileName(session);
+    const path = join(this.dir, `${base}.jsonl`);
+    const buf = await readIfExists(path);
+    if (!buf) return undefined;
+    const scan = scanLines(buf);
+    // Replay first: a corrupt middle throws before anything on disk changes.
+    const log = replayTranscript(scan, path, session);
+    if (scan.validEnd < buf.length) await this.repairTail(path, buf, scan.validEnd);
+    if (!log) return undefined;
+    this.keysByName.set(base, session);
+    return { key: session, path, log, tip: log.head() };
+  }
+
+  /** Moves a torn tail into `<file>.quarantine` (durably) before cutting it off the transcript. */
+  private async repairTail(path: string, buf: Buffer, validEnd: number): Promise<void> {
+    const note = { type: "quarantine", at: this.now(), offset: validEnd, bytes: buf.length - validEnd };
+    const cut = buf.subarray(validEnd);
+    await appendDurable(
+      `${path}.quarantine`,
+      Buffer.concat([Buffer.from(encodeLine(JSON.stringify(note))), cut, Buffer.from("\n")]),
+    );
+    this.counters.fsyncs++;
+    if (validEnd === 0) {
+      await unlink(path);
+      await fsyncDir(this.dir);
+    } else {
+      await truncate(path, validEnd);
+      await appendDurable(path, Buffer.alloc(0)); // fsync the new length
+    }
+    this.counters.fsyncs++;
+  }
+
+  private async createOnDisk(session: string): Promise<Entry> {
+    const base = sessionFileName(session);
+    const path = join(this.dir, `${base}.jsonl`);
+    const sessionId = nanoid();
+    const header = {
+      type: "header",
+      format: TRANSCRIPT_FORMAT,
+      sessionKey: session,
+      sessionId,
+      createdAt: this.now(),
+    };
+    await replaceDurable(path, this.dir, Buffer.from(encodeLine(JSON.stringify(header)), "utf8"));
+    this.counters.fsyncs += 2;
+    this.keysByName.set(base, session);
+    const log = new TranscriptLog(sessionId);
+    return { key: session, path, log, tip: log.head() };
+  }
+
+  /** The key a transcript or state file belongs to, read from its first line (names are one-way hashes). */
+  private async keyFromFile(file: string, base: string): Promise<string | undefined> {
+    let first: Record<string, unknown> | undefined;
+    try {
+      first = await readFirstLine(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    const key = isHeader(first) || first?.type === "state" ? first.sessionKey : undefined;
+    if (typeof key === "string" && sessionFileName(key) === base) {
+      this.keysByName.set(base, key);
+      return key;
+    }
+    // A transcript with no whole line is a creation cut short: nothing in it was ever acknowledged.
+    if (
+      file.endsWith(".jsonl") &&
+      scanLines((await readIfExists(file)) ?? Buffer.alloc(0)).lines.length === 0
+    ) {
+      return undefined;
+    }
+    throw corruptError(file, 1, "no valid header for a session key matching this file name");
+  }
+
+  private serializeState<T>(session: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.stateChains.get(session) ?? Promise.resolve()).then(work);
+    const settled = run.catch(() => undefined);
+    this.stateChains.set(session, settled);
+    void settled.then(() => {
+      if (this.stateChains.get(session) === settled) this.stateChains.delete(session);
+    });
+    return this.track(run);
+  }
+
+  private evict(session: string): void {
+    this.loaded.delete(session);
+    this.loading.delete(session);
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    const settled = promise.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inflight.add(settled);
+    void settled.then(() => this.inflight.delete(settled));
+    return promise;
+  }
+}
+
+function closedError(): ConfigError {
+  return new ConfigError("store", "an open store (this JsonlStore was closed)", "a call after close()");
+}

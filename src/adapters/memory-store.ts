@@ -1,0 +1,96 @@
+import { nanoid } from "nanoid";
+import { assertSessionKey } from "./session-key.js";
+import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
+import { checkExpect, cloneJson, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
+
+/**
+ * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale
+ * writers, JSON-normalized copies) and none of its I/O. Used by tests and the scenario runner.
+ *
+ * `close()` keeps the data: the instance plays the part of the disk, so a test can "restart" a gateway
+ * on the same store and see what survived.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryStore({ now: () => clock.now() });
+ * const head = await store.open("telegram:42");
+ * await store.append("telegram:42", [{ role: "user", text: "hi", messageId: "m1" }], head);
+ * (await store.readWindow("telegram:42")).length; // 1
+ * ```
+ */
+export class MemoryStore implements TranscriptStore {
+  private readonly now: () => number;
+  private readonly logs = new Map<string, TranscriptLog>();
+  private readonly states = new Map<string, unknown>();
+
+  constructor(options: { now?: () => number } = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async open(session: string): Promise<TranscriptHead> {
+    assertSessionKey(session);
+    let log = this.logs.get(session);
+    if (!log) {
+      log = new TranscriptLog(nanoid());
+      this.logs.set(session, log);
+    }
+    return log.head();
+  }
+
+  async append(session: string, records: RecordBody[], expect: ExpectedHead): Promise<TranscriptRecord[]> {
+    assertSessionKey(session);
+    const log = this.logs.get(session);
+    checkExpect(session, log, expect);
+    // Stamp everything first: a body that fails validation leaves the transcript untouched.
+    const stamped = stampRecords(records, log!.head(), this.now(), nanoid);
+    for (const { record } of stamped) log!.push(record);
+    return stamped.map(({ record }) => cloneJson(record));
+  }
+
+  async read(session: string): Promise<TranscriptRecord[]> {
+    assertSessionKey(session);
+    return (this.logs.get(session)?.records ?? []).map(cloneJson);
+  }
+
+  async readWindow(session: string): Promise<TranscriptRecord[]> {
+    assertSessionKey(session);
+    return (this.logs.get(session)?.window() ?? []).map(cloneJson);
+  }
+
+  async reset(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
+    assertSessionKey(session);
+    const log = this.logs.get(session);
+    checkExpect(session, log, expect);
+    log!.reset();
+    return log!.head();
+  }
+
+  async rotate(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
+    assertSessionKey(session);
+    const log = this.logs.get(session);
+    checkExpect(session, log, expect);
+    log!.rotate(log!.lastSeq);
+    return log!.head();
+  }
+
+  async sessions(): Promise<string[]> {
+    return [...new Set([...this.logs.keys(), ...this.states.keys()])].sort();
+  }
+
+  async saveState(session: string, state: unknown): Promise<void> {
+    assertSessionKey(session);
+    if (state === null) {
+      this.states.delete(session);
+      return;
+    }
+    // A JSON round trip, like the file store: what loads is what a restart would see.
+    this.states.set(session, JSON.parse(stateJson(state)));
+  }
+
+  async loadState(session: string): Promise<unknown | null> {
+    assertSessionKey(session);
+    return cloneJson(this.states.get(session) ?? null);
+  }
+
+  async close(): Promise<void> {}
+}

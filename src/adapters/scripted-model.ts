@@ -1,0 +1,82 @@
+import { type Clock, sleep } from "./clock.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "./model.js";
+import { latestUserText } from "../turn.js";
+
+/** Conditions of a scripted rule; all given ones must hold (CONTRACTS.md §2). */
+export interface ScriptedWhen {
+  latestUser?: string;
+  call?: number;
+  recheck?: boolean;
+  recovery?: boolean;
+  review?: boolean;
+  session?: string;
+  hasToolResult?: string;
+}
+
+export interface ScriptedReply {
+  text?: string;
+  toolCalls?: Array<{ name: string; args?: Record<string, unknown> }>;
+  delayMs?: number;
+  error?: string;
+}
+
+export interface ScriptedRule {
+  when?: ScriptedWhen;
+  reply: ScriptedReply;
+}
+
+/**
+ * A model that answers from rules, tried in order at every call; the first rule whose `when` holds
+ * replies after `delayMs` on the clock. No rule matching is an error, so a scenario cannot silently
+ * depend on a default.
+ *
+ * @example
+ * ```ts
+ * const model = new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock);
+ * ```
+ */
+export class ScriptedModel implements ModelProvider {
+  constructor(
+    private readonly rules: readonly ScriptedRule[],
+    private readonly clock: Clock,
+  ) {}
+
+  async complete(request: ModelRequest): Promise<ModelReply> {
+    const latest = latestUserText(request.context);
+    const rule = this.rules.find((candidate) => matches(candidate.when, request, latest));
+    if (!rule) throw new Error(`scripted model: no rule matches call ${request.call} of ${request.runId}`);
+    const { reply } = rule;
+    if (reply.delayMs) await sleep(this.clock, reply.delayMs, request.signal);
+    if (request.signal.aborted) throw request.signal.reason;
+    if (reply.error) throw new Error(reply.error);
+    const text = (reply.text ?? "").replaceAll("{{latestUser}}", latest);
+    if (text) request.onDelta?.(text);
+    return {
+      text,
+      toolCalls: (reply.toolCalls ?? []).map((call, index) => ({
+        callId: `${request.runId}-c${request.call}-${index + 1}`,
+        name: call.name,
+        args: call.args ?? {},
+      })),
+    };
+  }
+}
+
+function matches(when: ScriptedWhen | undefined, request: ModelRequest, latest: string): boolean {
+  if (!when) return true;
+  if (when.latestUser !== undefined && !latest.toLowerCase().includes(when.latestUser.toLowerCase())) return false;
+  if (when.call !== undefined && when.call !== request.call) return false;
+  if (when.recheck !== undefined && when.recheck !== request.recheck) return false;
+  if (when.recovery !== undefined && when.recovery !== request.recovery) return false;
+  if (when.review !== undefined && when.review !== request.review) return false;
+  if (when.session !== undefined && when.session !== request.session) return false;
+  if (when.hasToolResult !== undefined && !hasToolResult(request, when.hasToolResult)) return false;
+  return true;
+}
+
+function hasToolResult(request: ModelRequest, name: string): boolean {
+  const turn = request.context.slice(request.turnStart);
+  const names = new Map<string, string>();
+  for (const message of turn) if (message.role === "toolCall") names.set(message.callId, message.name);
+  return turn.some((message) => message.role === "toolResult" && names.get(message.callId) === name);
+}

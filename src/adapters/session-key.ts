@@ -1,0 +1,65 @@
+import { createHash } from "node:crypto";
+import { MessageRejectedError } from "../errors.js";
+
+/** Longest readable prefix kept in a file name; the hash alone guarantees uniqueness. */
+const PREFIX_MAX = 40;
+/** 32 hex chars = 128 bits of sha256: collisions are out of reach for any realistic key count. */
+const HASH_CHARS = 32;
+
+/**
+ * Rejects a session key no store can hold: not a string, empty, or not well-formed Unicode (a lone
+ * surrogate has no UTF-8 encoding, so two different keys would hash to the same bytes).
+ *
+ * @throws MessageRejectedError with code `SESSION_KEY_INVALID`.
+ * @example
+ * ```ts
+ * assertSessionKey("telegram:42"); // ok
+ * assertSessionKey(""); // throws SESSION_KEY_INVALID
+ * ```
+ */
+export function assertSessionKey(key: unknown): asserts key is string {
+  if (typeof key !== "string") {
+    throw new MessageRejectedError(
+      "session",
+      `expected a string key, received ${typeof key}`,
+      "SESSION_KEY_INVALID",
+    );
+  }
+  if (key.length === 0) {
+    throw new MessageRejectedError(
+      "session",
+      "expected a non-empty key, received an empty string",
+      "SESSION_KEY_INVALID",
+    );
+  }
+  if (/\p{Cs}/u.test(key)) {
+    throw new MessageRejectedError(
+      "session",
+      "expected well-formed Unicode, received a key with a lone surrogate",
+      "SESSION_KEY_INVALID",
+    );
+  }
+}
+
+/**
+ * The file-system-safe base name of a session key: a lowercase `[a-z0-9_-]` prefix for humans, then the
+ * sha256 of the key's exact UTF-8 bytes, so `Telegram:1` / `telegram:1` and NFC / NFD spellings get
+ * different names. The result never contains a separator, a dot, or a reserved device name on its own,
+ * so it cannot escape or alias the store directory.
+ *
+ * @example
+ * ```ts
+ * sessionFileName("Telegram:42"); // "telegram_42-5c1f…" (prefix, "-", 32 hex chars)
+ * ```
+ */
+export function sessionFileName(key: string): string {
+  const hash = createHash("sha256").update(key, "utf8").digest("hex").slice(0, HASH_CHARS);
+  const prefix = key
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "_")
+    .slice(0, PREFIX_MAX)
+    // A leading "-" reads as a command-line flag; "_" runs are noise.
+    .replace(/^[-_]+/, "")
+    .replace(/[-_]+$/, "");
+  return `${prefix || "s"}-${hash}`;
+}

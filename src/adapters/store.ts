@@ -1,0 +1,127 @@
+/**
+ * The store port: durable transcripts (DESIGN.md §6) and the small per-session state a restarted gateway
+ * needs to resume (pending follow-ups, recoveries, the turn that was running, commitments).
+ *
+ * Every implementation (memory, JSONL files, ...) passes the shared contract suite in
+ * `test/adapters/store-contract.ts`.
+ */
+
+/** Fields every stored record carries; assigned by the store on append. */
+export interface RecordHeader {
+  /** Unique record id. */
+  id: string;
+  /** 1-based position in the session's transcript, strictly increasing, never reused. */
+  seq: number;
+  /** Time of the append on the gateway's clock (ms). */
+  at: number;
+  /** Stable id of the session's transcript (changes only if the transcript is recreated). */
+  sessionId: string;
+  /** Lifecycle revision: bumped by a reset (`/new`); a new context window starts at each revision. */
+  revision: number;
+}
+
+export interface UserRecord {
+  role: "user";
+  text: string;
+  /** The inbound message id. */
+  messageId: string;
+  channel?: string;
+}
+
+export interface AssistantRecord {
+  role: "assistant";
+  text: string;
+  runId: string;
+  /** Whether a committed receipt with a messageId came back from the channel. */
+  delivered: boolean;
+  /** Present when delivered. */
+  deliveryMessageId?: string;
+}
+
+export interface ToolCallRecord {
+  role: "toolCall";
+  callId: string;
+  name: string;
+  args: unknown;
+  runId: string;
+}
+
+export interface ToolResultRecord {
+  role: "toolResult";
+  callId: string;
+  status: "done" | "skipped" | "cancelled" | "failed";
+  result: unknown;
+  runId: string;
+}
+
+export interface CustomRecord {
+  role: "custom";
+  customType: string;
+  display: boolean;
+  details: Record<string, unknown>;
+}
+
+/** What a writer hands to `append`; the store adds the header. */
+export type RecordBody = UserRecord | AssistantRecord | ToolCallRecord | ToolResultRecord | CustomRecord;
+
+/** A record as stored and read back. */
+export type TranscriptRecord = RecordHeader & RecordBody;
+
+/** The marker appended when a non-empty final was stored but never reached the user. */
+export const UNDELIVERED_FINAL = "tiller.undelivered-final";
+
+/** Identity of a transcript that writers must present on every append. */
+export interface TranscriptHead {
+  sessionId: string;
+  revision: number;
+  /** seq of the last record, 0 when empty. */
+  lastSeq: number;
+}
+
+export interface TranscriptStore {
+  /**
+   * Opens (creating when absent) the transcript of a session key and returns its head. Opening repairs
+   * a torn tail left by a crash.
+   */
+  open(session: string): Promise<TranscriptHead>;
+
+  /**
+   * Appends records in order. Resolves only when they are durable. Rejects with `StaleWriterError`, and
+   * writes nothing, when `expect` does not match the transcript's current session id and revision.
+   */
+  append(session: string, records: RecordBody[], expect: ExpectedHead): Promise<TranscriptRecord[]>;
+
+  /** Every record of the session in seq order (all revisions, across rotations). */
+  read(session: string): Promise<TranscriptRecord[]>;
+
+  /**
+   * The records of the current context window: the latest revision, after the latest rotation point.
+   * An undelivered-final marker is always returned with the final it marks.
+   */
+  readWindow(session: string): Promise<TranscriptRecord[]>;
+
+  /** Starts a new lifecycle revision (a `/new`): later appends must present the returned head. */
+  reset(session: string, expect: ExpectedHead): Promise<TranscriptHead>;
+
+  /**
+   * Compaction: starts a new context window at the current end of the transcript without losing
+   * history (older records stay readable through `read`). A final and the undelivered-final marker
+   * that follows it are never split across the rotation point.
+   */
+  rotate(session: string, expect: ExpectedHead): Promise<TranscriptHead>;
+
+  /** Session keys with a transcript or state in this store. */
+  sessions(): Promise<string[]>;
+
+  /** Durable per-session resume state (JSON); `null` deletes it. Atomic: old or new, never torn. */
+  saveState(session: string, state: unknown): Promise<void>;
+  loadState(session: string): Promise<unknown | null>;
+
+  /** Releases files and locks. */
+  close(): Promise<void>;
+}
+
+export interface ExpectedHead {
+  sessionId: string;
+  revision: number;
+}

@@ -1,0 +1,26 @@
+/**
+ * The tool port. `cancellable` tells the session whether an interrupt may stop the tool mid-way; a
+ * tool that is not cancellable always runs to its end, and acks say so.
+ *
+ * @example
+ * ```ts
+ * const readFile: ToolDefinition = {
+ *   name: "read_file",
+ *   cancellable: true,
+ *   execute: async (args, { signal }) => fs.readFile(String(args.path), { encoding: "utf8", signal }),
+ * };
+ * ```
+ */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  cancellable: boolean;
+  execute(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
+}
+
+export interface ToolContext {
+  session: string;
+  runId: string;
+  callId: string;
+  signal: AbortSignal;
+}

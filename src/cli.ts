@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { loadScenario, ScenarioError } from "./scenario/load.js";
+import { runScenario } from "./scenario/runner.js";
+import { formatTimeline } from "./scenario/timeline.js";
+
+const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
+
+  FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
+  --json   print one JSON object per scenario (CONTRACTS.md §2) instead of a timeline
+  --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
+  --explain  after the run, explain what happened to the message with this id
+
+exit status: 0 ran, 2 invalid scenario or arguments, 1 internal error`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command !== "run") {
+    process.stderr.write(`${USAGE}\n`);
+    return command === "--help" || command === "-h" ? 0 : 2;
+  }
+  let target: string | undefined;
+  let json = false;
+  let storeDir: string | undefined;
+  let explain: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === "--json") json = true;
+    else if (arg === "--store") storeDir = rest[++i];
+    else if (arg === "--explain") explain = rest[++i];
+    else if (arg.startsWith("--")) {
+      process.stderr.write(`unknown option ${arg}\n${USAGE}\n`);
+      return 2;
+    } else target = arg;
+  }
+  if (!target || (rest.includes("--store") && !storeDir) || (rest.includes("--explain") && !explain)) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const files = await scenarioFiles(target);
+  for (const file of files) {
+    const scenario = await loadScenario(file);
+    const { result, gateway } = await runScenario(scenario, storeDir ? { storeDir } : {});
+    if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else process.stdout.write(`${formatTimeline(result)}\n\n`);
+    if (explain) {
+      const sessions = Object.keys(result.transcripts).concat(result.acks.map((ack) => ack.session));
+      const found = [...new Set(sessions)].map((session) => gateway.explain(session, explain!)).find(Boolean);
+      process.stdout.write(`${JSON.stringify(found ?? { messageId: explain, found: false }, null, json ? 0 : 2)}\n`);
+    }
+  }
+  return 0;
+}
+
+async function scenarioFiles(target: string): Promise<string[]> {
+  let info: Awaited<ReturnType<typeof stat>>;
+  try {
+    info = await stat(target);
+  } catch {
+    throw new ScenarioError(target, "(file)", "does not exist");
+  }
+  if (!info.isDirectory()) return [target];
+  const names = (await readdir(target)).filter((name) => /\.(ya?ml|json)$/.test(name)).sort();
+  return names.map((name) => join(target, name));
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof ScenarioError) {
+      process.stderr.write(`invalid scenario: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

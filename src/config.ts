@@ -1,0 +1,137 @@
+import { checkSync } from "recheck";
+import { z } from "zod";
+import { ConfigError } from "./errors.js";
+import { DROP_POLICIES, type QueueMode, type QueueSettings, parseQueueMode } from "./policy/queue-mode.js";
+import { DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
+
+/**
+ * Gateway configuration (CONTRACTS.md §2 "Config keys"): parsed once at the edge with zod, so the rest
+ * of the code receives typed, defaulted values. User-supplied regular expressions are checked for
+ * catastrophic backtracking here, before anything runs.
+ *
+ * @example
+ * ```ts
+ * const config = parseConfig({ queue: { mode: "followup" }, lanes: { main: 4 } });
+ * config.staleReplyRecheck.maxPasses; // 1
+ * ```
+ */
+const modeSchema = z.string().transform((value, ctx): QueueMode => {
+  const mode = parseQueueMode(value);
+  if (!mode) {
+    ctx.addIssue({ code: "custom", message: `expected one of steer, followup, collect, interrupt (or an alias)` });
+    return z.NEVER;
+  }
+  return mode;
+});
+
+const nonNegativeInt = z.number().int().nonnegative();
+
+export const configSchema = z
+  .object({
+    queue: z
+      .object({
+        mode: modeSchema.optional(),
+        byChannel: z.record(z.string(), modeSchema).default({}),
+        debounceMs: nonNegativeInt.optional(),
+        cap: z.number().int().positive().optional(),
+        drop: z.enum(DROP_POLICIES).optional(),
+      })
+      .strict()
+      .default({ byChannel: {} }),
+    staleReplyRecheck: z
+      .object({
+        enabled: z.boolean().default(true),
+        maxPasses: nonNegativeInt.default(1),
+        complaintPatterns: z.array(z.string().max(500)).max(100).default([...DEFAULT_COMPLAINT_PATTERNS]),
+        minOverlap: z.number().min(0).max(1).default(0.2),
+      })
+      .strict()
+      .default({ enabled: true, maxPasses: 1, complaintPatterns: [...DEFAULT_COMPLAINT_PATTERNS], minOverlap: 0.2 }),
+    delivery: z
+      .object({
+        visibleReplies: z.enum(["auto", "message_tool"]).default("auto"),
+        /** Send acks as visible messages: for every channel, or per channel name. */
+        visibleAcks: z.union([z.boolean(), z.record(z.string(), z.boolean())]).default(false),
+      })
+      .strict()
+      .default({ visibleReplies: "auto", visibleAcks: false }),
+    lanes: z.record(z.string(), nonNegativeInt).default({}),
+    laneTimeoutMs: z.number().positive().optional(),
+    warnAfterMs: nonNegativeInt.default(2000),
+    commitments: z
+      .object({ enabled: z.boolean().default(false), maxPerDay: nonNegativeInt.default(3) })
+      .strict()
+      .default({ enabled: false, maxPerDay: 3 }),
+    heartbeat: z.object({ everyMs: z.number().positive().optional() }).strict().default({}),
+    limits: z
+      .object({
+        maxMessageChars: z.number().int().positive().default(32_000),
+        maxSessionKeyChars: z.number().int().positive().default(512),
+        dedupeWindowMs: z.number().int().positive().default(600_000),
+      })
+      .strict()
+      .default({ maxMessageChars: 32_000, maxSessionKeyChars: 512, dedupeWindowMs: 600_000 }),
+  })
+  .strict();
+
+export type GatewayConfig = z.output<typeof configSchema>;
+export type GatewayConfigInput = z.input<typeof configSchema>;
+
+/** Parses and validates a config; throws ConfigError naming the field, the expectation and the value. */
+export function parseConfig(raw: unknown = {}, fieldPrefix = "config"): GatewayConfig {
+  const result = configSchema.safeParse(raw ?? {});
+  if (!result.success) throw zodToConfigError(result.error, raw, fieldPrefix);
+  const config = result.data;
+  config.staleReplyRecheck.complaintPatterns.forEach((pattern, index) => {
+    checkPattern(`${fieldPrefix}.staleReplyRecheck.complaintPatterns[${index}]`, pattern);
+  });
+  return config;
+}
+
+/** The global and per-channel layers of queue settings, for `resolveQueueSetting`. */
+export function queueLayers(config: GatewayConfig, channel: string): { global: QueueSettings; channel?: QueueSettings } {
+  const { byChannel, ...global } = config.queue;
+  const channelMode = byChannel[channel];
+  return { global: strip(global), ...(channelMode ? { channel: { mode: channelMode } } : {}) };
+}
+
+const checkedPatterns = new Map<string, string | null>();
+
+/** Rejects a pattern that does not compile or that can backtrack catastrophically. */
+export function checkPattern(field: string, pattern: string): void {
+  try {
+    new RegExp(pattern, "i");
+  } catch (error) {
+    throw new ConfigError(field, "a valid regular expression", pattern, { cause: error });
+  }
+  let verdict = checkedPatterns.get(pattern);
+  if (verdict === undefined) {
+    const diagnostics = checkSync(pattern, "i", { timeout: 2000 });
+    verdict =
+      diagnostics.status === "safe"
+        ? null
+        : diagnostics.status === "vulnerable"
+          ? `vulnerable to catastrophic backtracking (${diagnostics.complexity.summary})`
+          : "could not be proven safe from catastrophic backtracking";
+    checkedPatterns.set(pattern, verdict);
+  }
+  if (verdict) throw new ConfigError(field, `a regular expression that is safe to match (${verdict})`, pattern);
+}
+
+function zodToConfigError(error: z.ZodError, raw: unknown, prefix: string): ConfigError {
+  const issue = error.issues[0]!;
+  const path = issue.path.map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`)).join("");
+  let received: unknown = raw;
+  for (const part of issue.path) {
+    received = received && typeof received === "object" ? (received as Record<PropertyKey, unknown>)[part] : undefined;
+  }
+  const expected =
+    issue.code === "unrecognized_keys"
+      ? `no unknown keys (got ${issue.keys.join(", ")})`
+      : issue.message.replace(/^Invalid input: /, "");
+  return new ConfigError(`${prefix}${path}`, expected, received, { cause: error });
+}
+
+function strip<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

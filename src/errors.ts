@@ -1,0 +1,114 @@
+/**
+ * Every error Tiller throws or rejects with is a {@link TillerError}: a stable `code` to branch on, a
+ * `retryable` flag that says whether the same call may succeed later, and the underlying `cause`.
+ *
+ * @example
+ * ```ts
+ * import { LaneClearedError, TillerError } from "tiller";
+ * try { await lanes.run({ session: "A" }, work); }
+ * catch (error) { if (error instanceof TillerError && error.code === "LANE_CLEARED") retryLater(); }
+ * ```
+ */
+export type TillerErrorCode =
+  | "LANE_CLEARED"
+  | "LANE_TIMEOUT"
+  | "GATEWAY_DRAINING"
+  | "STALE_WRITER"
+  | "CONFIG_INVALID"
+  | "STORE_LOCKED"
+  | "STORE_CORRUPT"
+  | "MESSAGE_REJECTED"
+  | "SESSION_KEY_INVALID"
+  | "UNKNOWN_EVENT";
+
+export class TillerError extends Error {
+  readonly code: TillerErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: TillerErrorCode, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+
+  /** A JSON-safe summary, the form errors take inside machine context and events. */
+  toJSON(): { code: TillerErrorCode; message: string; retryable: boolean } {
+    return { code: this.code, message: this.message, retryable: this.retryable };
+  }
+}
+
+/** A waiting entry was removed by `clear(lane)`; the work never started. Safe to submit again. */
+export class LaneClearedError extends TillerError {
+  readonly lane: string;
+  constructor(lane: string) {
+    super("LANE_CLEARED", `lane "${lane}" was cleared before this task started`, { retryable: true });
+    this.lane = lane;
+  }
+}
+
+/** A task ran past its `timeoutMs`; its slot was freed and any late result is dropped. */
+export class LaneTimeoutError extends TillerError {
+  readonly lane: string;
+  readonly timeoutMs: number;
+  constructor(lane: string, timeoutMs: number) {
+    super("LANE_TIMEOUT", `task in lane "${lane}" timed out after ${timeoutMs} ms`, { retryable: true });
+    this.lane = lane;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** New work was offered while the scheduler or gateway drains. */
+export class GatewayDrainingError extends TillerError {
+  constructor(what = "gateway") {
+    super("GATEWAY_DRAINING", `${what} is draining: no new work is admitted until resume()`, {
+      retryable: true,
+    });
+  }
+}
+
+/** An append named a session id or lifecycle revision that is no longer current; nothing was written. */
+export class StaleWriterError extends TillerError {
+  constructor(session: string, expected: string, actual: string) {
+    super(
+      "STALE_WRITER",
+      `stale writer for session "${session}": expected ${expected}, the transcript is at ${actual}`,
+    );
+  }
+}
+
+/** Configuration or an argument failed validation; the message names the field, expectation and value. */
+export class ConfigError extends TillerError {
+  readonly field: string;
+  constructor(field: string, expected: string, received: unknown, options: { cause?: unknown } = {}) {
+    super("CONFIG_INVALID", `${field}: expected ${expected}, received ${describe(received)}`, options);
+    this.field = field;
+  }
+}
+
+/** An inbound message could not be accepted (too large, malformed, hostile session key). */
+export class MessageRejectedError extends TillerError {
+  readonly field: string;
+  constructor(field: string, reason: string, code: TillerErrorCode = "MESSAGE_REJECTED") {
+    super(code, `${field}: ${reason}`);
+    this.field = field;
+  }
+}
+
+/** A store directory is already held by another process. */
+export class StoreLockedError extends TillerError {
+  constructor(dir: string, holder: string) {
+    super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/** Renders a received value for an error message: short, single-line, never the whole object. */
+export function describe(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (value === null) return "null";
+  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (typeof value === "function") return "a function";
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return `${typeof value} ${JSON.stringify(value)?.slice(0, 60) ?? ""}`;
+}

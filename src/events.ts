@@ -1,0 +1,77 @@
+/**
+ * The observability stream: every decision Tiller makes is one event (DESIGN.md §8).
+ *
+ * @example
+ * ```ts
+ * const hub = new EventHub();
+ * const off = hub.subscribe((event) => console.log(event.type));
+ * hub.emit({ at: 0, type: "lane.started", lane: "main" });
+ * off();
+ * ```
+ */
+export interface TillerEvent {
+  /** Milliseconds on the gateway's clock. */
+  at: number;
+  /** Dotted lowercase name: `lane.started`, `recheck.fired`, ... */
+  type: string;
+  session?: string;
+  runId?: string;
+  [field: string]: unknown;
+}
+
+export type EventListener = (event: TillerEvent) => void;
+
+export class EventHub {
+  private readonly listeners = new Set<EventListener>();
+
+  /** True when someone listens; emitters skip building events otherwise. */
+  get isObserved(): boolean {
+    return this.listeners.size > 0;
+  }
+
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(event: TillerEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A faulty observer must never break the decision it observes.
+      }
+    }
+  }
+
+  /**
+   * An async iterator over events from now on; ends when `signal` aborts. Events are buffered, so a
+   * slow consumer sees every one in order.
+   */
+  async *stream(signal?: AbortSignal): AsyncGenerator<TillerEvent> {
+    const buffer: TillerEvent[] = [];
+    let wake: (() => void) | null = null;
+    const off = this.subscribe((event) => {
+      buffer.push(event);
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    signal?.addEventListener("abort", onAbort);
+    try {
+      while (!signal?.aborted) {
+        const next = buffer.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = null;
+      }
+    } finally {
+      off();
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}

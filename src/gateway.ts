@@ -1,0 +1,424 @@
+import { type AnyActorRef, type InspectionEvent, type Subscription, createActor } from "xstate";
+import { type Ack, type RunView, composeAck } from "./ack.js";
+import { builtinTools } from "./actors/builtin-tools.js";
+import { createCallModel } from "./actors/call-model.js";
+import { createDeliver, send } from "./actors/deliver.js";
+import type { ActorDeps } from "./actors/deps.js";
+import { createLaneSlot } from "./actors/lane-slot.js";
+import { createPrepareRun } from "./actors/prepare-run.js";
+import { createResetTranscript } from "./actors/reset-transcript.js";
+import { createRunTool } from "./actors/run-tool.js";
+import type { Channel } from "./adapters/channel.js";
+import type { Clock } from "./adapters/clock.js";
+import { MemoryStore } from "./adapters/memory-store.js";
+import type { ModelProvider } from "./adapters/model.js";
+import type { TranscriptStore } from "./adapters/store.js";
+import { SystemClock } from "./adapters/system-clock.js";
+import type { ToolDefinition } from "./adapters/tool.js";
+import { type GatewayConfig, type GatewayConfigInput, parseConfig, queueLayers } from "./config.js";
+import { ConfigError, GatewayDrainingError, MessageRejectedError } from "./errors.js";
+import { EventHub, type EventListener, type TillerEvent } from "./events.js";
+import { type MessageExplanation, MessageLog } from "./explain.js";
+import { createLaneScheduler, type LaneScheduler } from "./lanes/lane-scheduler.js";
+import { type Logger, createLogger } from "./logger.js";
+import { runMachine } from "./machines/run.machine.js";
+import { countMessages } from "./machines/session-queue.js";
+import { type SessionActorRef, sessionMachine } from "./machines/session.machine.js";
+import type { SessionDecision } from "./machines/session.types.js";
+import { parseControl } from "./policy/control.js";
+import { type QueueSettings, parseQueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
+import { TranscriptWriter } from "./transcript-writer.js";
+
+export interface GatewayOptions {
+  config?: GatewayConfigInput | GatewayConfig;
+  model: ModelProvider;
+  tools?: ToolDefinition[];
+  /** Channels by name; an inbound message's `channel` picks the one its replies go through. */
+  channels: Record<string, Channel>;
+  store?: TranscriptStore;
+  clock?: Clock;
+  inspect?: (event: InspectionEvent) => void;
+  logger?: Logger;
+}
+
+export interface InboundMessage {
+  session: string;
+  channel: string;
+  text: string;
+  id: string;
+  /** Inline queue mode for this message (or an alias). */
+  mode?: string;
+}
+
+export interface SessionInspection {
+  state: string;
+  run: { runId: string; state: string; passes: number; currentTool?: string } | null;
+  queue: Array<{ kind: string; messageIds: string[] }>;
+  lane: { active: number; queued: number; capacity: number } | null;
+  transcriptLength: number;
+}
+
+interface SessionMemory {
+  actor: SessionActorRef | null;
+  subscription: Subscription | null;
+  channel: string;
+  override: QueueSettings | null;
+  seen: Map<string, number>;
+  turnSeq: number;
+}
+
+/**
+ * Creates a gateway: the composition root that provides real actors and adapters to the machines,
+ * and the public API of CONTRACTS.md §1.
+ *
+ * @example
+ * ```ts
+ * const gateway = createGateway({ model, channels: { telegram }, config: { queue: { mode: "steer" } } });
+ * await gateway.start();
+ * const ack = await gateway.receive({ session: "telegram:42", channel: "telegram", text: "hi", id: "m1" });
+ * ```
+ */
+export function createGateway(options: GatewayOptions) {
+  const config = parseConfig(options.config ?? {});
+  const clock = options.clock ?? new SystemClock();
+  const logger = options.logger ?? createLogger();
+  const store = options.store ?? new MemoryStore({ now: () => clock.now() });
+  const hub = new EventHub();
+  const messageLog = new MessageLog();
+  const sessions = new Map<string, SessionMemory>();
+  const writer = new TranscriptWriter(store);
+  let draining = false;
+
+  function emit(type: string, fields: Record<string, unknown>): void {
+    const event: TillerEvent = { at: clock.now(), type, ...fields };
+    messageLog.observe(event);
+    logger.debug(event, type);
+    hub.emit(event);
+  }
+
+  const lanes: LaneScheduler = createLaneScheduler({
+    capacity: config.lanes,
+    warnAfterMs: config.warnAfterMs,
+    clock,
+    logger,
+    onEvent: (event) => {
+      messageLog.observe(event);
+      hub.emit(event);
+    },
+  });
+
+  const channelNames = Object.keys(options.channels);
+  if (channelNames.length === 0) throw new ConfigError("channels", "at least one channel", options.channels);
+  const deps: ActorDeps = {
+    config,
+    clock,
+    logger,
+    model: options.model,
+    tools: new Map(),
+    channelFor(session) {
+      const name = sessions.get(session)?.channel ?? channelNames[0]!;
+      const channel = options.channels[name] ?? options.channels[channelNames[0]!]!;
+      return { name, channel };
+    },
+    writer,
+    lanes,
+    emit,
+    runFacts: new Map(),
+  };
+  for (const tool of [...builtinTools(deps), ...(options.tools ?? [])]) deps.tools.set(tool.name, tool);
+
+  const providedRun = runMachine.provide({
+    actors: { callModel: createCallModel(deps), runTool: createRunTool(deps) },
+  });
+  const providedSession = sessionMachine.provide({
+    actors: {
+      run: providedRun,
+      laneSlot: createLaneSlot(deps),
+      deliver: createDeliver(deps),
+      prepareRun: createPrepareRun(deps),
+      resetTranscript: createResetTranscript(deps),
+    },
+  });
+
+  function memory(key: string, channel: string): SessionMemory {
+    let entry = sessions.get(key);
+    if (!entry) {
+      entry = { actor: null, subscription: null, channel, override: null, seen: new Map(), turnSeq: 0 };
+      sessions.set(key, entry);
+    }
+    return entry;
+  }
+
+  function sessionActor(key: string, entry: SessionMemory): SessionActorRef {
+    if (entry.actor) return entry.actor;
+    const actor = createActor(providedSession, {
+      input: { key, turnSeq: entry.turnSeq },
+      id: `session:${key}`,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    const watched = new WeakSet<AnyActorRef>();
+    actor.on("*", (event) => emit(event.type, { ...event, session: key }));
+    entry.subscription = actor.subscribe({
+      next(snapshot) {
+        const run = snapshot.children.run as AnyActorRef | undefined;
+        if (run && !watched.has(run)) {
+          watched.add(run);
+          const runId = snapshot.context.runId ?? undefined;
+          run.on("*", (event: { type: string }) => emit(event.type, { ...event, session: key, runId }));
+        }
+        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) retire(key, entry);
+      },
+      error(error) {
+        logger.error({ session: key, error: String(error) }, "session.crashed");
+        emit("session.crashed", { session: key, error: String(error) });
+      },
+    });
+    entry.actor = actor;
+    actor.start();
+    return actor;
+  }
+
+  /** An idle session keeps only its small memory; the actor is stopped so thousands stay cheap. */
+  function retire(key: string, entry: SessionMemory): void {
+    queueMicrotask(() => {
+      const actor = entry.actor;
+      if (!actor) return;
+      const snapshot = actor.getSnapshot();
+      if (snapshot.value !== "idle" || snapshot.context.queue.length > 0) return;
+      entry.turnSeq = snapshot.context.turnSeq;
+      entry.subscription?.unsubscribe();
+      actor.stop();
+      entry.actor = null;
+      entry.subscription = null;
+    });
+  }
+
+  async function receive(inbound: InboundMessage): Promise<Ack> {
+    const message = validateInbound(inbound, config);
+    const entry = memory(message.session, message.channel);
+    entry.channel = message.channel;
+    const now = clock.now();
+    const layers = queueLayers(config, message.channel);
+    const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
+    const setting = resolveQueueSetting({ inline, session: entry.override, ...layers });
+    const owned = { id: message.id, text: message.text, channel: message.channel, at: now };
+
+    let decision: SessionDecision;
+    const oversized = message.text.length > config.limits.maxMessageChars;
+    const control = parseControl(message.text);
+    pruneSeen(entry, now, config.limits.dedupeWindowMs);
+    if (entry.seen.has(message.id)) {
+      decision = { messageId: message.id, disposition: "duplicate", setting };
+    } else if (oversized) {
+      decision = {
+        messageId: message.id,
+        disposition: "rejected",
+        setting,
+        reason: `the message is ${message.text.length} characters; the limit is ${config.limits.maxMessageChars}`,
+      };
+    } else if (message.mode !== undefined && inline === undefined) {
+      decision = { messageId: message.id, disposition: "rejected", setting, reason: `unknown queue mode "${message.mode}"` };
+    } else if (control) {
+      entry.seen.set(message.id, now);
+      return controlAck(message.session, entry, owned.id, control, setting);
+    } else if (draining) {
+      decision = { messageId: message.id, disposition: "rejected", setting, reason: "the gateway is draining" };
+    } else {
+      entry.seen.set(message.id, now);
+      const actor = sessionActor(message.session, entry);
+      actor.send({ type: "session.message", message: owned, setting });
+      decision = actor.getSnapshot().context.lastDecision ?? { messageId: message.id, disposition: "rejected", setting };
+    }
+    return finishAck(message.session, entry, decision);
+  }
+
+  function finishAck(session: string, entry: SessionMemory, decision: SessionDecision): Ack {
+    const snapshot = entry.actor?.getSnapshot();
+    const runRef = snapshot?.children.run as AnyActorRef | undefined;
+    let run: RunView | undefined;
+    if (runRef && (decision.disposition === "steered" || decision.disposition === "interrupted")) {
+      const runSnapshot = runRef.getSnapshot();
+      run = { state: stateName(runSnapshot.value), context: runSnapshot.context };
+    }
+    const position = snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
+    const ack = composeAck(session, decision, run, position);
+    emit("message.acked", { ...ack, session });
+    if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
+    return ack;
+  }
+
+  function controlAck(
+    session: string,
+    entry: SessionMemory,
+    messageId: string,
+    control: NonNullable<ReturnType<typeof parseControl>>,
+    setting: ReturnType<typeof resolveQueueSetting>,
+  ): Ack {
+    let text: string;
+    let disposition: SessionDecision["disposition"] = "started";
+    switch (control.command) {
+      case "queue":
+        entry.override = { ...(entry.override ?? {}), ...control.settings };
+        text = `Queue settings for this session: ${JSON.stringify(entry.override)}.`;
+        break;
+      case "queue-reset":
+        entry.override = null;
+        text = "Queue settings for this session are back to the defaults.";
+        break;
+      case "stop": {
+        const actor = entry.actor;
+        const snapshot = actor?.getSnapshot();
+        const waiting = snapshot ? countMessages(snapshot.context.queue) : 0;
+        const running = snapshot?.children.run !== undefined;
+        actor?.send({ type: "session.stop" });
+        text = running
+          ? `Stopping the current reply${waiting ? ` and dropping ${waiting} waiting message(s)` : ""}.`
+          : waiting
+            ? `Dropped ${waiting} waiting message(s); nothing was running.`
+            : "Nothing was running.";
+        break;
+      }
+      case "new":
+        sessionActor(session, entry).send({ type: "session.new" });
+        text = "Starting a fresh conversation; earlier messages stay in the history but are no longer in context.";
+        break;
+      case "invalid":
+        disposition = "rejected";
+        text = control.error;
+        break;
+    }
+    const ack: Ack = { session, messageId, disposition, mode: setting.mode, modeSource: setting.modeSource, text, reason: `control: ${control.command}` };
+    emit("message.acked", { ...ack, session });
+    return ack;
+  }
+
+  function isAckVisible(channel: string): boolean {
+    const visible = config.delivery.visibleAcks;
+    return typeof visible === "boolean" ? visible : visible[channel] === true;
+  }
+
+  function inspectSession(key: string): SessionInspection | undefined {
+    const entry = sessions.get(key);
+    if (!entry) return undefined;
+    const snapshot = entry.actor?.getSnapshot();
+    const runRef = snapshot?.children.run as AnyActorRef | undefined;
+    const runSnapshot = runRef?.getSnapshot();
+    const lane = lanes.snapshot().lanes[`session:${key}`] ?? null;
+    return {
+      state: snapshot ? stateName(snapshot.value) : "idle",
+      run: runSnapshot
+        ? {
+            runId: runSnapshot.context.input.runId,
+            state: stateName(runSnapshot.value),
+            passes: runSnapshot.context.passes,
+            ...(runSnapshot.context.pendingCalls[runSnapshot.context.toolIndex]
+              ? { currentTool: runSnapshot.context.pendingCalls[runSnapshot.context.toolIndex].name }
+              : {}),
+          }
+        : null,
+      queue: (snapshot?.context.queue ?? []).map((item) => ({
+        kind: item.kind,
+        messageIds: item.kind === "recovery" ? [] : item.messages.map((message) => message.id),
+      })),
+      lane,
+      transcriptLength: writer.lastSeq(key),
+    };
+  }
+
+  return {
+    config,
+    clock,
+    store,
+    lanes,
+    async start(): Promise<void> {
+      emit("gateway.started", {});
+    },
+    receive,
+    /** Every decision from now on, as an async iterator (DESIGN.md §8). */
+    events(signal?: AbortSignal): AsyncGenerator<TillerEvent> {
+      return hub.stream(signal);
+    },
+    /** Synchronous subscription to the same stream; returns the unsubscribe function. */
+    subscribe(listener: EventListener): () => void {
+      return hub.subscribe(listener);
+    },
+    inspectSession,
+    /** "What happened to my message?", from the event stream. */
+    explain(session: string, messageId: string): MessageExplanation | undefined {
+      return messageLog.explain(session, messageId);
+    },
+    /** True while real I/O (store writes) is in flight. */
+    get isBusy(): boolean {
+      return writer.isBusy;
+    },
+    get isDraining(): boolean {
+      return draining;
+    },
+    async drain(): Promise<void> {
+      draining = true;
+      emit("gateway.draining", {});
+      await lanes.drain();
+    },
+    resume(): void {
+      draining = false;
+      lanes.resume();
+      for (const [key, entry] of sessions) if (entry.actor) sessionActor(key, entry).send({ type: "session.resume" });
+    },
+    async stop(): Promise<void> {
+      draining = true;
+      await lanes.drain();
+      for (const entry of sessions.values()) {
+        entry.subscription?.unsubscribe();
+        entry.actor?.stop();
+        entry.actor = null;
+      }
+      await store.close();
+    },
+  };
+}
+
+export type Gateway = ReturnType<typeof createGateway>;
+
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+
+function validateInbound(inbound: InboundMessage, config: GatewayConfig): InboundMessage {
+  if (inbound === null || typeof inbound !== "object") {
+    throw new MessageRejectedError("message", `expected an object, received ${typeof inbound}`);
+  }
+  const { session, channel, text, id } = inbound;
+  if (typeof session !== "string" || session.length === 0) {
+    throw new MessageRejectedError("session", "expected a non-empty string", "SESSION_KEY_INVALID");
+  }
+  if (session.length > config.limits.maxSessionKeyChars || CONTROL_CHARS.test(session)) {
+    throw new MessageRejectedError(
+      "session",
+      `expected at most ${config.limits.maxSessionKeyChars} characters and no control characters`,
+      "SESSION_KEY_INVALID",
+    );
+  }
+  if (typeof channel !== "string" || channel.length === 0) throw new MessageRejectedError("channel", "expected a channel name");
+  if (typeof text !== "string") throw new MessageRejectedError("text", "expected a string");
+  if (typeof id !== "string" || id.length === 0 || id.length > 256) {
+    throw new MessageRejectedError("id", "expected a non-empty string of at most 256 characters");
+  }
+  return inbound;
+}
+
+function pruneSeen(entry: SessionMemory, now: number, windowMs: number): void {
+  // Ids arrive in time order, so the oldest are first.
+  for (const [id, at] of entry.seen) {
+    if (now - at <= windowMs) break;
+    entry.seen.delete(id);
+  }
+}
+
+function stateName(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object") {
+    const [key, inner] = Object.entries(value)[0] ?? ["", ""];
+    return `${key}.${stateName(inner)}`;
+  }
+  return String(value);
+}
+
+export { GatewayDrainingError };

@@ -1,0 +1,57 @@
+import type { TimerHandle } from "../adapters/clock.js";
+import type { LaneEntryState } from "../machines/lane-entry.machine.js";
+import { PriorityWaitList, type QueueLinks, type WaitList } from "./wait-list.js";
+
+/**
+ * One task in the scheduler. Plain mutable fields on purpose: this is the hot path, and the entry's
+ * `state` follows `laneEntryMachine` (the graph tests check that it does).
+ */
+export class Entry implements QueueLinks {
+  qPrev: QueueLinks | null = null;
+  qNext: QueueLinks | null = null;
+  qList: WaitList<QueueLinks> | null = null;
+  // Links of the arrival-ordered warn list.
+  aPrev: Entry | null = null;
+  aNext: Entry | null = null;
+  aLinked = false;
+  warned = false;
+  state: LaneEntryState = "waitingForSession";
+  sessionLane: SessionLane | null = null;
+  controller: AbortController | null = null;
+  timeoutTimer: TimerHandle | null = null;
+  onAbort: (() => void) | null = null;
+
+  constructor(
+    readonly id: number,
+    readonly lane: WorkloadLane,
+    readonly priorityLevel: 0 | 1 | 2,
+    readonly task: (signal: AbortSignal) => unknown,
+    readonly resolve: (value: unknown) => void,
+    readonly reject: (reason: unknown) => void,
+    readonly enqueuedAt: number,
+    readonly timeoutMs: number | undefined,
+    readonly callerSignal: AbortSignal | undefined,
+  ) {}
+}
+
+/** A workload lane: `capacity` tasks at once, the rest wait by priority, then arrival. */
+export class WorkloadLane {
+  active = 0;
+  /** Entries bound for this lane that have not ended (waiting in a session, waiting here, or running). */
+  bound = 0;
+  readonly waiting = new PriorityWaitList<Entry>();
+  constructor(
+    readonly name: string,
+    public capacity: number,
+  ) {}
+}
+
+/**
+ * A session lane: the `holder` is the session's one task that is running or waiting for a workload
+ * slot; everything else waits here and holds no workload slot.
+ */
+export class SessionLane {
+  holder: Entry | null = null;
+  readonly waiting = new PriorityWaitList<Entry>();
+  constructor(readonly key: string) {}
+}

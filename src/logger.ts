@@ -1,0 +1,32 @@
+import { pino } from "pino";
+
+/** The subset of pino's logger Tiller uses; pass any pino logger (or a compatible one). */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  isLevelEnabled?(level: string): boolean;
+}
+
+/**
+ * The default logger: pino at `warn` (or `TILLER_LOG_LEVEL`), to stderr so stdout stays clean for
+ * `tiller run --json`.
+ *
+ * @example
+ * ```ts
+ * const logger = createLogger("debug");
+ * logger.debug({ lane: "main" }, "lane.started");
+ * ```
+ */
+export function createLogger(level = process.env.TILLER_LOG_LEVEL ?? "warn"): Logger {
+  return pino({ level, base: null }, pino.destination(2));
+}
+
+export const silentLogger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  isLevelEnabled: () => false,
+};

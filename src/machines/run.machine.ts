@@ -1,0 +1,522 @@
+import { type ActorRefFrom, assign, emit, enqueueActions, fromPromise, setup } from "xstate";
+import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
+import type { StaleReason } from "../policy/stale-reply.js";
+import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
+import { INTERIM_TEXT, RECHECK_NOTE, SUPERSEDED_DRAFT, journalToModel } from "../turn.js";
+
+/**
+ * One turn of one session.
+ *
+ * `idle` waits for `run.start`. `streaming` calls the model with the history and this turn's journal;
+ * a reply with tool calls moves to `toolBatch`, which runs them one at a time and goes back to
+ * `streaming`. A steering message (`run.steer`) waits in a buffer: it is appended before the next model
+ * call, and the calls of the batch not started yet are skipped for it. A final text moves to
+ * `finalizing`, which asks whether the draft answers the newest user message the turn owns; if not,
+ * and passes remain, `recheck` adds a re-anchor instruction and drafts once more. `run.abort` ends the
+ * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
+ * it in `failed`. Every ending outputs the journal, so the session can store what happened.
+ */
+
+export interface RecheckSettings {
+  enabled: boolean;
+  maxPasses: number;
+  minOverlap: number;
+  complaintPatterns: readonly string[];
+}
+
+export interface RunInput {
+  runId: string;
+  session: string;
+  kind: "turn" | "recovery";
+  /** User messages the turn starts from, in arrival order. */
+  messages: OwnedMessage[];
+  /** Items the model sees before the messages (notes about dropped messages). */
+  preamble: TurnItem[];
+  history: ModelMessage[];
+  /** Recent user messages of earlier turns, newest first, for the overlap signal. */
+  olderUserTexts: string[];
+  recheck: RecheckSettings;
+  tools: string[];
+  /** Tools an interrupt may stop mid-way. */
+  cancellableTools: string[];
+  /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
+  autoStart?: boolean;
+}
+
+export interface CallModelInput {
+  runId: string;
+  session: string;
+  call: number;
+  recheck: boolean;
+  recovery: boolean;
+  context: ModelMessage[];
+  turnStart: number;
+  tools: string[];
+  /** Journal items not yet durable; stored before the call. */
+  unpersisted: TurnItem[];
+}
+
+export interface CallModelOutput {
+  text: string;
+  toolCalls: ToolCallRequest[];
+  persisted: number;
+}
+
+export interface RunToolInput {
+  runId: string;
+  session: string;
+  call: ToolCallRequest;
+  /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
+  unpersisted: TurnItem[];
+}
+
+export interface RunToolOutput {
+  status: "done" | "failed";
+  result: unknown;
+  persisted: number;
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface RunContext {
+  input: Omit<RunInput, "history">;
+  history: ModelMessage[];
+  journal: TurnItem[];
+  persisted: number;
+  owned: OwnedMessage[];
+  /** Arrived, not yet shown to the model. */
+  steerBuffer: OwnedMessage[];
+  call: number;
+  passes: number;
+  recheckPending: boolean;
+  pendingCalls: ToolCallRequest[];
+  toolIndex: number;
+  /** Tools that completed in this turn: effects that already happened. */
+  completedTools: string[];
+  draft: string;
+  verdict: { stale: boolean; reason?: StaleReason; detail?: string };
+  abortReason: string | null;
+  error: RunError | null;
+  status: "running" | "done" | "aborted" | "failed";
+}
+
+export type RunEvent =
+  | { type: "run.start" }
+  | { type: "run.steer"; message: OwnedMessage }
+  | { type: "run.abort"; reason: string };
+
+export type RunEmitted =
+  | { type: "steer.injected"; messageIds: string[] }
+  | { type: "tool.started"; callId: string; name: string; args: unknown }
+  | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }
+  | { type: "tool.skipped"; callId: string; name: string; args: unknown; reason: string }
+  | { type: "recheck.fired"; reason: StaleReason; detail: string; pass: number }
+  | { type: "recheck.skipped"; reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+
+export interface RunOutput {
+  runId: string;
+  status: "done" | "aborted" | "failed";
+  final: string;
+  /** Ids of the user messages the model saw in this turn. */
+  answered: string[];
+  /** Messages that reached the turn too late to be shown to the model; the session re-queues them. */
+  leftover: OwnedMessage[];
+  journal: TurnItem[];
+  persisted: number;
+  passes: number;
+  completedTools: string[];
+  error: RunError | null;
+  abortReason: string | null;
+}
+
+const SKIPPED_RESULT = "skipped for an incoming message";
+
+export const runMachine = setup({
+  types: {} as {
+    input: RunInput;
+    context: RunContext;
+    events: RunEvent;
+    emitted: RunEmitted;
+    output: RunOutput;
+  },
+  actors: {
+    callModel: fromPromise<CallModelOutput, CallModelInput>(async () => {
+      throw new Error("callModel is provided by the gateway");
+    }),
+    runTool: fromPromise<RunToolOutput, RunToolInput>(async () => {
+      throw new Error("runTool is provided by the gateway");
+    }),
+  },
+  guards: {
+    autoStart: ({ context }) => context.input.autoStart === true,
+    hasToolCalls: ({ event }) => (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0,
+    steerPending: ({ context }) => context.steerBuffer.length > 0,
+    moreTools: ({ context }) => context.toolIndex < context.pendingCalls.length,
+    abortRequested: ({ context }) => context.abortReason !== null,
+    currentToolCancellable: ({ context }) => isCancellable(context),
+    staleWithPassesLeft: ({ context }) =>
+      context.verdict.stale && context.input.recheck.enabled && context.passes < context.input.recheck.maxPasses,
+    staleButDisabled: ({ context }) => context.verdict.stale && !context.input.recheck.enabled,
+    staleAtLimit: ({ context }) => context.verdict.stale,
+  },
+  actions: {
+    injectSteer: enqueueActions(({ context, enqueue }) => {
+      if (context.steerBuffer.length === 0) return;
+      enqueue.emit({ type: "steer.injected", messageIds: context.steerBuffer.map((message) => message.id) });
+      enqueue.assign({
+        owned: [...context.owned, ...context.steerBuffer],
+        journal: [...context.journal, ...context.steerBuffer.map(userItem)],
+        steerBuffer: [],
+      });
+    }),
+    countCall: assign(({ context }) => ({ call: context.call + 1 })),
+    bufferSteer: assign({
+      steerBuffer: ({ context, event }) =>
+        event.type === "run.steer" ? [...context.steerBuffer, event.message] : context.steerBuffer,
+    }),
+    recordToolCalls: assign(({ context, event }) => {
+      const output = (event as unknown as { output: CallModelOutput }).output;
+      return {
+        persisted: output.persisted,
+        pendingCalls: output.toolCalls,
+        toolIndex: 0,
+        recheckPending: false,
+        journal: output.text ? [...context.journal, assistantNote(output.text)] : context.journal,
+      };
+    }),
+    recordDraft: assign(({ event }) => {
+      const output = (event as unknown as { output: CallModelOutput }).output;
+      return { persisted: output.persisted, draft: output.text, recheckPending: false };
+    }),
+    recordCallError: assign({ error: ({ event }) => toRunError((event as unknown as { error: unknown }).error) }),
+    announceTool: assign(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        journal: [
+          ...context.journal,
+          { role: "toolCall" as const, callId: call.callId, name: call.name, args: call.args, runId: context.input.runId },
+        ],
+      };
+    }),
+    emitToolStarted: emit(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return { type: "tool.started" as const, callId: call.callId, name: call.name, args: call.args };
+    }),
+    recordToolResult: assign(({ context, event }) => {
+      const output = (event as unknown as { output: RunToolOutput }).output;
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        persisted: output.persisted,
+        toolIndex: context.toolIndex + 1,
+        completedTools: output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
+        journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
+      };
+    }),
+    recordToolFailure: assign(({ context, event }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      const error = toRunError((event as unknown as { error: unknown }).error);
+      return {
+        toolIndex: context.toolIndex + 1,
+        journal: [...context.journal, toolResultItem(context, call, "failed", { error: error.message })],
+      };
+    }),
+    emitToolEnded: emit(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex - 1]!;
+      const last = context.journal[context.journal.length - 1];
+      const status = last?.role === "toolResult" ? last.status : "done";
+      return { type: "tool.ended" as const, callId: call.callId, name: call.name, args: call.args, status };
+    }),
+    recordToolCancelled: assign(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        toolIndex: context.toolIndex + 1,
+        journal: [
+          ...context.journal,
+          toolResultItem(context, call, "cancelled", "cancelled: the turn was interrupted by a newer message"),
+        ],
+      };
+    }),
+    skipRemainingTools: assign(({ context }) => {
+      const skipped = context.pendingCalls.slice(context.toolIndex);
+      const items: TurnItem[] = [];
+      for (const call of skipped) {
+        items.push({ role: "toolCall", callId: call.callId, name: call.name, args: call.args, runId: context.input.runId });
+        items.push(toolResultItem(context, call, "skipped", SKIPPED_RESULT));
+      }
+      return { journal: [...context.journal, ...items], toolIndex: context.pendingCalls.length };
+    }),
+    emitToolsSkipped: enqueueActions(({ context, enqueue }) => {
+      // Runs before skipRemainingTools, so pendingCalls[toolIndex..] are the calls being skipped.
+      for (const call of context.pendingCalls.slice(context.toolIndex)) {
+        enqueue.emit({ type: "tool.skipped", callId: call.callId, name: call.name, args: call.args, reason: SKIPPED_RESULT });
+      }
+    }),
+    markStatus: assign({
+      status: (_, params: { status: "done" | "aborted" | "failed" }) => params.status,
+    }),
+    noteAbort: assign({
+      abortReason: ({ event }) => (event.type === "run.abort" ? event.reason : "aborted"),
+    }),
+    assess: assign({
+      verdict: ({ context }) => {
+        const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+        const older = [
+          ...context.owned
+            .slice(0, -1)
+            .reverse()
+            .map((message) => message.text),
+          ...context.input.olderUserTexts,
+        ];
+        return assessDraft(
+          { draft: context.draft, newest, older, newerArrived: context.steerBuffer.length > 0 },
+          {
+            complaintPatterns: compilePatterns(context.input.recheck.complaintPatterns),
+            minOverlap: context.input.recheck.minOverlap,
+          },
+        );
+      },
+    }),
+    startRecheck: assign(({ context }) => {
+      const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+      const reason = context.verdict.reason ?? "newer-message";
+      return {
+        passes: context.passes + 1,
+        recheckPending: true,
+        journal: [
+          ...context.journal,
+          {
+            role: "custom" as const,
+            customType: SUPERSEDED_DRAFT,
+            display: false,
+            details: { text: context.draft, runId: context.input.runId },
+          },
+          {
+            role: "custom" as const,
+            customType: RECHECK_NOTE,
+            display: false,
+            details: { reason, instruction: reanchorInstruction(reason, newest), runId: context.input.runId },
+          },
+        ],
+      };
+    }),
+    emitRecheckFired: emit(({ context }) => ({
+      type: "recheck.fired" as const,
+      reason: context.verdict.reason ?? "newer-message",
+      detail: context.verdict.detail ?? "",
+      pass: context.passes + 1,
+    })),
+    emitRecheckSkipped: emit(({ context }) => ({
+      type: "recheck.skipped" as const,
+      reason: context.input.recheck.enabled ? ("limit" as const) : ("disabled" as const),
+      signal: context.verdict.reason ?? "newer-message",
+      detail: context.verdict.detail ?? "",
+    })),
+  },
+}).createMachine({
+  id: "run",
+  context: ({ input }) => {
+    const { history, ...rest } = input;
+    return {
+      input: rest,
+      history,
+      journal: [...input.preamble, ...input.messages.map(userItem)],
+      persisted: 0,
+      owned: [...input.messages],
+      steerBuffer: [],
+      call: 0,
+      passes: 0,
+      recheckPending: false,
+      pendingCalls: [],
+      toolIndex: 0,
+      completedTools: [],
+      draft: "",
+      verdict: { stale: false },
+      abortReason: null,
+      error: null,
+      status: "running",
+    };
+  },
+  initial: "idle",
+  on: {
+    "run.steer": { actions: "bufferSteer", description: "Held until the next model call or the re-check." },
+  },
+  states: {
+    idle: {
+      description: "Created; waits for `run.start` unless the input starts it at once.",
+      always: { guard: "autoStart", target: "streaming" },
+      on: {
+        "run.start": { target: "streaming" },
+        "run.abort": { target: "aborted", actions: "noteAbort" },
+      },
+    },
+    streaming: {
+      description: "One model call over the history and this turn's journal.",
+      entry: ["injectSteer", "countCall"],
+      invoke: {
+        id: "callModel",
+        src: "callModel",
+        input: ({ context }) => callModelInput(context),
+        onDone: [
+          { guard: "hasToolCalls", target: "toolBatch", actions: "recordToolCalls" },
+          { target: "finalizing", actions: "recordDraft" },
+        ],
+        onError: { target: "failed", actions: "recordCallError" },
+      },
+      on: {
+        "run.abort": { target: "aborted", actions: "noteAbort", description: "The model call is cancelled." },
+      },
+    },
+    toolBatch: {
+      description: "Runs the model's tool calls in order, one at a time.",
+      initial: "nextTool",
+      states: {
+        nextTool: {
+          description: "Between two tools: a steering message skips the rest of the batch.",
+          always: [
+            { guard: "steerPending", target: "#run.streaming", actions: ["emitToolsSkipped", "skipRemainingTools"] },
+            { guard: "moreTools", target: "toolRunning" },
+            { target: "#run.streaming" },
+          ],
+        },
+        toolRunning: {
+          entry: ["announceTool", "emitToolStarted"],
+          invoke: {
+            id: "runTool",
+            src: "runTool",
+            input: ({ context }) => ({
+              runId: context.input.runId,
+              session: context.input.session,
+              call: context.pendingCalls[context.toolIndex]!,
+              unpersisted: context.journal.slice(context.persisted),
+            }),
+            onDone: [
+              { guard: "abortRequested", target: "#run.aborted", actions: ["recordToolResult", "emitToolEnded"] },
+              { target: "nextTool", actions: ["recordToolResult", "emitToolEnded"] },
+            ],
+            onError: [
+              { guard: "abortRequested", target: "#run.aborted", actions: ["recordToolFailure", "emitToolEnded"] },
+              { target: "nextTool", actions: ["recordToolFailure", "emitToolEnded"] },
+            ],
+          },
+          initial: "working",
+          states: {
+            working: {
+              description: "The tool runs; steering messages wait for it to end.",
+              on: {
+                "run.abort": [
+                  {
+                    guard: "currentToolCancellable",
+                    target: "#run.aborted",
+                    actions: ["noteAbort", "recordToolCancelled", "emitToolEnded"],
+                    description: "A cancellable tool is stopped and gets a synthetic result.",
+                  },
+                  { target: "aborting", actions: "noteAbort" },
+                ],
+              },
+            },
+            aborting: {
+              description: "Interrupted, but the running tool cannot be cancelled: the run ends when it does.",
+            },
+          },
+        },
+      },
+    },
+    finalizing: {
+      description: "Does the draft answer the newest user message the turn owns?",
+      entry: "assess",
+      always: [
+        { guard: "staleWithPassesLeft", target: "recheck" },
+        { guard: "staleButDisabled", target: "done", actions: "emitRecheckSkipped" },
+        { guard: "staleAtLimit", target: "done", actions: "emitRecheckSkipped" },
+        { target: "done" },
+      ],
+    },
+    recheck: {
+      description: "Adds the re-anchor instruction; the next model call drafts once more.",
+      entry: ["emitRecheckFired", "startRecheck"],
+      always: { target: "streaming" },
+    },
+    done: {
+      type: "final",
+      description: "The final text is ready for delivery.",
+      entry: { type: "markStatus", params: { status: "done" } },
+    },
+    aborted: {
+      type: "final",
+      description: "Stopped by the session; nothing is delivered.",
+      entry: { type: "markStatus", params: { status: "aborted" } },
+    },
+    failed: {
+      type: "final",
+      description: "The model call failed; the error is in the output.",
+      entry: { type: "markStatus", params: { status: "failed" } },
+    },
+  },
+  output: ({ context }) => {
+    const status = context.status === "running" ? "failed" : context.status;
+    return {
+      runId: context.input.runId,
+      status,
+      final: status === "done" ? context.draft : "",
+      answered: context.owned.map((message) => message.id),
+      leftover: context.steerBuffer,
+      journal: context.journal,
+      persisted: context.persisted,
+      passes: context.passes,
+      completedTools: context.completedTools,
+      error: context.error,
+      abortReason: context.abortReason,
+    };
+  },
+});
+
+export type RunActorRef = ActorRefFrom<typeof runMachine>;
+
+function userItem(message: OwnedMessage): TurnItem {
+  return { role: "user", text: message.text, messageId: message.id, channel: message.channel };
+}
+
+function assistantNote(text: string): TurnItem {
+  // Text that accompanied tool calls: part of the conversation, never a final.
+  return { role: "custom", customType: INTERIM_TEXT, display: true, details: { text } };
+}
+
+function toolResultItem(
+  context: RunContext,
+  call: ToolCallRequest,
+  status: "done" | "skipped" | "cancelled" | "failed",
+  result: unknown,
+): TurnItem {
+  return { role: "toolResult", callId: call.callId, status, result, runId: context.input.runId };
+}
+
+function callModelInput(context: RunContext): CallModelInput {
+  return {
+    runId: context.input.runId,
+    session: context.input.session,
+    call: context.call,
+    recheck: context.recheckPending,
+    recovery: context.input.kind === "recovery",
+    context: [...context.history, ...journalToModel(context.journal)],
+    turnStart: context.history.length,
+    tools: context.input.tools,
+    unpersisted: context.journal.slice(context.persisted),
+  };
+}
+
+function isCancellable(context: RunContext): boolean {
+  const call = context.pendingCalls[context.toolIndex];
+  return call !== undefined && context.input.cancellableTools.includes(call.name);
+}
+
+function toRunError(error: unknown): RunError {
+  if (error && typeof error === "object" && "code" in error && typeof error.code === "string") {
+    const e = error as { code: string; message?: string; retryable?: boolean };
+    return { code: e.code, message: String(e.message ?? e.code), retryable: Boolean(e.retryable) };
+  }
+  return { code: "MODEL_FAILED", message: error instanceof Error ? error.message : String(error), retryable: true };
+}

@@ -1,0 +1,84 @@
+import type { DeliveryMode } from "../policy/delivery.js";
+import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
+import type { OwnedMessage } from "../turn.js";
+import type { RunOutput } from "./run.machine.js";
+
+/** Work waiting for its own turn in a session. */
+export type QueueItem =
+  | { kind: "followup"; messages: OwnedMessage[] }
+  | { kind: "collect"; channel: string; messages: OwnedMessage[] }
+  | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode };
+
+export type Disposition = "started" | "steered" | "queued" | "collected" | "interrupted" | "rejected" | "duplicate";
+
+/** What the session decided for one inbound message; the gateway turns it into the user-facing ack. */
+export interface SessionDecision {
+  messageId: string;
+  disposition: Disposition;
+  setting: ResolvedQueueSetting;
+  /** Why, in a few words, when the disposition alone does not say it. */
+  reason?: string;
+  /** For a steer into a running turn: the run that will see it. */
+  runId?: string;
+  /** Messages dropped to keep the queue within its cap. */
+  dropped?: string[];
+}
+
+export interface PendingTurn {
+  kind: "turn" | "recovery";
+  messages: OwnedMessage[];
+  /** One-line summaries of messages dropped by the cap, shown to the next turn. */
+  summaries: string[];
+  recovery?: Extract<QueueItem, { kind: "recovery" }>;
+  /** A restart cut this turn off; it runs again at background priority. */
+  resumed?: boolean;
+}
+
+export interface SessionInput {
+  key: string;
+  /** Turns this session already ran, so run ids stay unique when its actor is recreated. */
+  turnSeq?: number;
+  /** Restored state of a session that was waiting or running when the process died. */
+  restored?: { pending: PendingTurn | null; queue: QueueItem[]; summaries: string[] } | undefined;
+}
+
+export interface SessionContext {
+  key: string;
+  pending: PendingTurn | null;
+  queue: QueueItem[];
+  summaries: string[];
+  turnSeq: number;
+  runId: string | null;
+  lastDecision: SessionDecision | null;
+  lastOutput: RunOutput | null;
+  /** Debounce window of the collect item at the head of the queue. */
+  collectDebounceMs: number;
+}
+
+export type SessionEvent =
+  | { type: "session.message"; message: OwnedMessage; setting: ResolvedQueueSetting }
+  | { type: "session.stop" }
+  | { type: "session.new" }
+  | { type: "session.resume" }
+  | { type: "lane.granted" }
+  | { type: "lane.rejected"; reason: string }
+  | { type: "lane.timeout" };
+
+export type SessionEmitted =
+  | { type: "turn.started"; runId: string; kind: "turn" | "recovery"; messageIds: string[] }
+  | { type: "turn.ended"; runId: string; status: string }
+  | { type: "message.dropped"; messageId: string; reason: string; summary?: string }
+  | { type: "turn.requeued"; messageIds: string[]; reason: string };
+
+export interface DeliverInput {
+  session: string;
+  kind: "turn" | "recovery";
+  output: RunOutput;
+  recovery?: Extract<QueueItem, { kind: "recovery" }>;
+}
+
+export interface DeliverOutput {
+  delivered: boolean;
+  /** A stranded final whose marker is durable: queue this recovery at the front. */
+  recovery: Extract<QueueItem, { kind: "recovery" }> | null;
+}

@@ -1,0 +1,27 @@
+/**
+ * Delivery rules of DESIGN.md §4 as pure functions.
+ *
+ * @example
+ * ```ts
+ * isSubstantive("Short.");            // false
+ * markerDeliveryMode("message_tool"); // "message_tool_only"
+ * ```
+ */
+export type VisibleReplies = "auto" | "message_tool";
+export type DeliveryMode = "message_tool_only" | "automatic";
+
+export function markerDeliveryMode(visibleReplies: VisibleReplies): DeliveryMode {
+  return visibleReplies === "message_tool" ? "message_tool_only" : "automatic";
+}
+
+/** A final worth a recovery turn: ≥ 280 characters, or ≥ 120 with two sentences or more. */
+export function isSubstantive(text: string): boolean {
+  const trimmed = text.trim();
+  if (trimmed.length >= 280) return true;
+  if (trimmed.length < 120) return false;
+  const sentences = trimmed.split(/[.!?]+(?:\s|$)/).filter((part) => part.trim().length > 0);
+  return sentences.length >= 2;
+}
+
+export const COULD_NOT_DELIVER_NOTICE =
+  "I wrote a reply but could not deliver it. Please ask again if you still need it.";

@@ -1,0 +1,85 @@
+/**
+ * Queue-mode resolution (DESIGN.md §2): inline → session override → per-channel → global → default.
+ * Pure: the session machine calls it through its actions, and the ack reports the winning source.
+ *
+ * @example
+ * ```ts
+ * resolveQueueSetting({ inline: "follow-up", global: { mode: "steer" } });
+ * // { mode: "followup", modeSource: "inline", debounceMs: 500, cap: 20, drop: "summarize" }
+ * ```
+ */
+export const QUEUE_MODES = ["steer", "followup", "collect", "interrupt"] as const;
+export type QueueMode = (typeof QUEUE_MODES)[number];
+export const DROP_POLICIES = ["old", "new", "summarize"] as const;
+export type DropPolicy = (typeof DROP_POLICIES)[number];
+export type SettingSource = "inline" | "session" | "channel" | "global" | "default";
+
+const ALIASES: Record<string, QueueMode> = {
+  steer: "steer",
+  steering: "steer",
+  queue: "steer", // legacy name of the default
+  followup: "followup",
+  "follow-up": "followup",
+  "follow-ups": "followup",
+  followups: "followup",
+  "steer-backlog": "followup",
+  collect: "collect",
+  coalesce: "collect",
+  interrupt: "interrupt",
+  interrupts: "interrupt",
+  abort: "interrupt",
+};
+
+/** The canonical mode for a name or alias, or undefined when it is not one. */
+export function parseQueueMode(name: unknown): QueueMode | undefined {
+  if (typeof name !== "string") return undefined;
+  return ALIASES[name.trim().toLowerCase()];
+}
+
+export interface QueueSettings {
+  mode?: QueueMode;
+  debounceMs?: number;
+  cap?: number;
+  drop?: DropPolicy;
+}
+
+export interface ResolvedQueueSetting {
+  mode: QueueMode;
+  modeSource: SettingSource;
+  debounceMs: number;
+  cap: number;
+  drop: DropPolicy;
+}
+
+export const QUEUE_DEFAULTS = { mode: "steer", debounceMs: 500, cap: 20, drop: "summarize" } as const;
+
+export function resolveQueueSetting(layers: {
+  inline?: QueueMode | undefined;
+  session?: QueueSettings | null | undefined;
+  channel?: QueueSettings | undefined;
+  global?: QueueSettings | undefined;
+}): ResolvedQueueSetting {
+  const ordered: Array<[SettingSource, QueueSettings | undefined | null]> = [
+    ["inline", layers.inline ? { mode: layers.inline } : undefined],
+    ["session", layers.session],
+    ["channel", layers.channel],
+    ["global", layers.global],
+  ];
+  let mode: QueueMode = QUEUE_DEFAULTS.mode;
+  let modeSource: SettingSource = "default";
+  for (const [source, layer] of ordered) {
+    if (layer?.mode) {
+      mode = layer.mode;
+      modeSource = source;
+      break;
+    }
+  }
+  const pick = <K extends "debounceMs" | "cap" | "drop">(key: K): NonNullable<QueueSettings[K]> => {
+    for (const [, layer] of ordered) {
+      const value = layer?.[key];
+      if (value !== undefined) return value as NonNullable<QueueSettings[K]>;
+    }
+    return QUEUE_DEFAULTS[key] as NonNullable<QueueSettings[K]>;
+  };
+  return { mode, modeSource, debounceMs: pick("debounceMs"), cap: pick("cap"), drop: pick("drop") };
+}

@@ -1,0 +1,51 @@
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import { parseConfig } from "../config.js";
+import { ConfigError, TillerError } from "../errors.js";
+import { type Scenario, scenarioSchema } from "./schema.js";
+
+/** An invalid scenario file: the message names the field, what was expected and what was found. */
+export class ScenarioError extends TillerError {
+  constructor(
+    readonly file: string,
+    readonly field: string,
+    detail: string,
+  ) {
+    super("CONFIG_INVALID", `${file}: ${field}: ${detail}`);
+  }
+}
+
+/** Reads and validates a scenario (YAML or JSON). */
+export async function loadScenario(file: string): Promise<Scenario> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    throw new ScenarioError(file, "(file)", `cannot be read: ${(error as Error).message}`);
+  }
+  return parseScenario(text, file);
+}
+
+export function parseScenario(text: string, file = "scenario"): Scenario {
+  let raw: unknown;
+  try {
+    raw = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new ScenarioError(file, "(syntax)", (error as Error).message.split("\n")[0] ?? "unreadable");
+  }
+  const result = scenarioSchema.safeParse(raw ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const field = issue.path.map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`)).join("").replace(/^\./, "");
+    let found: unknown = raw;
+    for (const part of issue.path) found = found && typeof found === "object" ? (found as Record<PropertyKey, unknown>)[part] : undefined;
+    throw new ScenarioError(file, field || "(root)", `${issue.message.replace(/^Invalid input: /, "")} (found ${JSON.stringify(found) ?? "nothing"})`);
+  }
+  try {
+    parseConfig(result.data.config ?? {}, "config");
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ScenarioError(file, error.field, error.message.slice(error.field.length + 2));
+    throw error;
+  }
+  return result.data;
+}

@@ -1,0 +1,233 @@
+import type { Clock, TimerHandle } from "../adapters/clock.js";
+import { sleep } from "../adapters/clock.js";
+import { JsonlStore } from "../adapters/jsonl-store.js";
+import { LoopbackChannel } from "../adapters/loopback-channel.js";
+import { MemoryStore } from "../adapters/memory-store.js";
+import { ScriptedModel } from "../adapters/scripted-model.js";
+import { SimulatedClock } from "../adapters/simulated-clock.js";
+import type { TranscriptRecord, TranscriptStore } from "../adapters/store.js";
+import type { ToolDefinition } from "../adapters/tool.js";
+import type { TillerEvent } from "../events.js";
+import { type Gateway, createGateway } from "../gateway.js";
+import { silentLogger } from "../logger.js";
+import type { Scenario } from "./schema.js";
+
+/** The JSON a scenario run prints (CONTRACTS.md §2). */
+export interface ScenarioResult {
+  name: string;
+  deliveries: Array<{ at: number; session: string; channel: string; kind: string; text: string; messageId: string; runId: string }>;
+  acks: Array<{ at: number; session: string; messageId: string; disposition: string; mode: string; modeSource: string; text: string }>;
+  modelCalls: Array<{
+    at: number;
+    session: string;
+    runId: string;
+    call: number;
+    recheck: boolean;
+    recovery: boolean;
+    review: boolean;
+    latestUser: string;
+    userTexts: string[];
+  }>;
+  toolCalls: Array<{ at: number; session: string; runId: string; name: string; args: unknown; status: string }>;
+  transcripts: Record<string, Array<Partial<TranscriptRecord>>>;
+  commitments: Array<{ id: string; status: string; classification: string }>;
+  events: TillerEvent[];
+}
+
+export interface RunScenarioOptions {
+  /** Keep transcripts in a JSONL store at this directory (default: a fresh in-memory store). */
+  storeDir?: string;
+}
+
+/**
+ * Plays a scenario against the real gateway and machines on a simulated clock. Restarts kill every
+ * in-process timer and promise of the running gateway, then start a new one on the same store.
+ *
+ * @example
+ * ```ts
+ * const result = await runScenario(await loadScenario("examples/correction-mid-tool.yaml"));
+ * console.log(result.acks.map((ack) => ack.disposition));
+ * ```
+ */
+export async function runScenario(scenario: Scenario, options: RunScenarioOptions = {}): Promise<{ result: ScenarioResult; gateway: Gateway }> {
+  const clock = new SimulatedClock();
+  const events: TillerEvent[] = [];
+  const acks: ScenarioResult["acks"] = [];
+  const channelNames = new Set([...Object.keys(scenario.channels), ...scenario.inbound.map((message) => message.channel)]);
+  const channels = new Map<string, LoopbackChannel>();
+  for (const name of channelNames) {
+    const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
+    channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now() }));
+  }
+  let store: TranscriptStore = await openStore(options.storeDir, clock);
+  let incarnation = new ScopedClock(clock);
+  let gateway = await boot();
+
+  async function boot(): Promise<Gateway> {
+    const scoped = incarnation;
+    const next = createGateway({
+      config: (scenario.config ?? {}) as object,
+      model: new ScriptedModel(scenario.model, scoped),
+      tools: scenarioTools(scenario, scoped),
+      channels: Object.fromEntries(channels),
+      store,
+      clock: scoped,
+      logger: silentLogger,
+    });
+    next.subscribe((event) => {
+      if (scoped.isAlive) events.push(event);
+    });
+    await next.start();
+    return next;
+  }
+
+  for (const message of scenario.inbound) {
+    clock.setTimeout(() => {
+      const target = gateway;
+      target.receive(message).then(
+        (ack) => acks.push({ at: clock.now(), session: ack.session, messageId: ack.messageId, disposition: ack.disposition, mode: ack.mode, modeSource: ack.modeSource, text: ack.text }),
+        (error: unknown) =>
+          acks.push({ at: clock.now(), session: message.session, messageId: message.id, disposition: "rejected", mode: "steer", modeSource: "default", text: `Not accepted: ${(error as Error).message}` }),
+      );
+    }, message.at);
+  }
+  for (const restart of scenario.restart) {
+    clock.setTimeout(() => {
+      // kill -9: nothing of the old process runs again; only the store survives.
+      incarnation.kill();
+      events.push({ at: clock.now(), type: "process.restarted" });
+      pendingRestart = (async () => {
+        if (store instanceof JsonlStore) {
+          await store.close();
+          store = await openStore(options.storeDir, clock);
+        }
+        incarnation = new ScopedClock(clock);
+        gateway = await boot();
+      })();
+    }, restart.at);
+  }
+  let pendingRestart: Promise<void> | null = null;
+  const isBusy = () => gateway.isBusy;
+  await clock.runUntilIdle({ ...(scenario.until ? { until: scenario.until } : {}), isBusy });
+  while (pendingRestart) {
+    const waiting: Promise<void> = pendingRestart;
+    pendingRestart = null;
+    await waiting;
+    await clock.runUntilIdle({ ...(scenario.until ? { until: scenario.until } : {}), isBusy });
+  }
+
+  const transcripts: ScenarioResult["transcripts"] = {};
+  for (const session of (await store.sessions()).sort()) transcripts[session] = await store.read(session);
+  const result: ScenarioResult = {
+    name: scenario.name,
+    deliveries: collectDeliveries(channels),
+    acks,
+    modelCalls: events
+      .filter((event) => event.type === "model.called")
+      .map((event) => ({
+        at: event.at,
+        session: String(event.session),
+        runId: String(event.runId),
+        call: Number(event.call),
+        recheck: Boolean(event.recheck),
+        recovery: Boolean(event.recovery),
+        review: Boolean(event.review),
+        latestUser: String(event.latestUser ?? ""),
+        userTexts: (event.userTexts as string[]) ?? [],
+      })),
+    toolCalls: collectToolCalls(events),
+    transcripts,
+    commitments: scenario.commitments.map((commitment) => ({ id: commitment.id, status: commitment.status, classification: "" })),
+    events,
+  };
+  await gateway.stop();
+  return { result, gateway };
+}
+
+async function openStore(dir: string | undefined, clock: Clock): Promise<TranscriptStore> {
+  if (!dir) return new MemoryStore({ now: () => clock.now() });
+  return JsonlStore.openDir({ dir, now: () => clock.now() });
+}
+
+function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
+  return Object.entries(scenario.tools).map(([name, spec]) => ({
+    name,
+    cancellable: spec.cancellable,
+    async execute(_args, context) {
+      await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
+      if (spec.error) throw new Error(spec.error);
+      return spec.result ?? "ok";
+    },
+  }));
+}
+
+function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResult["deliveries"] {
+  const all: Array<ScenarioResult["deliveries"][number] & { order: number }> = [];
+  let order = 0;
+  for (const [channel, loopback] of channels) {
+    for (const sent of loopback.sent) {
+      if (!sent.ok) continue;
+      all.push({ at: sent.at, session: sent.session, channel, kind: sent.kind, text: sent.text, messageId: sent.messageId ?? "", runId: sent.runId ?? "", order: order++ });
+    }
+  }
+  return all.sort((a, b) => a.at - b.at || a.order - b.order).map(({ order: _order, ...delivery }) => delivery);
+}
+
+function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {
+  const startedAt = new Map<string, number>();
+  const calls: ScenarioResult["toolCalls"] = [];
+  for (const event of events) {
+    if (event.type === "tool.started") startedAt.set(String(event.callId), event.at);
+    if (event.type === "tool.ended" || event.type === "tool.skipped") {
+      calls.push({
+        at: startedAt.get(String(event.callId)) ?? event.at,
+        session: String(event.session),
+        runId: String(event.runId),
+        name: String(event.name),
+        args: event.args ?? {},
+        status: event.type === "tool.skipped" ? "skipped" : String(event.status),
+      });
+    }
+  }
+  return calls;
+}
+
+/**
+ * One process's view of the shared simulated clock. Killing it drops every timer it set, as a
+ * process death would; the next process gets a fresh scope on the same timeline.
+ */
+class ScopedClock implements Clock {
+  private alive = true;
+  private readonly timers = new Set<TimerHandle>();
+
+  constructor(private readonly inner: SimulatedClock) {}
+
+  get isAlive(): boolean {
+    return this.alive;
+  }
+
+  now(): number {
+    return this.inner.now();
+  }
+
+  setTimeout(callback: () => void, ms: number): TimerHandle {
+    if (!this.alive) return { __timer: null };
+    const handle = this.inner.setTimeout(() => {
+      this.timers.delete(handle);
+      if (this.alive) callback();
+    }, ms);
+    this.timers.add(handle);
+    return handle;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    this.timers.delete(handle);
+    this.inner.clearTimeout(handle);
+  }
+
+  kill(): void {
+    this.alive = false;
+    for (const handle of this.timers) this.inner.clearTimeout(handle);
+    this.timers.clear();
+  }
+}

@@ -1,0 +1,87 @@
+import { z } from "zod";
+
+/** The scenario file (CONTRACTS.md §2), validated with zod; `config` is checked by parseConfig. */
+const whenSchema = z
+  .object({
+    latestUser: z.string().optional(),
+    call: z.number().int().positive().optional(),
+    recheck: z.boolean().optional(),
+    recovery: z.boolean().optional(),
+    review: z.boolean().optional(),
+    session: z.string().optional(),
+    hasToolResult: z.string().optional(),
+  })
+  .strict();
+
+const replySchema = z
+  .object({
+    text: z.string().optional(),
+    toolCalls: z
+      .array(z.object({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() }).strict())
+      .optional(),
+    delayMs: z.number().nonnegative().optional(),
+    error: z.string().optional(),
+  })
+  .strict();
+
+const toolSchema = z
+  .object({
+    durationMs: z.number().nonnegative().default(0),
+    result: z.unknown().optional(),
+    cancellable: z.boolean().default(false),
+    error: z.string().optional(),
+  })
+  .strict();
+
+const channelSchema = z
+  .object({
+    failSends: z.number().int().nonnegative().default(0),
+    omitMessageId: z.boolean().default(false),
+  })
+  .strict();
+
+const inboundSchema = z
+  .object({
+    at: z.number().nonnegative(),
+    session: z.string().min(1),
+    channel: z.string().min(1),
+    id: z.string().min(1),
+    text: z.string(),
+    mode: z.string().optional(),
+  })
+  .strict();
+
+const commitmentSchema = z
+  .object({
+    id: z.string().min(1),
+    session: z.string().min(1),
+    kind: z.enum(["open_loop", "deadline_check", "event_check_in", "care_check_in"]),
+    source: z.string().default("scenario"),
+    reason: z.string(),
+    suggestedText: z.string().default(""),
+    dedupeKey: z.string(),
+    confidence: z.number().min(0).max(1).default(0.5),
+    dueAt: z.number().nonnegative(),
+    dueWindow: z.unknown().optional(),
+    sourceMessageId: z.string().optional(),
+    sourceRunId: z.string().optional(),
+    status: z.enum(["pending", "sent", "dismissed", "expired"]).default("pending"),
+  })
+  .passthrough();
+
+export const scenarioSchema = z
+  .object({
+    name: z.string().default("scenario"),
+    description: z.string().optional(),
+    config: z.unknown().optional(),
+    model: z.array(z.object({ when: whenSchema.optional(), reply: replySchema }).strict()).default([]),
+    tools: z.record(z.string(), toolSchema).default({}),
+    channels: z.record(z.string(), channelSchema).default({}),
+    inbound: z.array(inboundSchema).default([]),
+    commitments: z.array(commitmentSchema).default([]),
+    restart: z.array(z.object({ at: z.number().nonnegative() }).strict()).default([]),
+    until: z.number().positive().optional(),
+  })
+  .strict();
+
+export type Scenario = z.output<typeof scenarioSchema>;

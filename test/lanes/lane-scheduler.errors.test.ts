@@ -1,0 +1,181 @@
+import { describe, expect, it } from "vitest";
+import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import {
+  ConfigError,
+  GatewayDrainingError,
+  LaneClearedError,
+  LaneTimeoutError,
+  TillerError,
+} from "../../src/errors.js";
+import { type RunOptions, createLaneScheduler } from "../../src/lanes/lane-scheduler.js";
+
+// Bad input throws at once, names the argument, what was expected and what was received, and leaves
+// everything already queued exactly as it was.
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((res) => {
+    resolve = res;
+  });
+  return { promise, resolve };
+}
+
+/** A scheduler whose `main` (capacity 1) runs one task and queues two, to prove bad calls change nothing. */
+function withQueue() {
+  const clock = new SimulatedClock();
+  const lanes = createLaneScheduler({ clock, capacity: { main: 1 } });
+  const gate = deferred<string>();
+  const started: string[] = [];
+  const results: Promise<string>[] = [];
+  for (const name of ["a", "b", "c"]) {
+    results.push(
+      lanes.run({ session: name === "a" ? undefined : "S" }, () => {
+        started.push(name);
+        return gate.promise.then(() => name);
+      }),
+    );
+  }
+  return { clock, lanes, gate, started, results, before: JSON.stringify(lanes.snapshot()) };
+}
+
+function thrown(call: () => unknown): unknown {
+  try {
+    call();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to throw");
+}
+
+/** Asserts a ConfigError that names the field, the expectation and the received value. */
+function expectConfigError(error: unknown, field: string, expected: string, received: string): void {
+  expect(error).toBeInstanceOf(ConfigError);
+  const config = error as ConfigError;
+  expect(config.code).toBe("CONFIG_INVALID");
+  expect(config.field).toBe(field);
+  expect(config.message).toContain(field);
+  expect(config.message).toContain(expected);
+  expect(config.message).toContain(`received ${received}`);
+}
+
+describe("bad capacities", () => {
+  it.each([
+    [-1, "-1"],
+    [1.5, "1.5"],
+    [Number.NaN, "NaN"],
+    ["2", '"2"'],
+  ])("a capacity of %s throws ConfigError naming the lane, the expectation and the value", (value, shown) => {
+    const { lanes, started, before } = withQueue();
+    expectConfigError(
+      thrown(() => lanes.setCapacity("main", value as number)),
+      "capacity.main",
+      "an integer >= 0",
+      shown,
+    );
+    expect(JSON.stringify(lanes.snapshot())).toBe(before);
+    expect(started).toEqual(["a"]);
+  });
+
+  it("a bad capacity in the options throws before the scheduler exists", () => {
+    expectConfigError(
+      thrown(() => createLaneScheduler({ capacity: { cron: -2 } })),
+      "capacity.cron",
+      "an integer >= 0",
+      "-2",
+    );
+  });
+
+  it("setCapacity refuses session lanes and empty names", () => {
+    const { lanes, before } = withQueue();
+    expectConfigError(thrown(() => lanes.setCapacity("session:S", 2)), "lane", "a workload lane", '"session:S"');
+    expectConfigError(thrown(() => lanes.setCapacity("", 2)), "lane", "a non-empty lane name", '""');
+    expect(JSON.stringify(lanes.snapshot())).toBe(before);
+  });
+
+  it("a bad warnAfterMs throws ConfigError", () => {
+    expectConfigError(
+      thrown(() => createLaneScheduler({ warnAfterMs: -5 })),
+      "warnAfterMs",
+      "a number of milliseconds >= 0",
+      "-5",
+    );
+  });
+});
+
+describe("bad run() arguments", () => {
+  const cases: Array<[string, RunOptions, string, string, string]> = [
+    ["an unknown priority", { priority: "urgent" as never }, "priority", "one of foreground, normal, background", '"urgent"'],
+    ["a zero timeoutMs", { timeoutMs: 0 }, "timeoutMs", "a finite number of milliseconds > 0", "0"],
+    ["a negative timeoutMs", { timeoutMs: -10 }, "timeoutMs", "a finite number of milliseconds > 0", "-10"],
+    ["a NaN timeoutMs", { timeoutMs: Number.NaN }, "timeoutMs", "a finite number of milliseconds > 0", "NaN"],
+    ["an infinite timeoutMs", { timeoutMs: Number.POSITIVE_INFINITY }, "timeoutMs", "a finite number", "Infinity"],
+    ["a string timeoutMs", { timeoutMs: "100" as never }, "timeoutMs", "a finite number", '"100"'],
+    ["a session lane as workload lane", { lane: "session:S" }, "lane", "a workload lane name", '"session:S"'],
+    ["an empty lane", { lane: "" }, "lane", "a workload lane name", '""'],
+    ["a numeric session", { session: 42 as never }, "session", "a string session key", "42"],
+    ["a signal that is no AbortSignal", { signal: { aborted: false } as never }, "signal", "an AbortSignal", "object"],
+  ];
+
+  it.each(cases)("%s throws ConfigError naming it; the queue is untouched", (_, options, field, expected, shown) => {
+    const { lanes, started, before } = withQueue();
+    expectConfigError(
+      thrown(() => lanes.run(options, async () => "never")),
+      field,
+      expected,
+      shown,
+    );
+    expect(JSON.stringify(lanes.snapshot())).toBe(before);
+    expect([lanes.activeCount, lanes.queuedCount]).toEqual([1, 2]);
+    expect(started).toEqual(["a"]);
+  });
+
+  it.each([
+    ["undefined", undefined],
+    ["a string", "work"],
+    ["an object", { run() {} }],
+  ])("a task that is %s throws TypeError naming the task argument", (_, task) => {
+    const { lanes, before } = withQueue();
+    const error = thrown(() => lanes.run({}, task as never));
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toMatch(/^task: expected a function, received /);
+    expect(JSON.stringify(lanes.snapshot())).toBe(before);
+  });
+
+  it("options that are not an object throw TypeError naming the options argument", () => {
+    const { lanes } = withQueue();
+    expect(() => lanes.run(null as never, async () => 1)).toThrow(/^options: expected an object, received null$/);
+  });
+
+  it("clear of a lane name that is no string throws TypeError", () => {
+    const { lanes } = withQueue();
+    expect(() => lanes.clear(7 as never)).toThrow(/^lane: expected a string, received 7$/);
+  });
+
+  it("after bad calls, the queued work runs on in order", async () => {
+    const { lanes, gate, started, results, clock } = withQueue();
+    expect(() => lanes.run({ priority: "asap" as never }, async () => 0)).toThrow(ConfigError);
+    expect(() => lanes.setCapacity("main", -1)).toThrow(ConfigError);
+    gate.resolve("go");
+    await clock.runUntilIdle();
+    expect(await Promise.all(results)).toEqual(["a", "b", "c"]);
+    expect(started).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("error classes", () => {
+  it("every scheduler error is a TillerError with a code and a retryable flag", () => {
+    const errors: Array<[TillerError, string]> = [
+      [new LaneClearedError("main"), "LANE_CLEARED"],
+      [new LaneTimeoutError("main", 100), "LANE_TIMEOUT"],
+      [new GatewayDrainingError("lane scheduler"), "GATEWAY_DRAINING"],
+      [new ConfigError("priority", "one of ...", "x"), "CONFIG_INVALID"],
+    ];
+    for (const [error, code] of errors) {
+      expect(error).toBeInstanceOf(TillerError);
+      expect(error.code).toBe(code);
+      expect(error.toJSON()).toEqual({ code, message: error.message, retryable: error.retryable });
+    }
+    expect(new LaneClearedError("main").retryable).toBe(true);
+    expect(new ConfigError("x", "y", 1).retryable).toBe(false);
+  });
+});
