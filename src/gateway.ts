@@ -24,9 +24,10 @@ import { type Logger, createLogger } from "./logger.js";
 import { runMachine } from "./machines/run.machine.js";
 import { countMessages } from "./machines/session-queue.js";
 import { type SessionActorRef, sessionMachine } from "./machines/session.machine.js";
-import type { SessionDecision } from "./machines/session.types.js";
+import type { SessionDecision, SessionInput } from "./machines/session.types.js";
 import { parseControl } from "./policy/control.js";
 import { type QueueSettings, parseQueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
+import { type PersistedSession, planResume } from "./resume.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 
 export interface GatewayOptions {
@@ -65,6 +66,9 @@ interface SessionMemory {
   override: QueueSettings | null;
   seen: Map<string, number>;
   turnSeq: number;
+  /** Last persisted resume state (JSON), and the save in flight. */
+  saved: string;
+  saving: Promise<void>;
 }
 
 /**
@@ -143,16 +147,25 @@ export function createGateway(options: GatewayOptions) {
   function memory(key: string, channel: string): SessionMemory {
     let entry = sessions.get(key);
     if (!entry) {
-      entry = { actor: null, subscription: null, channel, override: null, seen: new Map(), turnSeq: 0 };
+      entry = {
+        actor: null,
+        subscription: null,
+        channel,
+        override: null,
+        seen: new Map(),
+        turnSeq: 0,
+        saved: "null",
+        saving: Promise.resolve(),
+      };
       sessions.set(key, entry);
     }
     return entry;
   }
 
-  function sessionActor(key: string, entry: SessionMemory): SessionActorRef {
+  function sessionActor(key: string, entry: SessionMemory, restored?: SessionInput["restored"]): SessionActorRef {
     if (entry.actor) return entry.actor;
     const actor = createActor(providedSession, {
-      input: { key, turnSeq: entry.turnSeq },
+      input: { key, turnSeq: entry.turnSeq, ...(restored ? { restored } : {}) },
       id: `session:${key}`,
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
@@ -166,6 +179,7 @@ export function createGateway(options: GatewayOptions) {
           const runId = snapshot.context.runId ?? undefined;
           run.on("*", (event: { type: string }) => emit(event.type, { ...event, session: key, runId }));
         }
+        persist(key, entry, snapshot);
         if (snapshot.value === "idle" && snapshot.context.queue.length === 0) retire(key, entry);
       },
       error(error) {
@@ -176,6 +190,48 @@ export function createGateway(options: GatewayOptions) {
     entry.actor = actor;
     actor.start();
     return actor;
+  }
+
+  /**
+   * Saves what a restart needs (the turn in progress, the queue) whenever it changes. Saves of one
+   * session are chained, so the file always ends at the newest state.
+   */
+  function persist(key: string, entry: SessionMemory, snapshot: ReturnType<SessionActorRef["getSnapshot"]>): void {
+    const { context } = snapshot;
+    const inTurn = typeof snapshot.value === "object" && "turn" in snapshot.value;
+    const pending = inTurn ? context.pending : null;
+    const state: PersistedSession | null =
+      pending || context.queue.length > 0
+        ? { version: 1, turnSeq: context.turnSeq, runId: inTurn ? context.runId : null, pending, queue: context.queue, summaries: context.summaries }
+        : null;
+    const json = JSON.stringify(state);
+    if (json === entry.saved) return;
+    entry.saved = json;
+    entry.saving = entry.saving.then(() => writer.saveState(key, state)).catch((error: unknown) => {
+      logger.error({ session: key, error: String(error) }, "state.saveFailed");
+      emit("state.saveFailed", { session: key, error: String(error) });
+    });
+  }
+
+  /** Resumes every session a previous process left with work: exactly once, in the background lane. */
+  async function resumeSessions(): Promise<void> {
+    for (const key of await store.sessions()) {
+      const state = (await store.loadState(key)) as PersistedSession | null;
+      if (!state || state.version !== 1) continue;
+      const records = await writer.readWindow(key);
+      const plan = planResume(state, records, config.delivery.visibleReplies);
+      await writer.append(key, plan.repairs);
+      for (const note of plan.notes) emit("session.resumed", { session: key, note });
+      const entry = memory(key, channelNames[0]!);
+      entry.turnSeq = state.turnSeq;
+      const channel = records.findLast((record) => record.role === "user")?.channel;
+      if (channel && options.channels[channel]) entry.channel = channel;
+      if (plan.queue.length === 0) {
+        await writer.saveState(key, null);
+        continue;
+      }
+      sessionActor(key, entry, { pending: null, queue: plan.queue, summaries: plan.summaries });
+    }
   }
 
   /** An idle session keeps only its small memory; the actor is stopped so thousands stay cheap. */
@@ -228,6 +284,8 @@ export function createGateway(options: GatewayOptions) {
       const actor = sessionActor(message.session, entry);
       actor.send({ type: "session.message", message: owned, setting });
       decision = actor.getSnapshot().context.lastDecision ?? { messageId: message.id, disposition: "rejected", setting };
+      // Acknowledged means durable: the message is in the saved state (or the transcript) first.
+      await entry.saving;
     }
     return finishAck(message.session, entry, decision);
   }
@@ -331,6 +389,7 @@ export function createGateway(options: GatewayOptions) {
     store,
     lanes,
     async start(): Promise<void> {
+      await resumeSessions();
       emit("gateway.started", {});
     },
     receive,

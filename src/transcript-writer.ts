@@ -49,6 +49,11 @@ export class TranscriptWriter {
     });
   }
 
+  /** Saves a session's resume state (atomic in the store); counted as I/O in flight. */
+  async saveState(session: string, state: unknown): Promise<void> {
+    await this.track(() => this.store.saveState(session, state));
+  }
+
   /** seq of the last record this writer appended for the session (0 when none). */
   lastSeq(session: string): number {
     return this.lastSeqs.get(session) ?? 0;

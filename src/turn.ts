@@ -77,7 +77,9 @@ function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | unde
     case "custom":
       if (record.customType === UNDELIVERED_FINAL) return { role: "note", text: UNDELIVERED_NOTE };
       if (record.customType === DROPPED_SUMMARY) return { role: "note", text: String(record.details.text ?? "") };
-      if (record.customType === RECOVERED) return { role: "note", text: RECOVERED_NOTE };
+      if (record.customType === RECOVERED) {
+        return record.details.recovered === true ? { role: "note", text: RECOVERED_NOTE } : undefined;
+      }
       if (record.customType === INTERIM_TEXT) return { role: "assistant", text: String(record.details.text ?? "") };
       if (!inTurn) return undefined;
       if (record.customType === TURN_NOTE) return { role: "note", text: String(record.details.text ?? "") };

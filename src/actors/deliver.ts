@@ -86,15 +86,16 @@ async function deliverRecovery(deps: ActorDeps, input: DeliverInput, messageSend
       await deps.writer.append(session, [{ role: "assistant", text: output.final, runId: output.runId, delivered: false }]);
     }
   }
+  // Durable proof that this stranded final had its one recovery, whatever the outcome.
+  await deps.writer.append(session, [
+    {
+      role: "custom",
+      customType: RECOVERED,
+      display: false,
+      details: { strandedRunId: recovery?.strandedRunId ?? "", recovered, ...(messageId ? { messageId } : {}) },
+    },
+  ]);
   if (recovered) {
-    await deps.writer.append(session, [
-      {
-        role: "custom",
-        customType: RECOVERED,
-        display: false,
-        details: { strandedRunId: recovery?.strandedRunId ?? "", ...(messageId ? { messageId } : {}) },
-      },
-    ]);
     deps.emit("recovery.delivered", { session, runId: output.runId, strandedRunId: recovery?.strandedRunId });
     return { delivered: true, recovery: null };
   }

@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
 import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, historyToModel } from "../turn.js";
@@ -9,7 +10,16 @@ const RECENT_USER_MESSAGES = 3;
 /** Builds a run's input: the context window from the store, the tools, and the re-check settings. */
 export function createPrepareRun(deps: ActorDeps) {
   return fromPromise<RunInput, { session: string; runId: string; pending: PendingTurn }>(async ({ input }) => {
-    const records = await deps.writer.readWindow(input.session);
+    let records = await deps.writer.readWindow(input.session);
+    if (input.pending.resumed) {
+      // A crash may have cut a tool call off: close it before the model sees the history again.
+      const closing = danglingToolResults(records, input.runId);
+      if (closing.length > 0) {
+        await deps.writer.append(input.session, closing);
+        records = await deps.writer.readWindow(input.session);
+      }
+    }
+    const stored = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
     const olderUserTexts: string[] = [];
     for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
       const record = records[i];
@@ -54,6 +64,22 @@ export function createPrepareRun(deps: ActorDeps) {
       tools: toolNames,
       cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
       autoStart: true,
+      storedMessageIds: input.pending.messages.filter((message) => stored.has(message.id)).map((message) => message.id),
     };
   });
+}
+
+function danglingToolResults(records: readonly TranscriptRecord[], runId: string): RecordBody[] {
+  const open = new Map<string, string>();
+  for (const record of records) {
+    if (record.role === "toolCall") open.set(record.callId, record.runId);
+    if (record.role === "toolResult") open.delete(record.callId);
+  }
+  return [...open.keys()].map((callId) => ({
+    role: "toolResult" as const,
+    callId,
+    status: "cancelled" as const,
+    result: "cut off by a restart: the outcome of this call is unknown",
+    runId,
+  }));
 }

@@ -1,8 +1,14 @@
 import { availableParallelism } from "node:os";
-import { type Actor, type InspectionEvent, createActor } from "xstate";
+import { type Actor, createActor, type InspectionEvent } from "xstate";
 import type { Clock, TimerHandle } from "../adapters/clock.js";
 import { SystemClock } from "../adapters/system-clock.js";
-import { ConfigError, GatewayDrainingError, LaneClearedError, LaneTimeoutError, describe } from "../errors.js";
+import {
+  ConfigError,
+  describe,
+  GatewayDrainingError,
+  LaneClearedError,
+  LaneTimeoutError,
+} from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
@@ -133,7 +139,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   function run<T>(runOptions: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
-    if (typeof task !== "function") throw new TypeError(`task: expected a function, received ${describe(task)}`);
+    if (typeof task !== "function")
+      throw new TypeError(`task: expected a function, received ${describe(task)}`);
     checkRunOptions(runOptions);
     // Read once into locals: spreading the options into a defaulted copy cost a fifth of a task.
     const laneName = runOptions.lane ?? "main";
@@ -243,7 +250,10 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       queueMicrotask(() => settle(entry, "failed", error));
       return;
     }
-    if (result instanceof Promise || (result !== null && typeof (result as PromiseLike<unknown>)?.then === "function")) {
+    if (
+      result instanceof Promise ||
+      (result !== null && typeof (result as PromiseLike<unknown>)?.then === "function")
+    ) {
       (result as PromiseLike<unknown>).then(
         (value) => settle(entry, "done", value),
         (error) => settle(entry, "failed", error),
@@ -255,15 +265,26 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     if (entry.state !== "running") {
       // Timed out earlier: the caller already has LaneTimeoutError and the slot went to the next entry.
       logger.debug({ lane: entry.lane.name, entryId: entry.id, outcome }, "lane.lateResultDropped");
-      emit("lane.lateResultDropped", { lane: entry.lane.name, session: entry.sessionLane?.key, entryId: entry.id });
+      emit("lane.lateResultDropped", {
+        lane: entry.lane.name,
+        session: entry.sessionLane?.key,
+        entryId: entry.id,
+      });
       return;
     }
     entry.state = outcome;
     if (entry.timeoutTimer) clock.clearTimeout(entry.timeoutTimer);
-    release(entry);
+    // Reported before release() starts the next entry: observers must never see a session's next task
+    // start before its previous one ended.
     if (observed) {
-      emit("lane.ended", { lane: entry.lane.name, session: entry.sessionLane?.key, entryId: entry.id, status: outcome });
+      emit("lane.ended", {
+        lane: entry.lane.name,
+        session: entry.sessionLane?.key,
+        entryId: entry.id,
+        status: outcome,
+      });
     }
+    release(entry);
     if (outcome === "done") entry.resolve(value);
     else entry.reject(value);
   }
@@ -273,14 +294,19 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     entry.state = "timedOut";
     const error = new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0);
     entry.controller?.abort(error);
-    release(entry);
     emit("lane.timeout", {
       lane: entry.lane.name,
       session: entry.sessionLane?.key,
       entryId: entry.id,
       timeoutMs: entry.timeoutMs,
     });
-    emit("lane.ended", { lane: entry.lane.name, session: entry.sessionLane?.key, entryId: entry.id, status: "timedOut" });
+    emit("lane.ended", {
+      lane: entry.lane.name,
+      session: entry.sessionLane?.key,
+      entryId: entry.id,
+      status: "timedOut",
+    });
+    release(entry);
     entry.reject(error);
   }
 
@@ -337,7 +363,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   function clear(laneName: string): number {
-    if (typeof laneName !== "string") throw new TypeError(`lane: expected a string, received ${describe(laneName)}`);
+    if (typeof laneName !== "string")
+      throw new TypeError(`lane: expected a string, received ${describe(laneName)}`);
     const victims: Entry[] = [];
     if (laneName.startsWith(SESSION_PREFIX)) {
       const session = sessions.get(laneName.slice(SESSION_PREFIX.length));
@@ -476,7 +503,11 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     armWarnTimer();
   }
 
-  function waitFields(entry: Entry, starting: boolean, memo?: Map<QueueLinks, number>): Record<string, unknown> {
+  function waitFields(
+    entry: Entry,
+    starting: boolean,
+    memo?: Map<QueueLinks, number>,
+  ): Record<string, unknown> {
     const lane = entry.lane;
     let queueAhead = 0;
     let activeAhead = lane.active;
@@ -544,8 +575,11 @@ function checkRunOptions(options: RunOptions): void {
     throw new TypeError(`options: expected an object, received ${describe(options)}`);
   }
   const lane = options.lane;
-  if (lane !== undefined && (typeof lane !== "string" || lane.length === 0 || lane.startsWith(SESSION_PREFIX))) {
-    throw new ConfigError("lane", "a workload lane name such as \"main\"", options.lane);
+  if (
+    lane !== undefined &&
+    (typeof lane !== "string" || lane.length === 0 || lane.startsWith(SESSION_PREFIX))
+  ) {
+    throw new ConfigError("lane", 'a workload lane name such as "main"', options.lane);
   }
   const priority = options.priority;
   if (priority !== undefined && !PRIORITIES.includes(priority)) {
@@ -556,7 +590,10 @@ function checkRunOptions(options: RunOptions): void {
   }
   const timeoutMs = options.timeoutMs;
   // Infinity passed `> 0` and reached setTimeout, which fires non-finite delays after 1 ms.
-  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+  if (
+    timeoutMs !== undefined &&
+    !(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)
+  ) {
     throw new ConfigError("timeoutMs", "a finite number of milliseconds > 0", options.timeoutMs);
   }
   // Checked here, before anything is queued: a non-signal used to throw halfway through enqueueing.

@@ -59,7 +59,11 @@ export class WaitList<T extends QueueLinks> {
 
 /** Three FIFO lists, one per priority level (0 = foreground first). */
 export class PriorityWaitList<T extends QueueLinks & { priorityLevel: number }> {
-  private readonly levels: [WaitList<T>, WaitList<T>, WaitList<T>] = [new WaitList(), new WaitList(), new WaitList()];
+  private readonly levels: [WaitList<T>, WaitList<T>, WaitList<T>] = [
+    new WaitList(),
+    new WaitList(),
+    new WaitList(),
+  ];
 
   get size(): number {
     return this.levels[0].size + this.levels[1].size + this.levels[2].size;

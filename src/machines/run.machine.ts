@@ -41,6 +41,8 @@ export interface RunInput {
   cancellableTools: string[];
   /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
   autoStart?: boolean;
+  /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
+  storedMessageIds?: string[];
 }
 
 export interface CallModelInput {
@@ -181,16 +183,16 @@ export const runMachine = setup({
     recordToolCalls: assign(({ context, event }) => {
       const output = (event as unknown as { output: CallModelOutput }).output;
       return {
-        persisted: output.persisted,
+        persisted: context.persisted + output.persisted,
         pendingCalls: output.toolCalls,
         toolIndex: 0,
         recheckPending: false,
         journal: output.text ? [...context.journal, assistantNote(output.text)] : context.journal,
       };
     }),
-    recordDraft: assign(({ event }) => {
+    recordDraft: assign(({ context, event }) => {
       const output = (event as unknown as { output: CallModelOutput }).output;
-      return { persisted: output.persisted, draft: output.text, recheckPending: false };
+      return { persisted: context.persisted + output.persisted, draft: output.text, recheckPending: false };
     }),
     recordCallError: assign({ error: ({ event }) => toRunError((event as unknown as { error: unknown }).error) }),
     announceTool: assign(({ context }) => {
@@ -210,7 +212,7 @@ export const runMachine = setup({
       const output = (event as unknown as { output: RunToolOutput }).output;
       const call = context.pendingCalls[context.toolIndex]!;
       return {
-        persisted: output.persisted,
+        persisted: context.persisted + output.persisted,
         toolIndex: context.toolIndex + 1,
         completedTools: output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
         journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
@@ -323,7 +325,10 @@ export const runMachine = setup({
     return {
       input: rest,
       history,
-      journal: [...input.preamble, ...input.messages.map(userItem)],
+      journal: [
+        ...input.preamble,
+        ...input.messages.filter((message) => !input.storedMessageIds?.includes(message.id)).map(userItem),
+      ],
       persisted: 0,
       owned: [...input.messages],
       steerBuffer: [],

@@ -82,7 +82,12 @@ export function takeNextTurn(
   if (head.kind === "recovery") {
     return { pending: { kind: "recovery", messages: [], summaries: [], recovery: head }, queue: rest, summaries: [...summaries] };
   }
-  return { pending: { kind: "turn", messages: head.messages, summaries: [...summaries] }, queue: rest, summaries: [] };
+  const resumed = head.kind === "followup" && head.resumed === true;
+  return {
+    pending: { kind: "turn", messages: head.messages, summaries: [...summaries], ...(resumed ? { resumed } : {}) },
+    queue: rest,
+    summaries: [],
+  };
 }
 
 export function countMessages(queue: readonly QueueItem[]): number {

@@ -96,6 +96,8 @@ export const sessionMachine = setup({
       if (event.type !== "session.message") return;
       enqueue.sendTo("run", { type: "run.steer", message: event.message } as RunEvent);
       enqueue.assign({
+        // The turn owns it now: persisted with the turn, so a crash before it is stored re-runs it.
+        ...(context.pending ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } } : {}),
         lastDecision: { ...decision(event, "steered"), ...(context.runId ? { runId: context.runId } : {}) },
       });
     }),
@@ -148,7 +150,14 @@ export const sessionMachine = setup({
     keepOutput: assign(({ event, context }) => {
       const output = (event as unknown as { output: RunOutput }).output;
       // Messages the run took too late to show to the model come back as the next turn's.
-      return { lastOutput: output, queue: enqueueFront(context.queue, output.leftover) };
+      const leftover = new Set(output.leftover.map((message) => message.id));
+      return {
+        lastOutput: output,
+        queue: enqueueFront(context.queue, output.leftover),
+        ...(context.pending && leftover.size > 0
+          ? { pending: { ...context.pending, messages: context.pending.messages.filter((message) => !leftover.has(message.id)) } }
+          : {}),
+      };
     }),
     keepFailure: assign(({ event, context }) => ({
       lastOutput: failedOutput(context.runId ?? "", (event as unknown as { error: unknown }).error),
@@ -218,7 +227,13 @@ export const sessionMachine = setup({
     },
     collecting: {
       description: "A collect burst waits for a quiet window; each new collect message restarts it.",
-      after: { collectWindow: { target: "next", actions: "takeNext" } },
+      after: {
+        collectWindow: {
+          target: "turn",
+          actions: "takeNext",
+          description: "The burst becomes one turn at once; `next` would look at the queue again and lose it.",
+        },
+      },
       on: {
         "session.message": [
           { guard: "isCollectMessage", target: "collecting", reenter: true, actions: "enqueue" },

@@ -5,7 +5,7 @@ import type { RunOutput } from "./run.machine.js";
 
 /** Work waiting for its own turn in a session. */
 export type QueueItem =
-  | { kind: "followup"; messages: OwnedMessage[] }
+  | { kind: "followup"; messages: OwnedMessage[]; resumed?: boolean }
   | { kind: "collect"; channel: string; messages: OwnedMessage[] }
   | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode };
 

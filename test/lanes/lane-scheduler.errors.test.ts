@@ -7,10 +7,10 @@ import {
   LaneTimeoutError,
   TillerError,
 } from "../../src/errors.js";
-import { type RunOptions, createLaneScheduler } from "../../src/lanes/lane-scheduler.js";
+import { createLaneScheduler, type RunOptions } from "../../src/lanes/lane-scheduler.js";
 
 // Bad input throws at once, names the argument, what was expected and what was received, and leaves
-// everything already queued exactly as it was.
+// everything already queued exactly as it was. Tasks that return or throw synchronously are settled too.
 
 function deferred<T>() {
   let resolve!: (value: T) => void;
@@ -87,8 +87,18 @@ describe("bad capacities", () => {
 
   it("setCapacity refuses session lanes and empty names", () => {
     const { lanes, before } = withQueue();
-    expectConfigError(thrown(() => lanes.setCapacity("session:S", 2)), "lane", "a workload lane", '"session:S"');
-    expectConfigError(thrown(() => lanes.setCapacity("", 2)), "lane", "a non-empty lane name", '""');
+    expectConfigError(
+      thrown(() => lanes.setCapacity("session:S", 2)),
+      "lane",
+      "a workload lane",
+      '"session:S"',
+    );
+    expectConfigError(
+      thrown(() => lanes.setCapacity("", 2)),
+      "lane",
+      "a non-empty lane name",
+      '""',
+    );
     expect(JSON.stringify(lanes.snapshot())).toBe(before);
   });
 
@@ -104,30 +114,51 @@ describe("bad capacities", () => {
 
 describe("bad run() arguments", () => {
   const cases: Array<[string, RunOptions, string, string, string]> = [
-    ["an unknown priority", { priority: "urgent" as never }, "priority", "one of foreground, normal, background", '"urgent"'],
+    [
+      "an unknown priority",
+      { priority: "urgent" as never },
+      "priority",
+      "one of foreground, normal, background",
+      '"urgent"',
+    ],
     ["a zero timeoutMs", { timeoutMs: 0 }, "timeoutMs", "a finite number of milliseconds > 0", "0"],
     ["a negative timeoutMs", { timeoutMs: -10 }, "timeoutMs", "a finite number of milliseconds > 0", "-10"],
     ["a NaN timeoutMs", { timeoutMs: Number.NaN }, "timeoutMs", "a finite number of milliseconds > 0", "NaN"],
-    ["an infinite timeoutMs", { timeoutMs: Number.POSITIVE_INFINITY }, "timeoutMs", "a finite number", "Infinity"],
+    [
+      "an infinite timeoutMs",
+      { timeoutMs: Number.POSITIVE_INFINITY },
+      "timeoutMs",
+      "a finite number",
+      "Infinity",
+    ],
     ["a string timeoutMs", { timeoutMs: "100" as never }, "timeoutMs", "a finite number", '"100"'],
     ["a session lane as workload lane", { lane: "session:S" }, "lane", "a workload lane name", '"session:S"'],
     ["an empty lane", { lane: "" }, "lane", "a workload lane name", '""'],
     ["a numeric session", { session: 42 as never }, "session", "a string session key", "42"],
-    ["a signal that is no AbortSignal", { signal: { aborted: false } as never }, "signal", "an AbortSignal", "object"],
+    [
+      "a signal that is no AbortSignal",
+      { signal: { aborted: false } as never },
+      "signal",
+      "an AbortSignal",
+      "object",
+    ],
   ];
 
-  it.each(cases)("%s throws ConfigError naming it; the queue is untouched", (_, options, field, expected, shown) => {
-    const { lanes, started, before } = withQueue();
-    expectConfigError(
-      thrown(() => lanes.run(options, async () => "never")),
-      field,
-      expected,
-      shown,
-    );
-    expect(JSON.stringify(lanes.snapshot())).toBe(before);
-    expect([lanes.activeCount, lanes.queuedCount]).toEqual([1, 2]);
-    expect(started).toEqual(["a"]);
-  });
+  it.each(cases)(
+    "%s throws ConfigError naming it; the queue is untouched",
+    (_, options, field, expected, shown) => {
+      const { lanes, started, before } = withQueue();
+      expectConfigError(
+        thrown(() => lanes.run(options, async () => "never")),
+        field,
+        expected,
+        shown,
+      );
+      expect(JSON.stringify(lanes.snapshot())).toBe(before);
+      expect([lanes.activeCount, lanes.queuedCount]).toEqual([1, 2]);
+      expect(started).toEqual(["a"]);
+    },
+  );
 
   it.each([
     ["undefined", undefined],
@@ -143,7 +174,9 @@ describe("bad run() arguments", () => {
 
   it("options that are not an object throw TypeError naming the options argument", () => {
     const { lanes } = withQueue();
-    expect(() => lanes.run(null as never, async () => 1)).toThrow(/^options: expected an object, received null$/);
+    expect(() => lanes.run(null as never, async () => 1)).toThrow(
+      /^options: expected an object, received null$/,
+    );
   });
 
   it("clear of a lane name that is no string throws TypeError", () => {
@@ -159,6 +192,29 @@ describe("bad run() arguments", () => {
     await clock.runUntilIdle();
     expect(await Promise.all(results)).toEqual(["a", "b", "c"]);
     expect(started).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("synchronous tasks", () => {
+  it("a synchronous task's value or thrown error reaches its caller", async () => {
+    const lanes = createLaneScheduler({ clock: new SimulatedClock() });
+    const ok = lanes.run({}, () => 7);
+    const bad = lanes.run({}, () => {
+      throw new RangeError("sync");
+    });
+    expect(await Promise.allSettled([ok, bad])).toEqual([
+      { status: "fulfilled", value: 7 },
+      { status: "rejected", reason: new RangeError("sync") },
+    ]);
+    expect(lanes.activeCount).toBe(0);
+  });
+
+  it("a backlog of 10,000 synchronous tasks runs without overflowing the stack", async () => {
+    const lanes = createLaneScheduler({ clock: new SimulatedClock(), capacity: { main: 0 } });
+    const calls = Array.from({ length: 10_000 }, (_, i) => lanes.run({ session: `s${i % 3}` }, () => i));
+    lanes.setCapacity("main", 1);
+    const results = await Promise.all(calls);
+    expect(results[9_999]).toBe(9_999);
   });
 });
 

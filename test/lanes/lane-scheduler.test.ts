@@ -4,9 +4,9 @@ import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { LaneClearedError } from "../../src/errors.js";
 import type { TillerEvent } from "../../src/events.js";
 import {
+  createLaneScheduler,
   type LaneSchedulerOptions,
   type RunOptions,
-  createLaneScheduler,
 } from "../../src/lanes/lane-scheduler.js";
 import { laneForNested, priorityForTrigger } from "../../src/policy/lane-priority.js";
 
@@ -421,27 +421,5 @@ describe("lifecycle events", () => {
       { at: 50, type: "lane.started", lane: "main", session: "A", entryId: task.id, waitedMs: 50 },
       { at: 60, type: "lane.ended", lane: "main", session: "A", entryId: task.id, status: "failed" },
     ]);
-  });
-
-  it("a synchronous task's value or error reaches its caller", async () => {
-    const { lanes, flush } = harness();
-    const ok = track(lanes.run({}, () => 7));
-    const bad = track(
-      lanes.run({}, () => {
-        throw new RangeError("sync");
-      }),
-    );
-    await flush();
-    expect(ok).toEqual({ status: "fulfilled", value: 7 });
-    expect(bad.reason).toBeInstanceOf(RangeError);
-    expect(lanes.activeCount).toBe(0);
-  });
-
-  it("a backlog of 50,000 synchronous tasks runs without overflowing the stack", async () => {
-    const { lanes } = harness({ capacity: { main: 0 } });
-    const calls = Array.from({ length: 50_000 }, (_, i) => lanes.run({ session: `s${i % 3}` }, () => i));
-    lanes.setCapacity("main", 1);
-    const results = await Promise.all(calls);
-    expect(results[49_999]).toBe(49_999);
   });
 });

@@ -3,9 +3,9 @@ import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { GatewayDrainingError, LaneTimeoutError } from "../../src/errors.js";
 import type { TillerEvent } from "../../src/events.js";
 import {
+  createLaneScheduler,
   type LaneSchedulerOptions,
   type RunOptions,
-  createLaneScheduler,
 } from "../../src/lanes/lane-scheduler.js";
 
 // Timeouts, abort, drain and wait diagnostics, on a simulated clock: tasks are held open by deferreds

@@ -1,0 +1,95 @@
+import type { RecordBody, TranscriptRecord } from "./adapters/store.js";
+import { UNDELIVERED_FINAL } from "./adapters/store.js";
+import type { PendingTurn, QueueItem } from "./machines/session.types.js";
+import { isSubstantive, type VisibleReplies, markerDeliveryMode } from "./policy/delivery.js";
+import { RECOVERED } from "./turn.js";
+
+/**
+ * What a session persists so that a restarted gateway resumes it exactly once (DESIGN.md §6): the turn
+ * in progress (with every message it owns), the queue (follow-ups, collect bursts, recoveries) and
+ * the summaries of dropped messages.
+ */
+export interface PersistedSession {
+  version: 1;
+  turnSeq: number;
+  runId: string | null;
+  pending: PendingTurn | null;
+  queue: QueueItem[];
+  summaries: string[];
+}
+
+export interface ResumePlan {
+  queue: QueueItem[];
+  summaries: string[];
+  /** Records to append before the session runs again (a marker the crash cut off). */
+  repairs: RecordBody[];
+  /** Why, for the event stream. */
+  notes: string[];
+}
+
+/**
+ * Decides how a session continues after a restart, from its saved state and its transcript:
+ * - a turn cut off before its final was stored runs again (background priority, messages already in
+ *   the transcript are not stored twice);
+ * - a turn whose final was stored keeps it: if it was undelivered and the crash came before its marker,
+ *   the marker is appended now; a substantive one gets its recovery unless one is queued or done;
+ * - a recovery cut off before it ended runs again, once.
+ */
+export function planResume(state: PersistedSession, records: readonly TranscriptRecord[], visibleReplies: VisibleReplies): ResumePlan {
+  const queue = [...state.queue];
+  const summaries = [...state.summaries];
+  const repairs: RecordBody[] = [];
+  const notes: string[] = [];
+  const pending = state.pending;
+  const recovered = new Set(
+    records.flatMap((record) =>
+      record.role === "custom" && record.customType === RECOVERED ? [String(record.details.strandedRunId)] : [],
+    ),
+  );
+  const queuedRecoveries = new Set(queue.flatMap((item) => (item.kind === "recovery" ? [item.strandedRunId] : [])));
+
+  if (pending?.kind === "recovery" && pending.recovery) {
+    if (!recovered.has(pending.recovery.strandedRunId) && !queuedRecoveries.has(pending.recovery.strandedRunId)) {
+      queue.unshift(pending.recovery);
+      notes.push(`recovery of ${pending.recovery.strandedRunId} was cut off; it runs again`);
+    }
+  } else if (pending && pending.messages.length > 0) {
+    const finalIndex = state.runId
+      ? records.findIndex((record) => record.role === "assistant" && record.runId === state.runId)
+      : -1;
+    const final = records[finalIndex];
+    if (!final || final.role !== "assistant") {
+      queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });
+      summaries.unshift(...pending.summaries);
+      notes.push(`turn ${state.runId ?? "(not started)"} was cut off; it runs again`);
+    } else if (!final.delivered && final.text.trim().length > 0) {
+      const marked = records
+        .slice(finalIndex + 1)
+        .some((record) => record.role === "custom" && record.customType === UNDELIVERED_FINAL);
+      if (!marked) {
+        repairs.push({
+          role: "custom",
+          customType: UNDELIVERED_FINAL,
+          display: false,
+          details: {
+            deliveryMode: markerDeliveryMode(visibleReplies),
+            delivered: false,
+            finalSeq: final.seq,
+            finalTextLength: final.text.length,
+          },
+        });
+        notes.push(`final of ${final.runId} was stored but not marked; marker appended`);
+      }
+      if (isSubstantive(final.text) && !recovered.has(final.runId) && !queuedRecoveries.has(final.runId)) {
+        queue.unshift({
+          kind: "recovery",
+          text: final.text,
+          strandedRunId: final.runId,
+          deliveryMode: markerDeliveryMode(visibleReplies),
+        });
+        notes.push(`recovery of ${final.runId} queued after restart`);
+      }
+    }
+  }
+  return { queue, summaries, repairs, notes };
+}

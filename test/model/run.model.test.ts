@@ -1,0 +1,675 @@
+import { type SnapshotFrom, createActor, fromPromise } from "xstate";
+import { getShortestPaths, getSimplePaths } from "xstate/graph";
+import type { StatePath } from "xstate/graph";
+import { describe, expect, it } from "vitest";
+import {
+  type CallModelInput,
+  type CallModelOutput,
+  type RecheckSettings,
+  type RunEmitted,
+  type RunEvent,
+  type RunInput,
+  type RunOutput,
+  type RunToolInput,
+  type RunToolOutput,
+  runMachine,
+} from "../../src/machines/run.machine.js";
+import { DEFAULT_COMPLAINT_PATTERNS } from "../../src/policy/stale-reply.js";
+import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../../src/turn.js";
+
+// Graph-based tests of the run machine (DESIGN.md §3, invariants 4 and 5). xstate/graph enumerates the
+// machine's paths over an explicit event list that includes the results of the invoked actors; each path
+// is then replayed on a real actor whose `callModel` and `runTool` are deferreds the test settles, so a
+// graph event becomes a real action: send the event, or resolve / reject the pending actor. After every
+// step the real actor must be where the graph says, and the invariants must hold.
+
+type Snapshot = SnapshotFrom<typeof runMachine>;
+
+type GraphEvent =
+  | RunEvent
+  | { type: "xstate.done.actor.callModel"; output: CallModelOutput }
+  | { type: "xstate.error.actor.callModel"; error: unknown }
+  | { type: "xstate.done.actor.runTool"; output: RunToolOutput }
+  | { type: "xstate.error.actor.runTool"; error: unknown };
+
+type Path = StatePath<Snapshot, GraphEvent>;
+
+interface GraphConfig {
+  title: string;
+  messages: string[];
+  olderUserTexts?: string[];
+  recheck?: Partial<RecheckSettings>;
+  /** The text of every final draft the model returns in this graph. */
+  draft: string;
+  autoStart?: boolean;
+  /** Also replay every simple path (only where the graph is small enough). */
+  simplePaths?: boolean;
+}
+
+const STEER_TEXT = "Actually, don't touch notes.md; what about Berlin tonight?";
+const TOOL_CALLS: ToolCallRequest[] = [
+  { callId: "c1", name: "write_file", args: { path: "checklist.md" } },
+  { callId: "c2", name: "search", args: { query: "item 2" } },
+];
+const HISTORY: ModelMessage[] = [
+  { role: "user", text: "hello", messageId: "h0" },
+  { role: "assistant", text: "Hi! How can I help?" },
+];
+
+const CONFIGS: GraphConfig[] = [
+  {
+    title: "steering with maxPasses 1",
+    messages: ["Break down item 2 and update the file"],
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+    simplePaths: true,
+  },
+  {
+    title: "steering with maxPasses 2",
+    messages: ["Break down item 2 and update the file"],
+    recheck: { maxPasses: 2 },
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+  },
+  {
+    title: "steering with maxPasses 0",
+    messages: ["Break down item 2 and update the file"],
+    recheck: { maxPasses: 0 },
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+  },
+  {
+    title: "steering with the re-check disabled",
+    messages: ["Break down item 2 and update the file"],
+    recheck: { enabled: false },
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+    simplePaths: true,
+  },
+  {
+    title: "a complaint the draft ignores",
+    messages: ["When do deploys run?", "You didn't answer my question."],
+    draft: "Our release notes are in the wiki.",
+  },
+  {
+    title: "a draft that answers an older message",
+    messages: ["What's the weather in Paris today?", "Actually, what about Berlin tonight?"],
+    draft: "Paris weather today: sunny in Paris, 24 degrees.",
+  },
+  {
+    title: "an auto-started run",
+    messages: ["Break down item 2 and update the file"],
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+    autoStart: true,
+  },
+];
+
+function runInput(config: GraphConfig): RunInput {
+  return {
+    runId: "run-1",
+    session: "telegram:42",
+    kind: "turn",
+    messages: config.messages.map((text, index) => ({ id: `m${index + 1}`, text, channel: "telegram", at: index })),
+    preamble: [],
+    history: HISTORY,
+    olderUserTexts: config.olderUserTexts ?? [],
+    recheck: {
+      enabled: true,
+      maxPasses: 1,
+      minOverlap: 0.2,
+      complaintPatterns: [...DEFAULT_COMPLAINT_PATTERNS],
+      ...config.recheck,
+    },
+    tools: ["write_file", "search"],
+    cancellableTools: ["search"],
+    ...(config.autoStart ? { autoStart: true } : {}),
+  };
+}
+
+function graphEvents(config: GraphConfig): GraphEvent[] {
+  return [
+    { type: "run.start" },
+    { type: "run.steer", message: { id: "steer", text: STEER_TEXT, channel: "telegram", at: 10 } },
+    { type: "run.abort", reason: "stopped by the test" },
+    {
+      type: "xstate.done.actor.callModel",
+      output: { text: "Let me update the file.", toolCalls: TOOL_CALLS, persisted: 0 },
+    },
+    { type: "xstate.done.actor.callModel", output: { text: config.draft, toolCalls: [], persisted: 0 } },
+    {
+      type: "xstate.error.actor.callModel",
+      error: { code: "MODEL_DOWN", message: "the model is down", retryable: true },
+    },
+    { type: "xstate.done.actor.runTool", output: { status: "done", result: "ok", persisted: 0 } },
+    { type: "xstate.error.actor.runTool", error: new Error("the tool crashed") },
+  ];
+}
+
+/** The state value plus small bounded facts; the journal, drafts and counters are left out. */
+function stateKey(snapshot: Snapshot): string {
+  const { context } = snapshot;
+  return JSON.stringify([
+    snapshot.status,
+    snapshot.value,
+    context.passes,
+    context.steerBuffer.length > 0,
+    context.toolIndex,
+  ]);
+}
+
+/** Only what can happen: actor results while that actor runs, nothing after the run ended. */
+function isPossible(snapshot: Snapshot, event: GraphEvent): boolean {
+  if (snapshot.status !== "active") return false;
+  if (event.type.endsWith(".callModel")) return snapshot.matches("streaming");
+  if (event.type.endsWith(".runTool")) return snapshot.matches({ toolBatch: "toolRunning" });
+  return true;
+}
+
+function traversal(config: GraphConfig) {
+  return {
+    input: runInput(config),
+    events: graphEvents(config) as RunEvent[],
+    serializeState: stateKey,
+    filterEvents: (snapshot: Snapshot, event: RunEvent) => isPossible(snapshot, event as GraphEvent),
+    limit: 5_000,
+  };
+}
+
+function shortestPaths(config: GraphConfig): Path[] {
+  return getShortestPaths(runMachine, traversal(config)) as unknown as Path[];
+}
+
+function simplePaths(config: GraphConfig): Path[] {
+  return getSimplePaths(runMachine, traversal(config)) as unknown as Path[];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Names
+
+function stateLabel(snapshot: Snapshot): string {
+  const value = snapshot.value;
+  const name =
+    typeof value === "string"
+      ? value
+      : Object.entries(value)
+          .map(([key, child]) =>
+            typeof child === "string"
+              ? `${key}.${child}`
+              : `${key}.${Object.entries(child ?? {})
+                  .map(([k, v]) => `${k}.${String(v)}`)
+                  .join("")}`,
+          )
+          .join("");
+  const facts = [
+    snapshot.context.passes > 0 ? `pass ${snapshot.context.passes}` : "",
+    snapshot.context.steerBuffer.length > 0 ? "steer waiting" : "",
+    snapshot.matches("toolBatch") ? `tool ${snapshot.context.toolIndex + 1}` : "",
+  ].filter(Boolean);
+  return facts.length > 0 ? `${name} (${facts.join(", ")})` : name;
+}
+
+function eventLabel(event: GraphEvent): string {
+  switch (event.type) {
+    case "run.start":
+      return "start";
+    case "run.steer":
+      return "steer";
+    case "run.abort":
+      return "abort";
+    case "xstate.done.actor.callModel":
+      return event.output.toolCalls.length > 0 ? "model asks for tools" : "model drafts a final";
+    case "xstate.error.actor.callModel":
+      return "model fails";
+    case "xstate.done.actor.runTool":
+      return "tool ends";
+    case "xstate.error.actor.runTool":
+      return "tool throws";
+  }
+}
+
+function pathName(path: Path): string {
+  const [first, ...rest] = path.steps;
+  const parts = [first ? stateLabel(first.state) : "?"];
+  for (const step of rest) parts.push(`—${eventLabel(step.event)}→ ${stateLabel(step.state)}`);
+  return parts.join(" ");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The expectation a path carries: which re-check events the machine must emit along it.
+
+type RecheckEvent = Extract<RunEmitted, { type: "recheck.fired" | "recheck.skipped" }>;
+
+function expectedRecheckEvents(path: Path, settings: RecheckSettings): Array<Partial<RecheckEvent>> {
+  const expected: Array<Partial<RecheckEvent>> = [];
+  for (let i = 1; i < path.steps.length; i++) {
+    const before = path.steps[i - 1]!.state;
+    const after = path.steps[i]!.state;
+    const verdict = after.context.verdict;
+    if (after.context.passes > before.context.passes) {
+      expected.push({ type: "recheck.fired", reason: verdict.reason, pass: after.context.passes });
+    }
+    if (after.value === "done" && verdict.stale) {
+      expected.push({
+        type: "recheck.skipped",
+        reason: settings.enabled ? "limit" : "disabled",
+        signal: verdict.reason,
+      });
+    }
+  }
+  return expected;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Replay on a real actor
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets promise callbacks and the actor's reactions to them run; no timer, no wall-clock wait. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+class Replay {
+  readonly calls: CallModelInput[] = [];
+  readonly toolInputs: RunToolInput[] = [];
+  readonly emitted: RunEmitted[] = [];
+  /** Model calls and emitted events, in order. */
+  readonly timeline: Array<{ kind: "call"; input: CallModelInput } | { kind: "emitted"; event: RunEmitted }> = [];
+  /** What the fake actors stored: an actor stores its items when it succeeds, as one unit. */
+  readonly stored: TurnItem[] = [];
+  readonly given: OwnedMessage[];
+  readonly drafts: string[] = [];
+  private model: { input: CallModelInput; result: Deferred<CallModelOutput> } | null = null;
+  private tool: { input: RunToolInput; result: Deferred<RunToolOutput> } | null = null;
+  private steers = 0;
+  readonly actor;
+
+  constructor(readonly input: RunInput) {
+    this.given = [...input.messages];
+    const logic = runMachine.provide({
+      actors: {
+        callModel: fromPromise<CallModelOutput, CallModelInput>(({ input: callInput }) => {
+          const result = deferred<CallModelOutput>();
+          this.calls.push(callInput);
+          this.timeline.push({ kind: "call", input: callInput });
+          this.model = { input: callInput, result };
+          return result.promise;
+        }),
+        runTool: fromPromise<RunToolOutput, RunToolInput>(({ input: toolInput }) => {
+          const result = deferred<RunToolOutput>();
+          this.toolInputs.push(toolInput);
+          this.tool = { input: toolInput, result };
+          return result.promise;
+        }),
+      },
+    });
+    this.actor = createActor(logic, { input });
+    this.actor.on("*", (event) => {
+      this.emitted.push(event);
+      this.timeline.push({ kind: "emitted", event });
+    });
+  }
+
+  async start(): Promise<void> {
+    this.actor.start();
+    await settle();
+  }
+
+  /** Performs the real action a graph event stands for. */
+  async apply(event: GraphEvent): Promise<void> {
+    switch (event.type) {
+      case "run.start":
+      case "run.abort":
+        this.actor.send(event);
+        break;
+      case "run.steer": {
+        this.steers++;
+        const message = { ...event.message, id: `s${this.steers}`, at: 10 + this.steers };
+        this.given.push(message);
+        this.actor.send({ type: "run.steer", message });
+        break;
+      }
+      case "xstate.done.actor.callModel": {
+        const pending = this.takeModel();
+        const toolCalls = event.output.toolCalls.map((call) => ({
+          ...call,
+          callId: `${call.callId}-call${pending.input.call}`,
+        }));
+        if (toolCalls.length === 0) this.drafts.push(event.output.text);
+        this.stored.push(...pending.input.unpersisted);
+        pending.result.resolve({ text: event.output.text, toolCalls, persisted: pending.input.unpersisted.length });
+        break;
+      }
+      case "xstate.error.actor.callModel":
+        this.takeModel().result.reject(event.error);
+        break;
+      case "xstate.done.actor.runTool": {
+        const pending = this.takeTool();
+        this.stored.push(...pending.input.unpersisted);
+        pending.result.resolve({ ...event.output, persisted: pending.input.unpersisted.length });
+        break;
+      }
+      case "xstate.error.actor.runTool":
+        this.takeTool().result.reject(event.error);
+        break;
+    }
+    await settle();
+  }
+
+  get snapshot(): Snapshot {
+    return this.actor.getSnapshot();
+  }
+
+  /** Ids of user messages in each model call's view of this turn, in order. */
+  shownPerCall(): string[][] {
+    return this.calls.map((call) =>
+      call.context.slice(call.turnStart).flatMap((message) => (message.role === "user" ? [message.messageId] : [])),
+    );
+  }
+
+  shown(): Set<string> {
+    return new Set(this.shownPerCall().flat());
+  }
+
+  private takeModel() {
+    const pending = this.model;
+    if (!pending) throw new Error("the graph settles a model call, but none is running on the real actor");
+    this.model = null;
+    return pending;
+  }
+
+  private takeTool() {
+    const pending = this.tool;
+    if (!pending) throw new Error("the graph settles a tool, but none is running on the real actor");
+    this.tool = null;
+    return pending;
+  }
+}
+
+function ids(messages: readonly OwnedMessage[]): string[] {
+  return messages.map((message) => message.id);
+}
+
+/** Invariants 4 and 5 while the run is alive, checked after every step. */
+function checkStep(replay: Replay, previousPasses: number): void {
+  const { context } = replay.snapshot;
+  const settings = replay.input.recheck;
+
+  // Invariant 4: at most maxPasses re-checks; the counter only grows within the turn.
+  expect(context.passes).toBeLessThanOrEqual(settings.enabled ? settings.maxPasses : 0);
+  expect(context.passes).toBeGreaterThanOrEqual(previousPasses);
+
+  // Invariant 5: every message given to the run is owned or waiting, never both, never lost.
+  const owned = ids(context.owned);
+  const waiting = ids(context.steerBuffer);
+  expect(new Set(owned).size).toBe(owned.length);
+  expect(new Set(waiting).size).toBe(waiting.length);
+  expect([...owned, ...waiting].sort()).toEqual(ids(replay.given).sort());
+
+  // What a model call saw, it saw once, and every later call still sees it (no message is shown twice
+  // as a new user item, none disappears from the turn).
+  const perCall = replay.shownPerCall();
+  perCall.forEach((shown, index) => {
+    expect(new Set(shown).size).toBe(shown.length);
+    const before = perCall[index - 1] ?? [];
+    expect(shown.slice(0, before.length)).toEqual(before);
+  });
+  // Every call sees the history intact, before the turn.
+  for (const call of replay.calls) expect(call.context.slice(0, call.turnStart)).toEqual(HISTORY);
+
+  // Owned means shown to the model once the run has called it; nothing unowned was shown.
+  const shown = replay.shown();
+  for (const id of shown) expect(owned).toContain(id);
+  if (context.call > 0) expect(owned.filter((id) => !shown.has(id))).toEqual([]);
+}
+
+/** The run ended: its output must say exactly what happened. */
+function checkOutput(replay: Replay, path: Path): void {
+  const snapshot = replay.snapshot;
+  const output = snapshot.output as RunOutput;
+  const settings = replay.input.recheck;
+  expect(output.status).toBe(snapshot.value);
+  expect(output.runId).toBe(replay.input.runId);
+
+  // The final text only when done, and it is the last draft the model wrote.
+  if (output.status === "done") {
+    expect(output.final).toBe(replay.drafts.at(-1));
+    expect(output.final).not.toBe("");
+  } else {
+    expect(output.final).toBe("");
+  }
+  expect(output.error !== null).toBe(output.status === "failed");
+  expect(output.abortReason !== null).toBe(output.status === "aborted");
+
+  // Invariant 5: each given message is answered (shown to a model call) or left over, never both.
+  const shown = replay.shown();
+  const leftover = ids(output.leftover);
+  expect(new Set(output.answered)).toEqual(shown);
+  expect(output.answered.length).toBe(shown.size);
+  for (const id of leftover) expect(shown.has(id)).toBe(false);
+  expect([...shown, ...leftover].sort()).toEqual(ids(replay.given).sort());
+  // The journal holds the answered messages, once each, in the order the model saw them.
+  const journalUsers = output.journal.flatMap((item) => (item.role === "user" ? [item.messageId] : []));
+  expect(journalUsers).toEqual(replay.shownPerCall().at(-1) ?? []);
+  // Steered messages that reached the model were announced once.
+  const injected = replay.emitted.flatMap((event) => (event.type === "steer.injected" ? event.messageIds : []));
+  expect(new Set(injected).size).toBe(injected.length);
+  expect(injected.sort()).toEqual(
+    ids(replay.given)
+      .filter((id) => id.startsWith("s") && shown.has(id))
+      .sort(),
+  );
+
+  // Every tool call in the journal has exactly one result after it: no dangling call.
+  const open = new Set<string>();
+  const closed = new Set<string>();
+  for (const item of output.journal) {
+    if (item.role === "toolCall") {
+      expect(open.has(item.callId) || closed.has(item.callId)).toBe(false);
+      open.add(item.callId);
+    }
+    if (item.role === "toolResult") {
+      expect(open.has(item.callId)).toBe(true);
+      open.delete(item.callId);
+      closed.add(item.callId);
+    }
+  }
+  expect([...open]).toEqual([]);
+  // ...and the tool events agree with the journal.
+  const results = output.journal.flatMap((item) => (item.role === "toolResult" ? [item] : []));
+  const started = replay.emitted.filter((event) => event.type === "tool.started").map((event) => event.callId);
+  const ended = replay.emitted.filter((event) => event.type === "tool.ended");
+  const skipped = replay.emitted.filter((event) => event.type === "tool.skipped").map((event) => event.callId);
+  expect(started).toEqual(replay.toolInputs.map((toolInput) => toolInput.call.callId));
+  expect(ended.map((event) => [event.callId, event.status])).toEqual(
+    results.filter((result) => result.status !== "skipped").map((result) => [result.callId, result.status]),
+  );
+  expect(skipped).toEqual(results.filter((result) => result.status === "skipped").map((result) => result.callId));
+  expect(output.completedTools).toEqual(
+    ended.filter((event) => event.status === "done").map((event) => event.name),
+  );
+
+  // What was stored plus what the output still has to store is the journal, exactly once.
+  expect([...replay.stored, ...output.journal.slice(output.persisted)]).toEqual(output.journal);
+
+  // Invariant 4, and every firing and skip is an event with its reason.
+  const recheckEvents = replay.emitted.filter(
+    (event): event is RecheckEvent => event.type === "recheck.fired" || event.type === "recheck.skipped",
+  );
+  const expected = expectedRecheckEvents(path, settings);
+  expect(recheckEvents).toHaveLength(expected.length);
+  expected.forEach((event, index) => expect(recheckEvents[index]).toMatchObject(event));
+  expect(output.passes).toBe(recheckEvents.filter((event) => event.type === "recheck.fired").length);
+  expect(output.passes).toBeLessThanOrEqual(settings.enabled ? settings.maxPasses : 0);
+  // The model call right after a firing is flagged as the re-check, and only that one.
+  replay.timeline.forEach((entry, index) => {
+    if (entry.kind !== "call") return;
+    const previous = replay.timeline
+      .slice(0, index)
+      .reverse()
+      .find((item) => item.kind === "call" || (item.kind === "emitted" && item.event.type === "recheck.fired"));
+    expect(entry.input.recheck).toBe(previous?.kind === "emitted");
+  });
+  replay.calls.forEach((call, index) => expect(call.call).toBe(index + 1));
+}
+
+async function replayPath(config: GraphConfig, path: Path): Promise<Replay> {
+  const replay = new Replay(runInput(config));
+  await replay.start();
+  const [first, ...rest] = path.steps;
+  expect(first).toBeDefined();
+  expect(stateKey(replay.snapshot)).toBe(stateKey(first!.state));
+  let passes = 0;
+  checkStep(replay, passes);
+  for (const step of rest) {
+    passes = replay.snapshot.context.passes;
+    await replay.apply(step.event);
+    expect(stateKey(replay.snapshot), `after "${eventLabel(step.event)}"`).toBe(stateKey(step.state));
+    checkStep(replay, passes);
+  }
+  if (replay.snapshot.status === "done") checkOutput(replay, path);
+  else expect(replay.snapshot.status).toBe("active");
+  return replay;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+for (const config of CONFIGS) {
+  const shortest = shortestPaths(config);
+
+  describe(`run machine, ${config.title}: shortest paths`, () => {
+    it("reaches every outcome of the run: done, aborted and failed", () => {
+      const outcomes = new Set(shortest.map((path) => String(path.state.value)));
+      for (const outcome of ["done", "aborted", "failed"]) expect(outcomes.has(outcome)).toBe(true);
+    });
+
+    for (const path of shortest) {
+      it(`keeps its invariants along ${pathName(path)}`, async () => {
+        await replayPath(config, path);
+      });
+    }
+  });
+
+  if (config.simplePaths) {
+    const simple = simplePaths(config);
+    describe(`run machine, ${config.title}: simple paths`, () => {
+      for (const path of simple) {
+        it(`keeps its invariants along ${pathName(path)}`, async () => {
+          await replayPath(config, path);
+        });
+      }
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Both sides of the re-check limit, on paths the graph produced.
+
+function configNamed(title: string): GraphConfig {
+  const config = CONFIGS.find((candidate) => candidate.title === title);
+  if (!config) throw new Error(`no graph config "${title}"`);
+  return config;
+}
+
+function findPath(config: GraphConfig, wanted: Array<Partial<RecheckEvent>>): Path {
+  const settings = runInput(config).recheck;
+  const paths = [...shortestPaths(config), ...(config.simplePaths ? simplePaths(config) : [])]
+    .filter((path) => path.state.value === "done")
+    .sort((a, b) => a.steps.length - b.steps.length);
+  const path = paths.find((candidate) => {
+    const expected = expectedRecheckEvents(candidate, settings);
+    return (
+      expected.length === wanted.length &&
+      expected.every((event, index) => event.type === wanted[index]?.type && event.reason === wanted[index]?.reason)
+    );
+  });
+  if (!path) throw new Error(`the graph of "${config.title}" has no path with ${JSON.stringify(wanted)}`);
+  return path;
+}
+
+function recheckEventsOf(replay: Replay) {
+  return replay.emitted.filter((event) => event.type === "recheck.fired" || event.type === "recheck.skipped");
+}
+
+describe("run machine: the re-check limit", () => {
+  it("re-checks a draft made stale by a steered message once, then ships the next stale draft with recheck.skipped (limit)", async () => {
+    const config = configNamed("steering with maxPasses 1");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "newer-message" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.fired", reason: "newer-message", pass: 1 }),
+      expect.objectContaining({ type: "recheck.skipped", reason: "limit", signal: "newer-message" }),
+    ]);
+    const output = replay.snapshot.output as RunOutput;
+    expect(output.status).toBe("done");
+    expect(output.passes).toBe(1);
+    // The message that made the second draft stale was never shown: it is handed back, not lost.
+    expect(output.leftover.length).toBeGreaterThan(0);
+  });
+
+  it("re-checks a draft that ignores a complaint once, then ships the second with recheck.skipped (limit)", async () => {
+    const config = configNamed("a complaint the draft ignores");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "complaint" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.fired", reason: "complaint", pass: 1 }),
+      expect.objectContaining({ type: "recheck.skipped", reason: "limit", signal: "complaint" }),
+    ]);
+    expect(replay.calls.map((call) => call.recheck)).toEqual([false, true]);
+  });
+
+  it("re-checks a draft that answers an older message for the low-overlap signal", async () => {
+    const config = configNamed("a draft that answers an older message");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "low-overlap" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)[0]).toMatchObject({ type: "recheck.fired", reason: "low-overlap", pass: 1 });
+  });
+
+  it("re-checks at most twice with maxPasses 2", async () => {
+    const config = configNamed("steering with maxPasses 2");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "newer-message" },
+      { type: "recheck.fired", reason: "newer-message" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect((replay.snapshot.output as RunOutput).passes).toBe(2);
+  });
+
+  it("never re-checks with maxPasses 0 and says so with recheck.skipped (limit)", async () => {
+    const config = configNamed("steering with maxPasses 0");
+    const path = findPath(config, [{ type: "recheck.skipped", reason: "limit" }]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([expect.objectContaining({ type: "recheck.skipped", reason: "limit" })]);
+    expect(replay.calls.every((call) => !call.recheck)).toBe(true);
+  });
+
+  it("never re-checks when disabled and says so with recheck.skipped (disabled)", async () => {
+    const config = configNamed("steering with the re-check disabled");
+    const path = findPath(config, [{ type: "recheck.skipped", reason: "disabled" }]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.skipped", reason: "disabled", signal: "newer-message" }),
+    ]);
+    expect((replay.snapshot.output as RunOutput).passes).toBe(0);
+  });
+});
