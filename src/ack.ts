@@ -18,7 +18,13 @@ export interface Ack {
   /** For steered and interrupting messages: the run that will see (or was stopped for) the message. */
   runId?: string;
   /** Where it waits: the next decision point of the run, the queue, or a collect window. */
-  waitsFor?: "next-model-call" | "tool-to-finish" | "finalize-recheck" | "own-turn" | "quiet-window" | "turn-start";
+  waitsFor?:
+    | "next-model-call"
+    | "tool-to-finish"
+    | "finalize-recheck"
+    | "own-turn"
+    | "quiet-window"
+    | "turn-start";
   /** The action running when the message arrived, and whether it can be cancelled. */
   runningTool?: { name: string; cancellable: boolean };
   /** Effects of the running turn that already happened (completed tool calls). */
@@ -35,7 +41,12 @@ export interface RunView {
 }
 
 /** Composes the ack from the session's decision and, for a running turn, what the run is doing now. */
-export function composeAck(session: string, decision: SessionDecision, run: RunView | undefined, queuePosition?: number): Ack {
+export function composeAck(
+  session: string,
+  decision: SessionDecision,
+  run: RunView | undefined,
+  queuePosition?: number,
+): Ack {
   const base: Ack = {
     session,
     messageId: decision.messageId,
@@ -86,7 +97,11 @@ export function composeAck(session: string, decision: SessionDecision, run: RunV
           : `Queued: I will answer this after the current reply${queuePosition && queuePosition > 1 ? ` (${queuePosition - 1} ahead)` : ""}.`,
       };
     case "collected":
-      return { ...base, waitsFor: "quiet-window", text: "Noted. I will answer your messages together once you pause." };
+      return {
+        ...base,
+        waitsFor: "quiet-window",
+        text: "Noted. I will answer your messages together once you pause.",
+      };
     case "interrupted": {
       const fields = { ...(run ? { runId: run.context.input.runId } : {}), completedEffects: effects };
       if (tool && !tool.cancellable) {

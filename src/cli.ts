@@ -47,7 +47,9 @@ async function main(argv: string[]): Promise<number> {
     if (explain) {
       const sessions = Object.keys(result.transcripts).concat(result.acks.map((ack) => ack.session));
       const found = [...new Set(sessions)].map((session) => gateway.explain(session, explain!)).find(Boolean);
-      process.stdout.write(`${JSON.stringify(found ?? { messageId: explain, found: false }, null, json ? 0 : 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify(found ?? { messageId: explain, found: false }, null, json ? 0 : 2)}\n`,
+      );
     }
   }
   return 0;
@@ -75,7 +77,9 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2;
       return;
     }
-    process.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );

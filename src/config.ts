@@ -1,7 +1,7 @@
 import { checkSync } from "recheck";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
-import { DROP_POLICIES, type QueueMode, type QueueSettings, parseQueueMode } from "./policy/queue-mode.js";
+import { DROP_POLICIES, parseQueueMode, type QueueMode, type QueueSettings } from "./policy/queue-mode.js";
 import { DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
 
 /**
@@ -18,7 +18,10 @@ import { DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
 const modeSchema = z.string().transform((value, ctx): QueueMode => {
   const mode = parseQueueMode(value);
   if (!mode) {
-    ctx.addIssue({ code: "custom", message: `expected one of steer, followup, collect, interrupt (or an alias)` });
+    ctx.addIssue({
+      code: "custom",
+      message: `expected one of steer, followup, collect, interrupt (or an alias)`,
+    });
     return z.NEVER;
   }
   return mode;
@@ -42,11 +45,19 @@ export const configSchema = z
       .object({
         enabled: z.boolean().default(true),
         maxPasses: nonNegativeInt.default(1),
-        complaintPatterns: z.array(z.string().max(500)).max(100).default([...DEFAULT_COMPLAINT_PATTERNS]),
+        complaintPatterns: z
+          .array(z.string().max(500))
+          .max(100)
+          .default([...DEFAULT_COMPLAINT_PATTERNS]),
         minOverlap: z.number().min(0).max(1).default(0.2),
       })
       .strict()
-      .default({ enabled: true, maxPasses: 1, complaintPatterns: [...DEFAULT_COMPLAINT_PATTERNS], minOverlap: 0.2 }),
+      .default({
+        enabled: true,
+        maxPasses: 1,
+        complaintPatterns: [...DEFAULT_COMPLAINT_PATTERNS],
+        minOverlap: 0.2,
+      }),
     delivery: z
       .object({
         visibleReplies: z.enum(["auto", "message_tool"]).default("auto"),
@@ -89,7 +100,10 @@ export function parseConfig(raw: unknown = {}, fieldPrefix = "config"): GatewayC
 }
 
 /** The global and per-channel layers of queue settings, for `resolveQueueSetting`. */
-export function queueLayers(config: GatewayConfig, channel: string): { global: QueueSettings; channel?: QueueSettings } {
+export function queueLayers(
+  config: GatewayConfig,
+  channel: string,
+): { global: QueueSettings; channel?: QueueSettings } {
   const { byChannel, ...global } = config.queue;
   const channelMode = byChannel[channel];
   return { global: strip(global), ...(channelMode ? { channel: { mode: channelMode } } : {}) };
@@ -115,15 +129,19 @@ export function checkPattern(field: string, pattern: string): void {
           : "could not be proven safe from catastrophic backtracking";
     checkedPatterns.set(pattern, verdict);
   }
-  if (verdict) throw new ConfigError(field, `a regular expression that is safe to match (${verdict})`, pattern);
+  if (verdict)
+    throw new ConfigError(field, `a regular expression that is safe to match (${verdict})`, pattern);
 }
 
 function zodToConfigError(error: z.ZodError, raw: unknown, prefix: string): ConfigError {
   const issue = error.issues[0]!;
-  const path = issue.path.map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`)).join("");
+  const path = issue.path
+    .map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`))
+    .join("");
   let received: unknown = raw;
   for (const part of issue.path) {
-    received = received && typeof received === "object" ? (received as Record<PropertyKey, unknown>)[part] : undefined;
+    received =
+      received && typeof received === "object" ? (received as Record<PropertyKey, unknown>)[part] : undefined;
   }
   const expected =
     issue.code === "unrecognized_keys"

@@ -25,7 +25,11 @@ export class TillerError extends Error {
   readonly code: TillerErrorCode;
   readonly retryable: boolean;
 
-  constructor(code: TillerErrorCode, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+  constructor(
+    code: TillerErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -106,7 +110,8 @@ export class StoreLockedError extends TillerError {
 export function describe(value: unknown): string {
   if (value === undefined) return "undefined";
   if (value === null) return "null";
-  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === "string")
+    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   if (typeof value === "function") return "a function";
   if (Array.isArray(value)) return `an array of ${value.length}`;

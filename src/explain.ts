@@ -33,18 +33,25 @@ export class MessageLog {
     if (!session) return;
     switch (event.type) {
       case "message.acked":
-        return this.acked(session, event);
+        this.acked(session, event);
+        return;
       case "turn.started":
         for (const id of (event.messageIds as string[]) ?? []) {
           this.claim(String(event.runId), id);
-          this.note(session, id, event.at, `turn ${event.runId} started with it`, (entry) => closeWait(entry, event.at));
+          this.note(session, id, event.at, `turn ${event.runId} started with it`, (entry) =>
+            closeWait(entry, event.at),
+          );
         }
         return;
       case "steer.injected":
         for (const id of (event.messageIds as string[]) ?? []) {
           this.claim(String(event.runId), id);
-          this.note(session, id, event.at, `injected into run ${event.runId} before its next model call`, (entry) =>
-            closeWait(entry, event.at),
+          this.note(
+            session,
+            id,
+            event.at,
+            `injected into run ${event.runId} before its next model call`,
+            (entry) => closeWait(entry, event.at),
           );
         }
         return;
@@ -65,9 +72,15 @@ export class MessageLog {
       case "final.silent":
         for (const id of this.runMessages.get(String(event.runId)) ?? []) {
           const delivered = event.type === "final.delivered";
-          this.note(session, id, event.at, `answered by ${event.runId}: ${delivered ? "delivered" : "not delivered"}`, (entry) => {
-            entry.answeredBy = { runId: String(event.runId), delivered, at: event.at };
-          });
+          this.note(
+            session,
+            id,
+            event.at,
+            `answered by ${event.runId}: ${delivered ? "delivered" : "not delivered"}`,
+            (entry) => {
+              entry.answeredBy = { runId: String(event.runId), delivered, at: event.at };
+            },
+          );
         }
         this.runMessages.delete(String(event.runId));
         return;
@@ -105,7 +118,9 @@ export class MessageLog {
       modeSource: String(event.modeSource),
       ackText: String(event.text ?? ""),
       waited: waitsFor ? [{ where: waitsFor, from: event.at }] : [],
-      timeline: [{ at: event.at, what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})` }],
+      timeline: [
+        { at: event.at, what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})` },
+      ],
     };
     if (event.runId && event.disposition === "steered") this.claim(String(event.runId), id);
     messages.set(id, entry);
@@ -121,7 +136,13 @@ export class MessageLog {
     ids.add(messageId);
   }
 
-  private note(session: string, id: string, at: number, what: string, update?: (entry: MessageExplanation) => void): void {
+  private note(
+    session: string,
+    id: string,
+    at: number,
+    what: string,
+    update?: (entry: MessageExplanation) => void,
+  ): void {
     const entry = this.bySession.get(session)?.get(id);
     if (!entry) return;
     entry.timeline.push({ at, what });

@@ -1,5 +1,5 @@
-import { type AnyActorRef, type InspectionEvent, type Subscription, createActor } from "xstate";
-import { type Ack, type RunView, composeAck } from "./ack.js";
+import { type AnyActorRef, createActor, type InspectionEvent, type Subscription } from "xstate";
+import { type Ack, composeAck, type RunView } from "./ack.js";
 import { builtinTools } from "./actors/builtin-tools.js";
 import { createCallModel } from "./actors/call-model.js";
 import { createDeliver, send } from "./actors/deliver.js";
@@ -20,13 +20,13 @@ import { ConfigError, GatewayDrainingError, MessageRejectedError } from "./error
 import { EventHub, type EventListener, type TillerEvent } from "./events.js";
 import { type MessageExplanation, MessageLog } from "./explain.js";
 import { createLaneScheduler, type LaneScheduler } from "./lanes/lane-scheduler.js";
-import { type Logger, createLogger } from "./logger.js";
+import { createLogger, type Logger } from "./logger.js";
 import { runMachine } from "./machines/run.machine.js";
-import { countMessages } from "./machines/session-queue.js";
 import { type SessionActorRef, sessionMachine } from "./machines/session.machine.js";
 import type { SessionDecision, SessionInput } from "./machines/session.types.js";
+import { countMessages } from "./machines/session-queue.js";
 import { parseControl } from "./policy/control.js";
-import { type QueueSettings, parseQueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
+import { parseQueueMode, type QueueSettings, resolveQueueSetting } from "./policy/queue-mode.js";
 import { type PersistedSession, planResume } from "./resume.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 
@@ -162,7 +162,11 @@ export function createGateway(options: GatewayOptions) {
     return entry;
   }
 
-  function sessionActor(key: string, entry: SessionMemory, restored?: SessionInput["restored"]): SessionActorRef {
+  function sessionActor(
+    key: string,
+    entry: SessionMemory,
+    restored?: SessionInput["restored"],
+  ): SessionActorRef {
     if (entry.actor) return entry.actor;
     const actor = createActor(providedSession, {
       input: { key, turnSeq: entry.turnSeq, ...(restored ? { restored } : {}) },
@@ -180,7 +184,7 @@ export function createGateway(options: GatewayOptions) {
           run.on("*", (event: { type: string }) => emit(event.type, { ...event, session: key, runId }));
         }
         persist(key, entry, snapshot);
-        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) retire(key, entry);
+        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) retire(entry);
       },
       error(error) {
         logger.error({ session: key, error: String(error) }, "session.crashed");
@@ -196,28 +200,41 @@ export function createGateway(options: GatewayOptions) {
    * Saves what a restart needs (the turn in progress, the queue) whenever it changes. Saves of one
    * session are chained, so the file always ends at the newest state.
    */
-  function persist(key: string, entry: SessionMemory, snapshot: ReturnType<SessionActorRef["getSnapshot"]>): void {
+  function persist(
+    key: string,
+    entry: SessionMemory,
+    snapshot: ReturnType<SessionActorRef["getSnapshot"]>,
+  ): void {
     const { context } = snapshot;
     const inTurn = typeof snapshot.value === "object" && "turn" in snapshot.value;
     const pending = inTurn ? context.pending : null;
     const state: PersistedSession | null =
       pending || context.queue.length > 0
-        ? { version: 1, turnSeq: context.turnSeq, runId: inTurn ? context.runId : null, pending, queue: context.queue, summaries: context.summaries }
+        ? {
+            version: 1,
+            turnSeq: context.turnSeq,
+            runId: inTurn ? context.runId : null,
+            pending,
+            queue: context.queue,
+            summaries: context.summaries,
+          }
         : null;
     const json = JSON.stringify(state);
     if (json === entry.saved) return;
     entry.saved = json;
-    entry.saving = entry.saving.then(() => writer.saveState(key, state)).catch((error: unknown) => {
-      logger.error({ session: key, error: String(error) }, "state.saveFailed");
-      emit("state.saveFailed", { session: key, error: String(error) });
-    });
+    entry.saving = entry.saving
+      .then(() => writer.saveState(key, state))
+      .catch((error: unknown) => {
+        logger.error({ session: key, error: String(error) }, "state.saveFailed");
+        emit("state.saveFailed", { session: key, error: String(error) });
+      });
   }
 
   /** Resumes every session a previous process left with work: exactly once, in the background lane. */
   async function resumeSessions(): Promise<void> {
     for (const key of await store.sessions()) {
       const state = (await store.loadState(key)) as PersistedSession | null;
-      if (!state || state.version !== 1) continue;
+      if (state?.version !== 1) continue;
       const records = await writer.readWindow(key);
       const plan = planResume(state, records, config.delivery.visibleReplies);
       await writer.append(key, plan.repairs);
@@ -235,7 +252,7 @@ export function createGateway(options: GatewayOptions) {
   }
 
   /** An idle session keeps only its small memory; the actor is stopped so thousands stay cheap. */
-  function retire(key: string, entry: SessionMemory): void {
+  function retire(entry: SessionMemory): void {
     queueMicrotask(() => {
       const actor = entry.actor;
       if (!actor) return;
@@ -273,17 +290,31 @@ export function createGateway(options: GatewayOptions) {
         reason: `the message is ${message.text.length} characters; the limit is ${config.limits.maxMessageChars}`,
       };
     } else if (message.mode !== undefined && inline === undefined) {
-      decision = { messageId: message.id, disposition: "rejected", setting, reason: `unknown queue mode "${message.mode}"` };
+      decision = {
+        messageId: message.id,
+        disposition: "rejected",
+        setting,
+        reason: `unknown queue mode "${message.mode}"`,
+      };
     } else if (control) {
       entry.seen.set(message.id, now);
       return controlAck(message.session, entry, owned.id, control, setting);
     } else if (draining) {
-      decision = { messageId: message.id, disposition: "rejected", setting, reason: "the gateway is draining" };
+      decision = {
+        messageId: message.id,
+        disposition: "rejected",
+        setting,
+        reason: "the gateway is draining",
+      };
     } else {
       entry.seen.set(message.id, now);
       const actor = sessionActor(message.session, entry);
       actor.send({ type: "session.message", message: owned, setting });
-      decision = actor.getSnapshot().context.lastDecision ?? { messageId: message.id, disposition: "rejected", setting };
+      decision = actor.getSnapshot().context.lastDecision ?? {
+        messageId: message.id,
+        disposition: "rejected",
+        setting,
+      };
       // Acknowledged means durable: the message is in the saved state (or the transcript) first.
       await entry.saving;
     }
@@ -298,7 +329,8 @@ export function createGateway(options: GatewayOptions) {
       const runSnapshot = runRef.getSnapshot();
       run = { state: stateName(runSnapshot.value), context: runSnapshot.context };
     }
-    const position = snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
+    const position =
+      snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
     const ack = composeAck(session, decision, run, position);
     emit("message.acked", { ...ack, session });
     if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
@@ -338,14 +370,23 @@ export function createGateway(options: GatewayOptions) {
       }
       case "new":
         sessionActor(session, entry).send({ type: "session.new" });
-        text = "Starting a fresh conversation; earlier messages stay in the history but are no longer in context.";
+        text =
+          "Starting a fresh conversation; earlier messages stay in the history but are no longer in context.";
         break;
       case "invalid":
         disposition = "rejected";
         text = control.error;
         break;
     }
-    const ack: Ack = { session, messageId, disposition, mode: setting.mode, modeSource: setting.modeSource, text, reason: `control: ${control.command}` };
+    const ack: Ack = {
+      session,
+      messageId,
+      disposition,
+      mode: setting.mode,
+      modeSource: setting.modeSource,
+      text,
+      reason: `control: ${control.command}`,
+    };
     emit("message.acked", { ...ack, session });
     return ack;
   }
@@ -421,7 +462,8 @@ export function createGateway(options: GatewayOptions) {
     resume(): void {
       draining = false;
       lanes.resume();
-      for (const [key, entry] of sessions) if (entry.actor) sessionActor(key, entry).send({ type: "session.resume" });
+      for (const [key, entry] of sessions)
+        if (entry.actor) sessionActor(key, entry).send({ type: "session.resume" });
     },
     async stop(): Promise<void> {
       draining = true;
@@ -438,7 +480,14 @@ export function createGateway(options: GatewayOptions) {
 
 export type Gateway = ReturnType<typeof createGateway>;
 
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+// Control characters in a session key are refused (they corrupt logs and file names).
+function hasControlChars(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
 
 function validateInbound(inbound: InboundMessage, config: GatewayConfig): InboundMessage {
   if (inbound === null || typeof inbound !== "object") {
@@ -448,14 +497,15 @@ function validateInbound(inbound: InboundMessage, config: GatewayConfig): Inboun
   if (typeof session !== "string" || session.length === 0) {
     throw new MessageRejectedError("session", "expected a non-empty string", "SESSION_KEY_INVALID");
   }
-  if (session.length > config.limits.maxSessionKeyChars || CONTROL_CHARS.test(session)) {
+  if (session.length > config.limits.maxSessionKeyChars || hasControlChars(session)) {
     throw new MessageRejectedError(
       "session",
       `expected at most ${config.limits.maxSessionKeyChars} characters and no control characters`,
       "SESSION_KEY_INVALID",
     );
   }
-  if (typeof channel !== "string" || channel.length === 0) throw new MessageRejectedError("channel", "expected a channel name");
+  if (typeof channel !== "string" || channel.length === 0)
+    throw new MessageRejectedError("channel", "expected a channel name");
   if (typeof text !== "string") throw new MessageRejectedError("text", "expected a string");
   if (typeof id !== "string" || id.length === 0 || id.length > 256) {
     throw new MessageRejectedError("id", "expected a non-empty string of at most 256 characters");

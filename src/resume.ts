@@ -1,7 +1,7 @@
 import type { RecordBody, TranscriptRecord } from "./adapters/store.js";
 import { UNDELIVERED_FINAL } from "./adapters/store.js";
 import type { PendingTurn, QueueItem } from "./machines/session.types.js";
-import { isSubstantive, type VisibleReplies, markerDeliveryMode } from "./policy/delivery.js";
+import { isSubstantive, markerDeliveryMode, type VisibleReplies } from "./policy/delivery.js";
 import { RECOVERED } from "./turn.js";
 
 /**
@@ -35,7 +35,11 @@ export interface ResumePlan {
  *   the marker is appended now; a substantive one gets its recovery unless one is queued or done;
  * - a recovery cut off before it ended runs again, once.
  */
-export function planResume(state: PersistedSession, records: readonly TranscriptRecord[], visibleReplies: VisibleReplies): ResumePlan {
+export function planResume(
+  state: PersistedSession,
+  records: readonly TranscriptRecord[],
+  visibleReplies: VisibleReplies,
+): ResumePlan {
   const queue = [...state.queue];
   const summaries = [...state.summaries];
   const repairs: RecordBody[] = [];
@@ -43,13 +47,20 @@ export function planResume(state: PersistedSession, records: readonly Transcript
   const pending = state.pending;
   const recovered = new Set(
     records.flatMap((record) =>
-      record.role === "custom" && record.customType === RECOVERED ? [String(record.details.strandedRunId)] : [],
+      record.role === "custom" && record.customType === RECOVERED
+        ? [String(record.details.strandedRunId)]
+        : [],
     ),
   );
-  const queuedRecoveries = new Set(queue.flatMap((item) => (item.kind === "recovery" ? [item.strandedRunId] : [])));
+  const queuedRecoveries = new Set(
+    queue.flatMap((item) => (item.kind === "recovery" ? [item.strandedRunId] : [])),
+  );
 
   if (pending?.kind === "recovery" && pending.recovery) {
-    if (!recovered.has(pending.recovery.strandedRunId) && !queuedRecoveries.has(pending.recovery.strandedRunId)) {
+    if (
+      !recovered.has(pending.recovery.strandedRunId) &&
+      !queuedRecoveries.has(pending.recovery.strandedRunId)
+    ) {
       queue.unshift(pending.recovery);
       notes.push(`recovery of ${pending.recovery.strandedRunId} was cut off; it runs again`);
     }
@@ -58,7 +69,7 @@ export function planResume(state: PersistedSession, records: readonly Transcript
       ? records.findIndex((record) => record.role === "assistant" && record.runId === state.runId)
       : -1;
     const final = records[finalIndex];
-    if (!final || final.role !== "assistant") {
+    if (final?.role !== "assistant") {
       queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });
       summaries.unshift(...pending.summaries);
       notes.push(`turn ${state.runId ?? "(not started)"} was cut off; it runs again`);

@@ -76,15 +76,19 @@ function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | unde
       return { role: "toolResult", callId: record.callId, status: record.status, result: record.result };
     case "custom":
       if (record.customType === UNDELIVERED_FINAL) return { role: "note", text: UNDELIVERED_NOTE };
-      if (record.customType === DROPPED_SUMMARY) return { role: "note", text: String(record.details.text ?? "") };
+      if (record.customType === DROPPED_SUMMARY)
+        return { role: "note", text: String(record.details.text ?? "") };
       if (record.customType === RECOVERED) {
         return record.details.recovered === true ? { role: "note", text: RECOVERED_NOTE } : undefined;
       }
-      if (record.customType === INTERIM_TEXT) return { role: "assistant", text: String(record.details.text ?? "") };
+      if (record.customType === INTERIM_TEXT)
+        return { role: "assistant", text: String(record.details.text ?? "") };
       if (!inTurn) return undefined;
       if (record.customType === TURN_NOTE) return { role: "note", text: String(record.details.text ?? "") };
-      if (record.customType === RECHECK_NOTE) return { role: "note", text: String(record.details.instruction ?? "") };
-      if (record.customType === SUPERSEDED_DRAFT) return { role: "assistant", text: String(record.details.text ?? "") };
+      if (record.customType === RECHECK_NOTE)
+        return { role: "note", text: String(record.details.instruction ?? "") };
+      if (record.customType === SUPERSEDED_DRAFT)
+        return { role: "assistant", text: String(record.details.text ?? "") };
       return undefined;
   }
 }

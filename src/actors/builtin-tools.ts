@@ -20,7 +20,8 @@ function messageTool(deps: ActorDeps): ToolDefinition {
     cancellable: false,
     async execute(args, context) {
       const parsed = messageArgs.safeParse(args);
-      if (!parsed.success) throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
+      if (!parsed.success)
+        throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
       const facts = deps.runFacts.get(context.runId);
       const kind = facts?.kind === "recovery" ? "recovery" : "reply";
       const messageId = await send(deps, context.session, parsed.data.text, kind, context.runId);
@@ -50,7 +51,8 @@ export const commitmentArgs = z
 function commitmentTool(deps: ActorDeps): ToolDefinition {
   return {
     name: "commitment",
-    description: "Record a follow-up you promised (kind, reason, suggestedText, dedupeKey, confidence, dueWindow).",
+    description:
+      "Record a follow-up you promised (kind, reason, suggestedText, dedupeKey, confidence, dueWindow).",
     cancellable: true,
     async execute(args, context) {
       const parsed = commitmentArgs.safeParse(args);

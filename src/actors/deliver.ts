@@ -21,7 +21,13 @@ export function createDeliver(deps: ActorDeps) {
     if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
     if (output.status === "aborted") return { delivered: false, recovery: null };
     if (output.status === "failed") {
-      await send(deps, session, "I could not finish this reply because of an internal error. Please try again.", "notice", output.runId);
+      await send(
+        deps,
+        session,
+        "I could not finish this reply because of an internal error. Please try again.",
+        "notice",
+        output.runId,
+      );
       return { delivered: false, recovery: null };
     }
     if (output.final.trim().length === 0) {
@@ -55,24 +61,37 @@ export function createDeliver(deps: ActorDeps) {
     deps.emit("final.undelivered", {
       session,
       runId: output.runId,
-      reason: visibleReplies === "auto" ? "the channel did not commit the send" : "the message tool was not used",
+      reason:
+        visibleReplies === "auto" ? "the channel did not commit the send" : "the message tool was not used",
     });
     await deps.writer.append(session, [
       {
         role: "custom",
         customType: UNDELIVERED_FINAL,
         display: false,
-        details: { deliveryMode, delivered: false, finalSeq: final?.seq ?? 0, finalTextLength: output.final.length },
+        details: {
+          deliveryMode,
+          delivered: false,
+          finalSeq: final?.seq ?? 0,
+          finalTextLength: output.final.length,
+        },
       },
     ]);
     deps.emit("marker.appended", { session, runId: output.runId, finalSeq: final?.seq ?? 0 });
     if (!isSubstantive(output.final)) return { delivered: false, recovery: null };
     deps.emit("recovery.queued", { session, runId: output.runId, deliveryMode });
-    return { delivered: false, recovery: { kind: "recovery", text: output.final, strandedRunId: output.runId, deliveryMode } };
+    return {
+      delivered: false,
+      recovery: { kind: "recovery", text: output.final, strandedRunId: output.runId, deliveryMode },
+    };
   });
 }
 
-async function deliverRecovery(deps: ActorDeps, input: DeliverInput, messageSends: number): Promise<DeliverOutput> {
+async function deliverRecovery(
+  deps: ActorDeps,
+  input: DeliverInput,
+  messageSends: number,
+): Promise<DeliverOutput> {
   const { session, output, recovery } = input;
   let messageId: string | undefined;
   let recovered = false;
@@ -83,7 +102,9 @@ async function deliverRecovery(deps: ActorDeps, input: DeliverInput, messageSend
     recovered = messageSends > 0;
     if (output.final.trim()) {
       // The recovery turn's own closing words are private; they never earn a second marker.
-      await deps.writer.append(session, [{ role: "assistant", text: output.final, runId: output.runId, delivered: false }]);
+      await deps.writer.append(session, [
+        { role: "assistant", text: output.final, runId: output.runId, delivered: false },
+      ]);
     }
   }
   // Durable proof that this stranded final had its one recovery, whatever the outcome.
@@ -92,7 +113,11 @@ async function deliverRecovery(deps: ActorDeps, input: DeliverInput, messageSend
       role: "custom",
       customType: RECOVERED,
       display: false,
-      details: { strandedRunId: recovery?.strandedRunId ?? "", recovered, ...(messageId ? { messageId } : {}) },
+      details: {
+        strandedRunId: recovery?.strandedRunId ?? "",
+        recovered,
+        ...(messageId ? { messageId } : {}),
+      },
     },
   ]);
   if (recovered) {
@@ -119,7 +144,12 @@ export async function send(
     if (isCommitted(receipt)) return receipt.messageId;
     deps.emit("delivery.failed", { session, runId, kind, reason: "receipt without messageId" });
   } catch (error) {
-    deps.emit("delivery.failed", { session, runId, kind, reason: error instanceof Error ? error.message : String(error) });
+    deps.emit("delivery.failed", {
+      session,
+      runId,
+      kind,
+      reason: error instanceof Error ? error.message : String(error),
+    });
   }
   return undefined;
 }

@@ -35,7 +35,8 @@ export function createLaneSlot(deps: ActorDeps) {
       .catch((error: unknown) => {
         if (waiting.signal.aborted) return;
         if (granted && error instanceof LaneTimeoutError) sendBack({ type: "lane.timeout" });
-        else if (!granted) sendBack({ type: "lane.rejected", reason: error instanceof Error ? error.message : String(error) });
+        else if (!granted)
+          sendBack({ type: "lane.rejected", reason: error instanceof Error ? error.message : String(error) });
       });
     return () => {
       release();

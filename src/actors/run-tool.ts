@@ -26,7 +26,11 @@ export function createRunTool(deps: ActorDeps) {
       return { status: "done", result, persisted };
     } catch (error) {
       if (signal.aborted && tool.cancellable) throw error;
-      return { status: "failed", result: { error: error instanceof Error ? error.message : String(error) }, persisted };
+      return {
+        status: "failed",
+        result: { error: error instanceof Error ? error.message : String(error) },
+        persisted,
+      };
     }
   });
 }

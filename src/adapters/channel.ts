@@ -27,6 +27,8 @@ export interface DeliveryReceipt {
 }
 
 /** Whether a receipt proves delivery. */
-export function isCommitted(receipt: DeliveryReceipt | undefined): receipt is DeliveryReceipt & { messageId: string } {
+export function isCommitted(
+  receipt: DeliveryReceipt | undefined,
+): receipt is DeliveryReceipt & { messageId: string } {
   return typeof receipt?.messageId === "string" && receipt.messageId.length > 0;
 }

@@ -1,4 +1,4 @@
-import { link, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { link, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { StoreLockedError } from "../errors.js";
@@ -45,6 +45,7 @@ export class DirLock {
       for (let attempt = 0; attempt < 8; attempt++) {
         try {
           await createExclusive(tmp, path, content);
+          await sweepLeftovers(dir);
           return new DirLock(path, token);
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
@@ -76,6 +77,14 @@ export class DirLock {
     } finally {
       heldHere.delete(this.path);
     }
+  }
+}
+
+/** Removes temp and set-aside lock files of processes that died mid-acquire (they name their pid). */
+async function sweepLeftovers(dir: string): Promise<void> {
+  for (const name of await readdir(dir)) {
+    const pid = Number(/^\.lock\.(?:stale\.)?(\d+)\./.exec(name)?.[1]);
+    if (pid && pid !== process.pid && !isAlive(pid)) await rm(join(dir, name), { force: true });
   }
 }
 

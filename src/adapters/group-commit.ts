@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
-import { writeFully } from "./jsonl-file.js";
+import { writeFully } from "./durable-file.js";
 
 /** A file the committer appends to; `broken` is set once a write to it failed. */
 export interface CommitTarget {

@@ -3,23 +3,20 @@ import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../errors.js";
 import { DirLock } from "./dir-lock.js";
+import { appendDurable, fsyncDir, readIfExists, replaceDurable } from "./durable-file.js";
 import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
 import {
-  appendDurable,
-  corruptError,
   encodeLine,
-  fsyncDir,
-  isHeader,
-  readFirstLine,
-  readIfExists,
-  replaceDurable,
+  encodeState,
+  readFileKey,
+  readState,
   replayTranscript,
   scanLines,
   TRANSCRIPT_FORMAT,
 } from "./jsonl-file.js";
 import { assertSessionKey, sessionFileName } from "./session-key.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
-import { checkExpect, cloneJson, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
+import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
 
 export interface JsonlStoreOptions {
   /** The store directory; created when absent. */
@@ -129,19 +126,23 @@ export class JsonlStore implements TranscriptStore {
     tip.lastSeq += stamped.length;
     const data = stamped.map(({ json }) => encodeLine(json)).join("");
     await this.commit.write(entry!, data, stamped.length, () => {
-      for (const { record } of stamped) entry!.log.push(record);
+      for (const { record, json } of stamped) {
+        // Cannot fail while seqs come from the tip; if it ever did, the disk is the truth: reload it.
+        if (!entry!.log.push(json, metaOf(record))) this.evict(session);
+      }
     });
-    return stamped.map(({ record }) => cloneJson(record));
+    // The log keeps only the text, so these objects are the caller's own.
+    return stamped.map(({ record }) => record);
   }
 
   async read(session: string): Promise<TranscriptRecord[]> {
     const entry = await this.entry(session, false);
-    return entry ? entry.log.records.map(cloneJson) : [];
+    return entry?.log.records() ?? [];
   }
 
   async readWindow(session: string): Promise<TranscriptRecord[]> {
     const entry = await this.entry(session, false);
-    return entry ? entry.log.window().map(cloneJson) : [];
+    return entry?.log.window() ?? [];
   }
 
   async reset(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
@@ -176,8 +177,11 @@ export class JsonlStore implements TranscriptStore {
           ? name.slice(0, -11)
           : "";
       if (!base) continue;
-      const key =
-        this.keysByName.get(base) ?? (await this.track(this.keyFromFile(join(this.dir, name), base)));
+      let key = this.keysByName.get(base);
+      if (key === undefined) {
+        key = await this.track(readFileKey(join(this.dir, name), base));
+        if (key !== undefined) this.keysByName.set(base, key);
+      }
       if (key !== undefined) keys.add(key);
     }
     return [...keys].sort();
@@ -191,29 +195,20 @@ export class JsonlStore implements TranscriptStore {
     await this.serializeState(session, async () => {
       if (json === undefined) {
         await rm(file, { force: true });
-      } else {
-        const line = encodeLine(`{"type":"state","sessionKey":${JSON.stringify(session)},"state":${json}}`);
-        await replaceDurable(file, this.dir, Buffer.from(line, "utf8"));
+        await fsyncDir(this.dir);
         this.counters.fsyncs++;
-        this.keysByName.set(base, session);
+        return;
       }
-      await fsyncDir(this.dir);
-      this.counters.fsyncs++;
+      await replaceDurable(file, this.dir, encodeState(session, json));
+      this.counters.fsyncs += 2;
+      this.keysByName.set(base, session);
     });
   }
 
   async loadState(session: string): Promise<unknown | null> {
     await this.checkOpen(session);
     const file = join(this.dir, `${sessionFileName(session)}.state.json`);
-    return this.serializeState(session, async () => {
-      const buf = await readIfExists(file);
-      if (!buf) return null;
-      const value = scanLines(buf).lines[0]?.value;
-      if (value?.type !== "state" || value.sessionKey !== session) {
-        throw corruptError(file, 1, "not a whole state line for this session key");
-      }
-      return value.state ?? null;
-    });
+    return this.serializeState(session, () => readState(file, session));
   }
 
   /** Waits for queued writes, closes files and releases the directory lock. Later calls reject. */
@@ -313,30 +308,6 @@ export class JsonlStore implements TranscriptStore {
     this.keysByName.set(base, session);
     const log = new TranscriptLog(sessionId);
     return { key: session, path, log, tip: log.head() };
-  }
-
-  /** The key a transcript or state file belongs to, read from its first line (names are one-way hashes). */
-  private async keyFromFile(file: string, base: string): Promise<string | undefined> {
-    let first: Record<string, unknown> | undefined;
-    try {
-      first = await readFirstLine(file);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw error;
-    }
-    const key = isHeader(first) || first?.type === "state" ? first.sessionKey : undefined;
-    if (typeof key === "string" && sessionFileName(key) === base) {
-      this.keysByName.set(base, key);
-      return key;
-    }
-    // A transcript with no whole line is a creation cut short: nothing in it was ever acknowledged.
-    if (
-      file.endsWith(".jsonl") &&
-      scanLines((await readIfExists(file)) ?? Buffer.alloc(0)).lines.length === 0
-    ) {
-      return undefined;
-    }
-    throw corruptError(file, 1, "no valid header for a session key matching this file name");
   }
 
   private serializeState<T>(session: string, work: () => Promise<T>): Promise<T> {

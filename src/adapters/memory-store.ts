@@ -1,7 +1,7 @@
 import { nanoid } from "nanoid";
 import { assertSessionKey } from "./session-key.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
-import { checkExpect, cloneJson, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
+import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
 
 /**
  * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale
@@ -21,7 +21,8 @@ import { checkExpect, cloneJson, stampRecords, stateJson, TranscriptLog } from "
 export class MemoryStore implements TranscriptStore {
   private readonly now: () => number;
   private readonly logs = new Map<string, TranscriptLog>();
-  private readonly states = new Map<string, unknown>();
+  /** JSON text: what loads is what a restart of a file store would see, and parsing is the copy. */
+  private readonly states = new Map<string, string>();
 
   constructor(options: { now?: () => number } = {}) {
     this.now = options.now ?? Date.now;
@@ -43,18 +44,19 @@ export class MemoryStore implements TranscriptStore {
     checkExpect(session, log, expect);
     // Stamp everything first: a body that fails validation leaves the transcript untouched.
     const stamped = stampRecords(records, log!.head(), this.now(), nanoid);
-    for (const { record } of stamped) log!.push(record);
-    return stamped.map(({ record }) => cloneJson(record));
+    for (const { record, json } of stamped) log!.push(json, metaOf(record));
+    // The log keeps only the text, so these objects are the caller's own.
+    return stamped.map(({ record }) => record);
   }
 
   async read(session: string): Promise<TranscriptRecord[]> {
     assertSessionKey(session);
-    return (this.logs.get(session)?.records ?? []).map(cloneJson);
+    return this.logs.get(session)?.records() ?? [];
   }
 
   async readWindow(session: string): Promise<TranscriptRecord[]> {
     assertSessionKey(session);
-    return (this.logs.get(session)?.window() ?? []).map(cloneJson);
+    return this.logs.get(session)?.window() ?? [];
   }
 
   async reset(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
@@ -83,13 +85,13 @@ export class MemoryStore implements TranscriptStore {
       this.states.delete(session);
       return;
     }
-    // A JSON round trip, like the file store: what loads is what a restart would see.
-    this.states.set(session, JSON.parse(stateJson(state)));
+    this.states.set(session, stateJson(state));
   }
 
   async loadState(session: string): Promise<unknown | null> {
     assertSessionKey(session);
-    return cloneJson(this.states.get(session) ?? null);
+    const json = this.states.get(session);
+    return json === undefined ? null : JSON.parse(json);
   }
 
   async close(): Promise<void> {}

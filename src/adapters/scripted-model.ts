@@ -1,6 +1,6 @@
+import { latestUserText } from "../turn.js";
 import { type Clock, sleep } from "./clock.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "./model.js";
-import { latestUserText } from "../turn.js";
 
 /** Conditions of a scripted rule; all given ones must hold (CONTRACTS.md §2). */
 export interface ScriptedWhen {
@@ -64,7 +64,8 @@ export class ScriptedModel implements ModelProvider {
 
 function matches(when: ScriptedWhen | undefined, request: ModelRequest, latest: string): boolean {
   if (!when) return true;
-  if (when.latestUser !== undefined && !latest.toLowerCase().includes(when.latestUser.toLowerCase())) return false;
+  if (when.latestUser !== undefined && !latest.toLowerCase().includes(when.latestUser.toLowerCase()))
+    return false;
   if (when.call !== undefined && when.call !== request.call) return false;
   if (when.recheck !== undefined && when.recheck !== request.recheck) return false;
   if (when.recovery !== undefined && when.recovery !== request.recovery) return false;

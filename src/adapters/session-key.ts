@@ -1,10 +1,16 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import { MessageRejectedError } from "../errors.js";
 
 /** Longest readable prefix kept in a file name; the hash alone guarantees uniqueness. */
 const PREFIX_MAX = 40;
 /** 32 hex chars = 128 bits of sha256: collisions are out of reach for any realistic key count. */
 const HASH_CHARS = 32;
+
+// One-shot crypto.hash() (Node ≥ 20.12) is several times faster than createHash() for short inputs.
+const sha256Hex: (text: string) => string =
+  typeof crypto.hash === "function"
+    ? (text) => crypto.hash("sha256", text, "hex")
+    : (text) => crypto.createHash("sha256").update(text, "utf8").digest("hex");
 
 /**
  * Rejects a session key no store can hold: not a string, empty, or not well-formed Unicode (a lone
@@ -53,13 +59,14 @@ export function assertSessionKey(key: unknown): asserts key is string {
  * ```
  */
 export function sessionFileName(key: string): string {
-  const hash = createHash("sha256").update(key, "utf8").digest("hex").slice(0, HASH_CHARS);
+  const digest = sha256Hex(key).slice(0, HASH_CHARS);
   const prefix = key
+    .slice(0, PREFIX_MAX * 2) // the prefix is only a hint: no need to lowercase a huge key
     .toLowerCase()
     .replace(/[^a-z0-9_-]+/g, "_")
     .slice(0, PREFIX_MAX)
     // A leading "-" reads as a command-line flag; "_" runs are noise.
     .replace(/^[-_]+/, "")
     .replace(/[-_]+$/, "");
-  return `${prefix || "s"}-${hash}`;
+  return `${prefix || "s"}-${digest}`;
 }

@@ -1,5 +1,7 @@
 import type { Clock, TimerHandle } from "./clock.js";
 
+const MAX_DELAY = 2 ** 31 - 1;
+
 /**
  * Wall-clock time and Node timers; the default outside scenarios.
  *
@@ -15,13 +17,18 @@ export class SystemClock implements Clock {
   }
 
   setTimeout(callback: () => void, ms: number): TimerHandle {
-    const timer = setTimeout(callback, Math.max(0, ms));
-    // A pending timer must not keep a CLI or a test process alive on its own.
-    timer.unref?.();
-    return timer as unknown as TimerHandle;
+    const handle: { timer: NodeJS.Timeout | null } = { timer: null };
+    const arm = (remaining: number) => {
+      // Node fires delays above 2^31-1 ms after 1 ms; long waits are chained instead.
+      const step = Math.min(Math.max(0, remaining), MAX_DELAY);
+      handle.timer = setTimeout(() => (remaining > MAX_DELAY ? arm(remaining - MAX_DELAY) : callback()), step);
+    };
+    arm(ms);
+    return handle as unknown as TimerHandle;
   }
 
   clearTimeout(handle: TimerHandle): void {
-    clearTimeout(handle as unknown as NodeJS.Timeout);
+    const timer = (handle as unknown as { timer: NodeJS.Timeout | null }).timer;
+    if (timer) clearTimeout(timer);
   }
 }

@@ -4,22 +4,35 @@ import { UNDELIVERED_FINAL } from "./store.js";
 
 const ROLES = new Set(["user", "assistant", "toolCall", "toolResult", "custom"]);
 
+/** What the log needs to know about a record without parsing it. */
+export interface RecordMeta {
+  seq: number;
+  sessionId: string;
+  revision: number;
+  /** An undelivered-final marker (role custom, customType UNDELIVERED_FINAL). */
+  marker: boolean;
+}
+
 /**
- * One session's transcript in memory: the records in seq order plus the lifecycle revision and the start
- * of the context window. Shared by the memory store (as its whole state) and the JSONL store (as the
- * cache of what is durable on disk), so both give the same answers.
+ * One session's transcript in memory: each record's JSON text in seq order, plus the lifecycle revision
+ * and the start of the context window. Shared by the memory store (as its whole state) and the JSONL
+ * store (as the cache of what is durable), so both answer alike. Records are kept as text: parsing on
+ * read is the copy callers need anyway, and a reopened file needs no parse until someone reads.
  *
  * @example
  * ```ts
  * const log = new TranscriptLog("s1");
- * const [record] = stampRecords([{ role: "user", text: "hi", messageId: "m1" }], log.head(), 0, () => "r1");
- * log.push(record!.record);
- * log.window(); // [record]
+ * const [stamped] = stampRecords([{ role: "user", text: "hi", messageId: "m1" }], log.head(), 0, () => "r1");
+ * log.push(stamped!.json, metaOf(stamped!.record));
+ * log.window(); // [{ id: "r1", seq: 1, role: "user", text: "hi", ... }]
  * ```
  */
 export class TranscriptLog {
-  /** Records in seq order; `records[seq - 1]` is the record with that seq. */
-  readonly records: TranscriptRecord[] = [];
+  /** `texts[seq - 1]` is the JSON of the record with that seq (a stored line may still carry its crc). */
+  private readonly texts: string[] = [];
+  /** Seqs of undelivered-final markers, ascending. */
+  private readonly markers: number[] = [];
+  private readonly finalOfMarker = new Map<number, number | undefined>();
   sessionId: string;
   revision: number;
   /** The window holds the records with seq greater than this (the last reset or rotation point). */
@@ -31,7 +44,7 @@ export class TranscriptLog {
   }
 
   get lastSeq(): number {
-    return this.records.length;
+    return this.texts.length;
   }
 
   head(): TranscriptHead {
@@ -39,10 +52,16 @@ export class TranscriptLog {
   }
 
   /** Adds the next record; false when it does not continue the log (wrong seq, session or revision). */
-  push(record: TranscriptRecord): boolean {
-    if (record.seq !== this.lastSeq + 1) return false;
-    if (record.sessionId !== this.sessionId || record.revision !== this.revision) return false;
-    this.records.push(record);
+  push(text: string, meta: RecordMeta): boolean {
+    if (
+      meta.seq !== this.lastSeq + 1 ||
+      meta.sessionId !== this.sessionId ||
+      meta.revision !== this.revision
+    ) {
+      return false;
+    }
+    this.texts.push(text);
+    if (meta.marker) this.markers.push(meta.seq);
     return true;
   }
 
@@ -57,34 +76,56 @@ export class TranscriptLog {
     this.windowAfterSeq = Math.max(this.windowAfterSeq, Math.min(afterSeq, this.lastSeq));
   }
 
+  /** Every record, freshly parsed (callers own the objects). */
+  records(): TranscriptRecord[] {
+    return this.texts.map(parseRecord);
+  }
+
   /**
-   * The current window (stored objects, not copies). A marker whose final lies before the window start
-   * (a rotation fell between them) brings that final along, so the pair is never split.
+   * The current window, freshly parsed. A marker whose final lies before the window start (a rotation
+   * fell between them) brings that final along, so the pair is never split.
    */
   window(): TranscriptRecord[] {
     const start = this.windowAfterSeq;
-    const window = this.records.slice(start);
-    let finals: number[] | undefined;
-    for (const record of window) {
-      if (record.role !== "custom" || record.customType !== UNDELIVERED_FINAL) continue;
-      const finalSeq = this.markedFinal(record);
-      if (finalSeq !== undefined && finalSeq <= start && !finals?.includes(finalSeq)) {
-        finals ??= [];
-        finals.push(finalSeq);
-      }
+    const finals = new Set<number>();
+    for (let i = this.markers.length - 1; i >= 0 && this.markers[i]! > start; i--) {
+      const finalSeq = this.markedFinal(this.markers[i]!);
+      if (finalSeq !== undefined && finalSeq <= start) finals.add(finalSeq);
     }
-    if (!finals) return window;
-    finals.sort((a, b) => a - b);
-    return [...finals.map((seq) => this.records[seq - 1]!), ...window];
+    const out = [...finals].sort((a, b) => a - b).map((seq) => parseRecord(this.texts[seq - 1]!));
+    for (let i = start; i < this.texts.length; i++) out.push(parseRecord(this.texts[i]!));
+    return out;
   }
 
   /** The seq of the assistant final a marker points at: `details.finalSeq`, else the record before it. */
-  private markedFinal(marker: TranscriptRecord): number | undefined {
-    const named = marker.role === "custom" ? marker.details.finalSeq : undefined;
+  private markedFinal(markerSeq: number): number | undefined {
+    if (this.finalOfMarker.has(markerSeq)) return this.finalOfMarker.get(markerSeq);
+    const marker = parseRecord(this.texts[markerSeq - 1]!);
+    const named = marker.role === "custom" ? marker.details?.finalSeq : undefined;
     const seq =
-      typeof named === "number" && Number.isInteger(named) && named < marker.seq ? named : marker.seq - 1;
-    return this.records[seq - 1]?.role === "assistant" ? seq : undefined;
+      typeof named === "number" && Number.isInteger(named) && named < markerSeq ? named : markerSeq - 1;
+    const text = this.texts[seq - 1];
+    const finalSeq = text !== undefined && parseRecord(text).role === "assistant" ? seq : undefined;
+    this.finalOfMarker.set(markerSeq, finalSeq);
+    return finalSeq;
   }
+}
+
+/** Parses one stored record text; a checksum key left from the file line is dropped. */
+export function parseRecord(text: string): TranscriptRecord {
+  const record = JSON.parse(text) as TranscriptRecord & { crc?: string };
+  delete record.crc;
+  return record;
+}
+
+/** The log's view of a record object. */
+export function metaOf(record: TranscriptRecord): RecordMeta {
+  return {
+    seq: record.seq,
+    sessionId: record.sessionId,
+    revision: record.revision,
+    marker: record.role === "custom" && record.customType === UNDELIVERED_FINAL,
+  };
 }
 
 /** Refuses a writer whose session id or revision is not the transcript's current one. */
@@ -148,25 +189,6 @@ export function stampRecords(
     }
     return { record: JSON.parse(json) as TranscriptRecord, json };
   });
-}
-
-/** Deep copy of JSON data (plain objects, arrays, primitives): several times faster than structuredClone. */
-export function cloneJson<T>(value: T): T {
-  if (value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) {
-    const out = new Array(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = cloneJson(value[i]);
-    return out as T;
-  }
-  const out: Record<string, unknown> = {};
-  for (const key in value) {
-    const item = cloneJson((value as Record<string, unknown>)[key]);
-    // JSON.parse makes "__proto__" an own key; plain assignment would set the prototype instead.
-    if (key === "__proto__")
-      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
-    else out[key] = item;
-  }
-  return out as T;
 }
 
 /** The JSON text of a resume state; rejects values JSON cannot carry (undefined, functions, BigInt). */

@@ -10,7 +10,10 @@ import { setup } from "xstate";
  * The queues themselves live in purpose-built structures the scheduler owns (see src/lanes/): a machine
  * event costs microseconds, so the per-task hot path reads this machine's state but never sends to it.
  */
-export type LaneSchedulerEvent = { type: "lanes.drain" } | { type: "lanes.settled" } | { type: "lanes.resume" };
+export type LaneSchedulerEvent =
+  | { type: "lanes.drain" }
+  | { type: "lanes.settled" }
+  | { type: "lanes.resume" };
 
 export const laneSchedulerMachine = setup({
   types: {} as { events: LaneSchedulerEvent },

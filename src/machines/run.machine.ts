@@ -1,8 +1,8 @@
 import { type ActorRefFrom, assign, emit, enqueueActions, fromPromise, setup } from "xstate";
-import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
 import type { StaleReason } from "../policy/stale-reply.js";
+import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
-import { INTERIM_TEXT, RECHECK_NOTE, SUPERSEDED_DRAFT, journalToModel } from "../turn.js";
+import { INTERIM_TEXT, journalToModel, RECHECK_NOTE, SUPERSEDED_DRAFT } from "../turn.js";
 
 /**
  * One turn of one session.
@@ -155,13 +155,16 @@ export const runMachine = setup({
   },
   guards: {
     autoStart: ({ context }) => context.input.autoStart === true,
-    hasToolCalls: ({ event }) => (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0,
+    hasToolCalls: ({ event }) =>
+      (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0,
     steerPending: ({ context }) => context.steerBuffer.length > 0,
     moreTools: ({ context }) => context.toolIndex < context.pendingCalls.length,
     abortRequested: ({ context }) => context.abortReason !== null,
     currentToolCancellable: ({ context }) => isCancellable(context),
     staleWithPassesLeft: ({ context }) =>
-      context.verdict.stale && context.input.recheck.enabled && context.passes < context.input.recheck.maxPasses,
+      context.verdict.stale &&
+      context.input.recheck.enabled &&
+      context.passes < context.input.recheck.maxPasses,
     staleButDisabled: ({ context }) => context.verdict.stale && !context.input.recheck.enabled,
     staleAtLimit: ({ context }) => context.verdict.stale,
   },
@@ -194,13 +197,21 @@ export const runMachine = setup({
       const output = (event as unknown as { output: CallModelOutput }).output;
       return { persisted: context.persisted + output.persisted, draft: output.text, recheckPending: false };
     }),
-    recordCallError: assign({ error: ({ event }) => toRunError((event as unknown as { error: unknown }).error) }),
+    recordCallError: assign({
+      error: ({ event }) => toRunError((event as unknown as { error: unknown }).error),
+    }),
     announceTool: assign(({ context }) => {
       const call = context.pendingCalls[context.toolIndex]!;
       return {
         journal: [
           ...context.journal,
-          { role: "toolCall" as const, callId: call.callId, name: call.name, args: call.args, runId: context.input.runId },
+          {
+            role: "toolCall" as const,
+            callId: call.callId,
+            name: call.name,
+            args: call.args,
+            runId: context.input.runId,
+          },
         ],
       };
     }),
@@ -214,7 +225,8 @@ export const runMachine = setup({
       return {
         persisted: context.persisted + output.persisted,
         toolIndex: context.toolIndex + 1,
-        completedTools: output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
+        completedTools:
+          output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
         journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
       };
     }),
@@ -238,7 +250,12 @@ export const runMachine = setup({
         toolIndex: context.toolIndex + 1,
         journal: [
           ...context.journal,
-          toolResultItem(context, call, "cancelled", "cancelled: the turn was interrupted by a newer message"),
+          toolResultItem(
+            context,
+            call,
+            "cancelled",
+            "cancelled: the turn was interrupted by a newer message",
+          ),
         ],
       };
     }),
@@ -246,7 +263,13 @@ export const runMachine = setup({
       const skipped = context.pendingCalls.slice(context.toolIndex);
       const items: TurnItem[] = [];
       for (const call of skipped) {
-        items.push({ role: "toolCall", callId: call.callId, name: call.name, args: call.args, runId: context.input.runId });
+        items.push({
+          role: "toolCall",
+          callId: call.callId,
+          name: call.name,
+          args: call.args,
+          runId: context.input.runId,
+        });
         items.push(toolResultItem(context, call, "skipped", SKIPPED_RESULT));
       }
       return { journal: [...context.journal, ...items], toolIndex: context.pendingCalls.length };
@@ -254,7 +277,13 @@ export const runMachine = setup({
     emitToolsSkipped: enqueueActions(({ context, enqueue }) => {
       // Runs before skipRemainingTools, so pendingCalls[toolIndex..] are the calls being skipped.
       for (const call of context.pendingCalls.slice(context.toolIndex)) {
-        enqueue.emit({ type: "tool.skipped", callId: call.callId, name: call.name, args: call.args, reason: SKIPPED_RESULT });
+        enqueue.emit({
+          type: "tool.skipped",
+          callId: call.callId,
+          name: call.name,
+          args: call.args,
+          reason: SKIPPED_RESULT,
+        });
       }
     }),
     markStatus: assign({
@@ -263,6 +292,13 @@ export const runMachine = setup({
     noteAbort: assign({
       abortReason: ({ event }) => (event.type === "run.abort" ? event.reason : "aborted"),
     }),
+    releaseUnshown: assign(({ context }) => ({
+      // Aborted before any model call: the model saw nothing, so nothing is answered or stored for this
+      // turn; every message goes back to the session as leftover.
+      owned: [],
+      steerBuffer: [...context.owned, ...context.steerBuffer],
+      journal: context.journal.filter((item) => item.role !== "user"),
+    })),
     assess: assign({
       verdict: ({ context }) => {
         const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
@@ -355,7 +391,7 @@ export const runMachine = setup({
       always: { guard: "autoStart", target: "streaming" },
       on: {
         "run.start": { target: "streaming" },
-        "run.abort": { target: "aborted", actions: "noteAbort" },
+        "run.abort": { target: "aborted", actions: ["noteAbort", "releaseUnshown"] },
       },
     },
     streaming: {
@@ -382,7 +418,11 @@ export const runMachine = setup({
         nextTool: {
           description: "Between two tools: a steering message skips the rest of the batch.",
           always: [
-            { guard: "steerPending", target: "#run.streaming", actions: ["emitToolsSkipped", "skipRemainingTools"] },
+            {
+              guard: "steerPending",
+              target: "#run.streaming",
+              actions: ["emitToolsSkipped", "skipRemainingTools"],
+            },
             { guard: "moreTools", target: "toolRunning" },
             { target: "#run.streaming" },
           ],
@@ -399,11 +439,19 @@ export const runMachine = setup({
               unpersisted: context.journal.slice(context.persisted),
             }),
             onDone: [
-              { guard: "abortRequested", target: "#run.aborted", actions: ["recordToolResult", "emitToolEnded"] },
+              {
+                guard: "abortRequested",
+                target: "#run.aborted",
+                actions: ["recordToolResult", "emitToolEnded"],
+              },
               { target: "nextTool", actions: ["recordToolResult", "emitToolEnded"] },
             ],
             onError: [
-              { guard: "abortRequested", target: "#run.aborted", actions: ["recordToolFailure", "emitToolEnded"] },
+              {
+                guard: "abortRequested",
+                target: "#run.aborted",
+                actions: ["recordToolFailure", "emitToolEnded"],
+              },
               { target: "nextTool", actions: ["recordToolFailure", "emitToolEnded"] },
             ],
           },
@@ -424,7 +472,8 @@ export const runMachine = setup({
               },
             },
             aborting: {
-              description: "Interrupted, but the running tool cannot be cancelled: the run ends when it does.",
+              description:
+                "Interrupted, but the running tool cannot be cancelled: the run ends when it does.",
             },
           },
         },
@@ -523,5 +572,9 @@ function toRunError(error: unknown): RunError {
     const e = error as { code: string; message?: string; retryable?: boolean };
     return { code: e.code, message: String(e.message ?? e.code), retryable: Boolean(e.retryable) };
   }
-  return { code: "MODEL_FAILED", message: error instanceof Error ? error.message : String(error), retryable: true };
+  return {
+    code: "MODEL_FAILED",
+    message: error instanceof Error ? error.message : String(error),
+    retryable: true,
+  };
 }

@@ -80,11 +80,20 @@ export function takeNextTurn(
   const [head, ...rest] = queue;
   if (!head) return { pending: null, queue: [], summaries: [...summaries] };
   if (head.kind === "recovery") {
-    return { pending: { kind: "recovery", messages: [], summaries: [], recovery: head }, queue: rest, summaries: [...summaries] };
+    return {
+      pending: { kind: "recovery", messages: [], summaries: [], recovery: head },
+      queue: rest,
+      summaries: [...summaries],
+    };
   }
   const resumed = head.kind === "followup" && head.resumed === true;
   return {
-    pending: { kind: "turn", messages: head.messages, summaries: [...summaries], ...(resumed ? { resumed } : {}) },
+    pending: {
+      kind: "turn",
+      messages: head.messages,
+      summaries: [...summaries],
+      ...(resumed ? { resumed } : {}),
+    },
     queue: rest,
     summaries: [],
   };

@@ -1,4 +1,13 @@
-import { type ActorRefFrom, assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
+import {
+  type ActorRefFrom,
+  assign,
+  emit,
+  enqueueActions,
+  fromCallback,
+  fromPromise,
+  sendTo,
+  setup,
+} from "xstate";
 import type { OwnedMessage } from "../turn.js";
 import { type RunEvent, type RunInput, type RunOutput, runMachine } from "./run.machine.js";
 import type {
@@ -97,7 +106,9 @@ export const sessionMachine = setup({
       enqueue.sendTo("run", { type: "run.steer", message: event.message } as RunEvent);
       enqueue.assign({
         // The turn owns it now: persisted with the turn, so a crash before it is stored re-runs it.
-        ...(context.pending ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } } : {}),
+        ...(context.pending
+          ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } }
+          : {}),
         lastDecision: { ...decision(event, "steered"), ...(context.runId ? { runId: context.runId } : {}) },
       });
     }),
@@ -115,7 +126,10 @@ export const sessionMachine = setup({
         queue: [{ kind: "followup", messages }, ...kept],
         lastDecision: decision(event, "interrupted"),
       });
-      enqueue.sendTo("run", { type: "run.abort", reason: `interrupted by message ${event.message.id}` } as RunEvent);
+      enqueue.sendTo("run", {
+        type: "run.abort",
+        reason: `interrupted by message ${event.message.id}`,
+      } as RunEvent);
     }),
     abortRun: sendTo("run", { type: "run.abort", reason: "stopped by /stop" } as RunEvent),
     clearWaiting: enqueueActions(({ context, enqueue }) => {
@@ -155,7 +169,12 @@ export const sessionMachine = setup({
         lastOutput: output,
         queue: enqueueFront(context.queue, output.leftover),
         ...(context.pending && leftover.size > 0
-          ? { pending: { ...context.pending, messages: context.pending.messages.filter((message) => !leftover.has(message.id)) } }
+          ? {
+              pending: {
+                ...context.pending,
+                messages: context.pending.messages.filter((message) => !leftover.has(message.id)),
+              },
+            }
           : {}),
       };
     }),
@@ -164,7 +183,12 @@ export const sessionMachine = setup({
     })),
     resendOutput: assign(({ context }) => ({
       // A stranded final in automatic mode is resent as it was: no model call.
-      lastOutput: { ...failedOutput(context.runId ?? "", ""), status: "done" as const, error: null, final: context.pending?.recovery?.text ?? "" },
+      lastOutput: {
+        ...failedOutput(context.runId ?? "", ""),
+        status: "done" as const,
+        error: null,
+        final: context.pending?.recovery?.text ?? "",
+      },
     })),
     emitTurnEnded: emit(({ context }) => ({
       type: "turn.ended" as const,
@@ -231,7 +255,8 @@ export const sessionMachine = setup({
         collectWindow: {
           target: "turn",
           actions: "takeNext",
-          description: "The burst becomes one turn at once; `next` would look at the queue again and lose it.",
+          description:
+            "The burst becomes one turn at once; `next` would look at the queue again and lose it.",
         },
       },
       on: {
@@ -264,7 +289,10 @@ export const sessionMachine = setup({
               actions: "requeuePending",
               description: "Cleared or draining: the turn's messages wait in the queue.",
             },
-            "session.message": [{ guard: "joinsPendingTurn", actions: "joinPending" }, { actions: "enqueue" }],
+            "session.message": [
+              { guard: "joinsPendingTurn", actions: "joinPending" },
+              { actions: "enqueue" },
+            ],
             "session.stop": { target: "#session.idle", actions: ["dropPending", "clearWaiting"] },
           },
         },
@@ -273,12 +301,19 @@ export const sessionMachine = setup({
           invoke: {
             id: "prepareRun",
             src: "prepareRun",
-            input: ({ context }) => ({ session: context.key, runId: context.runId ?? "", pending: context.pending! }),
+            input: ({ context }) => ({
+              session: context.key,
+              runId: context.runId ?? "",
+              pending: context.pending!,
+            }),
             onDone: { target: "running" },
             onError: { target: "delivering", actions: "keepFailure" },
           },
           on: {
-            "session.message": [{ guard: "joinsPendingTurn", actions: "joinPending" }, { actions: "enqueue" }],
+            "session.message": [
+              { guard: "joinsPendingTurn", actions: "joinPending" },
+              { actions: "enqueue" },
+            ],
             "session.stop": { target: "#session.idle", actions: ["dropPending", "clearWaiting"] },
           },
         },
@@ -300,7 +335,10 @@ export const sessionMachine = setup({
             ],
             "session.stop": { actions: ["abortRun", "clearWaiting"] },
             "lane.timeout": {
-              actions: sendTo("run", { type: "run.abort", reason: "the turn ran past the lane timeout" } as RunEvent),
+              actions: sendTo("run", {
+                type: "run.abort",
+                reason: "the turn ran past the lane timeout",
+              } as RunEvent),
             },
           },
         },
@@ -376,7 +414,11 @@ function failedOutput(runId: string, error: unknown): RunOutput {
     persisted: 0,
     passes: 0,
     completedTools: [],
-    error: { code: "RUN_FAILED", message: error instanceof Error ? error.message : String(error), retryable: true },
+    error: {
+      code: "RUN_FAILED",
+      message: error instanceof Error ? error.message : String(error),
+      retryable: true,
+    },
     abortReason: null,
   };
 }

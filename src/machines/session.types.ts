@@ -9,7 +9,14 @@ export type QueueItem =
   | { kind: "collect"; channel: string; messages: OwnedMessage[] }
   | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode };
 
-export type Disposition = "started" | "steered" | "queued" | "collected" | "interrupted" | "rejected" | "duplicate";
+export type Disposition =
+  | "started"
+  | "steered"
+  | "queued"
+  | "collected"
+  | "interrupted"
+  | "rejected"
+  | "duplicate";
 
 /** What the session decided for one inbound message; the gateway turns it into the user-facing ack. */
 export interface SessionDecision {

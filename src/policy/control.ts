@@ -1,4 +1,4 @@
-import { DROP_POLICIES, type DropPolicy, type QueueSettings, parseQueueMode } from "./queue-mode.js";
+import { DROP_POLICIES, type DropPolicy, parseQueueMode, type QueueSettings } from "./queue-mode.js";
 
 /**
  * Control messages act at once, whatever the queue mode, and never reach the model.
@@ -34,7 +34,12 @@ export function parseControl(text: string): ControlCommand | undefined {
 }
 
 function parseQueue(args: string[]): ControlCommand {
-  if (args.length === 0) return { command: "invalid", error: "usage: /queue <steer|followup|collect|interrupt|reset> [debounce:500ms] [cap:20] [drop:old|new|summarize]" };
+  if (args.length === 0)
+    return {
+      command: "invalid",
+      error:
+        "usage: /queue <steer|followup|collect|interrupt|reset> [debounce:500ms] [cap:20] [drop:old|new|summarize]",
+    };
   const [first = "", ...options] = args;
   if (first.toLowerCase() === "reset") return { command: "queue-reset" };
   const settings: QueueSettings = {};
@@ -46,13 +51,18 @@ function parseQueue(args: string[]): ControlCommand {
     switch (key.toLowerCase()) {
       case "debounce": {
         const ms = parseDuration(value);
-        if (ms === undefined) return { command: "invalid", error: `debounce: expected a duration like 500ms or 2s, got "${value}"` };
+        if (ms === undefined)
+          return {
+            command: "invalid",
+            error: `debounce: expected a duration like 500ms or 2s, got "${value}"`,
+          };
         settings.debounceMs = ms;
         break;
       }
       case "cap": {
         const cap = Number(value);
-        if (!Number.isInteger(cap) || cap < 1) return { command: "invalid", error: `cap: expected a whole number >= 1, got "${value}"` };
+        if (!Number.isInteger(cap) || cap < 1)
+          return { command: "invalid", error: `cap: expected a whole number >= 1, got "${value}"` };
         settings.cap = cap;
         break;
       }
@@ -63,7 +73,10 @@ function parseQueue(args: string[]): ControlCommand {
         settings.drop = value as DropPolicy;
         break;
       default:
-        return { command: "invalid", error: `unknown /queue option "${option}" (mode must be steer, followup, collect or interrupt)` };
+        return {
+          command: "invalid",
+          error: `unknown /queue option "${option}" (mode must be steer, followup, collect or interrupt)`,
+        };
     }
   }
   return { command: "queue", settings };

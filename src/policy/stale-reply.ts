@@ -51,18 +51,31 @@ export interface DraftFacts {
 
 export function assessDraft(facts: DraftFacts, settings: StaleReplySettings): DraftVerdict {
   if (facts.newerArrived) {
-    return { stale: true, reason: "newer-message", detail: "a user message arrived while the draft was written" };
+    return {
+      stale: true,
+      reason: "newer-message",
+      detail: "a user message arrived while the draft was written",
+    };
   }
   if (facts.draft.trim().length === 0) return { stale: false };
   const newestPrefix = facts.newest.slice(0, MATCH_PREFIX_CHARS);
   if (settings.complaintPatterns.some((pattern) => pattern.test(newestPrefix))) {
     if (!ACKNOWLEDGEMENT.test(facts.draft.slice(0, MATCH_PREFIX_CHARS))) {
-      return { stale: true, reason: "complaint", detail: "the user complained and the draft does not acknowledge it" };
+      return {
+        stale: true,
+        reason: "complaint",
+        detail: "the user complained and the draft does not acknowledge it",
+      };
     }
     return { stale: false };
   }
   const overlap = compareOverlap(facts.draft, facts.newest, facts.older);
-  if (overlap && overlap.newest < settings.minOverlap && overlap.older - overlap.newest >= 0.3 && overlap.shared >= 2) {
+  if (
+    overlap &&
+    overlap.newest < settings.minOverlap &&
+    overlap.older - overlap.newest >= 0.3 &&
+    overlap.shared >= 2
+  ) {
     return {
       stale: true,
       reason: "low-overlap",
@@ -110,12 +123,17 @@ const STOPWORDS = new Set(
 
 export function contentTokens(text: string): Set<string> {
   const tokens = new Set<string>();
-  const words = text.slice(0, MATCH_PREFIX_CHARS * 4).toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
+  const words =
+    text
+      .slice(0, MATCH_PREFIX_CHARS * 4)
+      .toLowerCase()
+      .match(/[\p{L}\p{N}']+/gu) ?? [];
   for (const raw of words) {
     const word = raw.replace(/'s$/, "").replace(/'/g, "");
     if (word.length < 3 || STOPWORDS.has(word) || /^\d+$/.test(word)) continue;
-    // Light stemming so "files" meets "file" and "checking" meets "check".
-    tokens.add(word.replace(/(ing|ed|es|s)$/, "") || word);
+    // Light stemming so "files" meets "file", "updated" meets "update" and "checking" meets "check":
+    // final e's go too, or "files" → "fil" would never meet "file".
+    tokens.add(word.replace(/(ing|ed|s)$/, "").replace(/e+$/, "") || word);
   }
   return tokens;
 }

@@ -36,15 +36,24 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
   const result = scenarioSchema.safeParse(raw ?? {});
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    const field = issue.path.map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`)).join("").replace(/^\./, "");
+    const field = issue.path
+      .map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`))
+      .join("")
+      .replace(/^\./, "");
     let found: unknown = raw;
-    for (const part of issue.path) found = found && typeof found === "object" ? (found as Record<PropertyKey, unknown>)[part] : undefined;
-    throw new ScenarioError(file, field || "(root)", `${issue.message.replace(/^Invalid input: /, "")} (found ${JSON.stringify(found) ?? "nothing"})`);
+    for (const part of issue.path)
+      found = found && typeof found === "object" ? (found as Record<PropertyKey, unknown>)[part] : undefined;
+    throw new ScenarioError(
+      file,
+      field || "(root)",
+      `${issue.message.replace(/^Invalid input: /, "")} (found ${JSON.stringify(found) ?? "nothing"})`,
+    );
   }
   try {
     parseConfig(result.data.config ?? {}, "config");
   } catch (error) {
-    if (error instanceof ConfigError) throw new ScenarioError(file, error.field, error.message.slice(error.field.length + 2));
+    if (error instanceof ConfigError)
+      throw new ScenarioError(file, error.field, error.message.slice(error.field.length + 2));
     throw error;
   }
   return result.data;

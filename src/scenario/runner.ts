@@ -8,15 +8,31 @@ import { SimulatedClock } from "../adapters/simulated-clock.js";
 import type { TranscriptRecord, TranscriptStore } from "../adapters/store.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import type { TillerEvent } from "../events.js";
-import { type Gateway, createGateway } from "../gateway.js";
+import { createGateway, type Gateway } from "../gateway.js";
 import { silentLogger } from "../logger.js";
 import type { Scenario } from "./schema.js";
 
 /** The JSON a scenario run prints (CONTRACTS.md §2). */
 export interface ScenarioResult {
   name: string;
-  deliveries: Array<{ at: number; session: string; channel: string; kind: string; text: string; messageId: string; runId: string }>;
-  acks: Array<{ at: number; session: string; messageId: string; disposition: string; mode: string; modeSource: string; text: string }>;
+  deliveries: Array<{
+    at: number;
+    session: string;
+    channel: string;
+    kind: string;
+    text: string;
+    messageId: string;
+    runId: string;
+  }>;
+  acks: Array<{
+    at: number;
+    session: string;
+    messageId: string;
+    disposition: string;
+    mode: string;
+    modeSource: string;
+    text: string;
+  }>;
   modelCalls: Array<{
     at: number;
     session: string;
@@ -28,7 +44,14 @@ export interface ScenarioResult {
     latestUser: string;
     userTexts: string[];
   }>;
-  toolCalls: Array<{ at: number; session: string; runId: string; name: string; args: unknown; status: string }>;
+  toolCalls: Array<{
+    at: number;
+    session: string;
+    runId: string;
+    name: string;
+    args: unknown;
+    status: string;
+  }>;
   transcripts: Record<string, Array<Partial<TranscriptRecord>>>;
   commitments: Array<{ id: string; status: string; classification: string }>;
   events: TillerEvent[];
@@ -49,11 +72,17 @@ export interface RunScenarioOptions {
  * console.log(result.acks.map((ack) => ack.disposition));
  * ```
  */
-export async function runScenario(scenario: Scenario, options: RunScenarioOptions = {}): Promise<{ result: ScenarioResult; gateway: Gateway }> {
+export async function runScenario(
+  scenario: Scenario,
+  options: RunScenarioOptions = {},
+): Promise<{ result: ScenarioResult; gateway: Gateway }> {
   const clock = new SimulatedClock();
   const events: TillerEvent[] = [];
   const acks: ScenarioResult["acks"] = [];
-  const channelNames = new Set([...Object.keys(scenario.channels), ...scenario.inbound.map((message) => message.channel)]);
+  const channelNames = new Set([
+    ...Object.keys(scenario.channels),
+    ...scenario.inbound.map((message) => message.channel),
+  ]);
   const channels = new Map<string, LoopbackChannel>();
   for (const name of channelNames) {
     const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
@@ -85,9 +114,26 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
     clock.setTimeout(() => {
       const target = gateway;
       target.receive(message).then(
-        (ack) => acks.push({ at: clock.now(), session: ack.session, messageId: ack.messageId, disposition: ack.disposition, mode: ack.mode, modeSource: ack.modeSource, text: ack.text }),
+        (ack) =>
+          acks.push({
+            at: clock.now(),
+            session: ack.session,
+            messageId: ack.messageId,
+            disposition: ack.disposition,
+            mode: ack.mode,
+            modeSource: ack.modeSource,
+            text: ack.text,
+          }),
         (error: unknown) =>
-          acks.push({ at: clock.now(), session: message.session, messageId: message.id, disposition: "rejected", mode: "steer", modeSource: "default", text: `Not accepted: ${(error as Error).message}` }),
+          acks.push({
+            at: clock.now(),
+            session: message.session,
+            messageId: message.id,
+            disposition: "rejected",
+            mode: "steer",
+            modeSource: "default",
+            text: `Not accepted: ${(error as Error).message}`,
+          }),
       );
     }, message.at);
   }
@@ -137,7 +183,11 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
       })),
     toolCalls: collectToolCalls(events),
     transcripts,
-    commitments: scenario.commitments.map((commitment) => ({ id: commitment.id, status: commitment.status, classification: "" })),
+    commitments: scenario.commitments.map((commitment) => ({
+      id: commitment.id,
+      status: commitment.status,
+      classification: "",
+    })),
     events,
   };
   await gateway.stop();
@@ -167,10 +217,21 @@ function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResu
   for (const [channel, loopback] of channels) {
     for (const sent of loopback.sent) {
       if (!sent.ok) continue;
-      all.push({ at: sent.at, session: sent.session, channel, kind: sent.kind, text: sent.text, messageId: sent.messageId ?? "", runId: sent.runId ?? "", order: order++ });
+      all.push({
+        at: sent.at,
+        session: sent.session,
+        channel,
+        kind: sent.kind,
+        text: sent.text,
+        messageId: sent.messageId ?? "",
+        runId: sent.runId ?? "",
+        order: order++,
+      });
     }
   }
-  return all.sort((a, b) => a.at - b.at || a.order - b.order).map(({ order: _order, ...delivery }) => delivery);
+  return all
+    .sort((a, b) => a.at - b.at || a.order - b.order)
+    .map(({ order: _order, ...delivery }) => delivery);
 }
 
 function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {

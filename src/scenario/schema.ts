@@ -17,7 +17,9 @@ const replySchema = z
   .object({
     text: z.string().optional(),
     toolCalls: z
-      .array(z.object({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() }).strict())
+      .array(
+        z.object({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() }).strict(),
+      )
       .optional(),
     delayMs: z.number().nonnegative().optional(),
     error: z.string().optional(),

@@ -44,10 +44,16 @@ export function formatTimeline(result: ScenarioResult): string {
   for (const event of result.events) {
     if (!SHOWN.has(event.type)) continue;
     const time = `${(event.at / 1000).toFixed(3)}s`.padStart(10);
-    lines.push(`${time}  ${(event.session ?? "-").padEnd(sessionWidth)}  ${event.type.padEnd(18)} ${describeEvent(event)}`);
+    lines.push(
+      `${time}  ${(event.session ?? "-").padEnd(sessionWidth)}  ${event.type.padEnd(18)} ${describeEvent(event)}`,
+    );
   }
-  const delivered = result.deliveries.map((delivery) => `${delivery.kind}@${(delivery.at / 1000).toFixed(3)}s`);
-  lines.push(`   ${result.deliveries.length} deliveries (${delivered.join(", ") || "none"}), ${result.modelCalls.length} model calls`);
+  const delivered = result.deliveries.map(
+    (delivery) => `${delivery.kind}@${(delivery.at / 1000).toFixed(3)}s`,
+  );
+  lines.push(
+    `   ${result.deliveries.length} deliveries (${delivered.join(", ") || "none"}), ${result.modelCalls.length} model calls`,
+  );
   return lines.join("\n");
 }
 

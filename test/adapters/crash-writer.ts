@@ -14,7 +14,16 @@ import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 import type { RecordBody, TranscriptHead } from "../../src/adapters/store.js";
 
 /** Each run writes to 3 of these, so a restart rereads only part of the accumulated directory. */
-const SESSIONS = ["alpha", "beta", "../gamma", "Δelta:1", "Telegram:7", "telegram:7", "caf\u00e9", "cafe\u0301"];
+const SESSIONS = [
+  "alpha",
+  "beta",
+  "../gamma",
+  "Δelta:1",
+  "Telegram:7",
+  "telegram:7",
+  "caf\u00e9",
+  "cafe\u0301",
+];
 const [dir, seedArg] = process.argv.slice(2);
 if (!dir || !seedArg) throw new Error("usage: crash-writer.ts DIR SEED [--wait]");
 const random = mulberry32(Number(seedArg));

@@ -1,7 +1,7 @@
-import { type SnapshotFrom, createActor, fromPromise } from "xstate";
-import { getShortestPaths, getSimplePaths } from "xstate/graph";
-import type { StatePath } from "xstate/graph";
 import { describe, expect, it } from "vitest";
+import { createActor, fromPromise, type SnapshotFrom } from "xstate";
+import type { StatePath } from "xstate/graph";
+import { getShortestPaths, getSimplePaths } from "xstate/graph";
 import {
   type CallModelInput,
   type CallModelOutput,
@@ -105,7 +105,12 @@ function runInput(config: GraphConfig): RunInput {
     runId: "run-1",
     session: "telegram:42",
     kind: "turn",
-    messages: config.messages.map((text, index) => ({ id: `m${index + 1}`, text, channel: "telegram", at: index })),
+    messages: config.messages.map((text, index) => ({
+      id: `m${index + 1}`,
+      text,
+      channel: "telegram",
+      at: index,
+    })),
     preamble: [],
     history: HISTORY,
     olderUserTexts: config.olderUserTexts ?? [],
@@ -171,12 +176,40 @@ function traversal(config: GraphConfig) {
   };
 }
 
+const shortestCache = new Map<GraphConfig, Path[]>();
+const simpleCache = new Map<GraphConfig, Path[]>();
+
 function shortestPaths(config: GraphConfig): Path[] {
-  return getShortestPaths(runMachine, traversal(config)) as unknown as Path[];
+  let paths = shortestCache.get(config);
+  if (!paths) {
+    paths = getShortestPaths(runMachine, traversal(config)) as unknown as Path[];
+    shortestCache.set(config, paths);
+  }
+  return paths;
 }
 
+/**
+ * Simple paths, without those that are the beginning of a longer one (its steps are all checked on the
+ * longer path): what is left are the complete runs, one per way of reaching an ending.
+ */
 function simplePaths(config: GraphConfig): Path[] {
-  return getSimplePaths(runMachine, traversal(config)) as unknown as Path[];
+  let paths = simpleCache.get(config);
+  if (!paths) {
+    const all = getSimplePaths(runMachine, traversal(config)) as unknown as Path[];
+    const sequences = all
+      .map((path) => ({ path, events: path.steps.slice(1).map((step) => JSON.stringify(step.event)) }))
+      .sort((a, b) => b.events.length - a.events.length);
+    const kept: typeof sequences = [];
+    for (const candidate of sequences) {
+      const isPrefix = kept.some((longer) =>
+        candidate.events.every((event, index) => longer.events[index] === event),
+      );
+      if (!isPrefix) kept.push(candidate);
+    }
+    paths = kept.map((entry) => entry.path);
+    simpleCache.set(config, paths);
+  }
+  return paths;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -279,12 +312,34 @@ function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** Replays by run id: the fake actors are provided once and find their replay through their input. */
+const replays = new Map<string, Replay>();
+
+const testLogic = runMachine.provide({
+  actors: {
+    callModel: fromPromise<CallModelOutput, CallModelInput>(({ input }) =>
+      replayOf(input.runId).startModel(input),
+    ),
+    runTool: fromPromise<RunToolOutput, RunToolInput>(({ input }) => replayOf(input.runId).startTool(input)),
+  },
+});
+
+function replayOf(runId: string): Replay {
+  const replay = replays.get(runId);
+  if (!replay) throw new Error(`no replay for run ${runId}`);
+  return replay;
+}
+
+let replayCount = 0;
+
 class Replay {
+  readonly input: RunInput;
   readonly calls: CallModelInput[] = [];
   readonly toolInputs: RunToolInput[] = [];
   readonly emitted: RunEmitted[] = [];
   /** Model calls and emitted events, in order. */
-  readonly timeline: Array<{ kind: "call"; input: CallModelInput } | { kind: "emitted"; event: RunEmitted }> = [];
+  readonly timeline: Array<{ kind: "call"; input: CallModelInput } | { kind: "emitted"; event: RunEmitted }> =
+    [];
   /** What the fake actors stored: an actor stores its items when it succeeds, as one unit. */
   readonly stored: TurnItem[] = [];
   readonly given: OwnedMessage[];
@@ -294,35 +349,42 @@ class Replay {
   private steers = 0;
   readonly actor;
 
-  constructor(readonly input: RunInput) {
+  constructor(input: RunInput) {
+    replayCount++;
+    this.input = { ...input, runId: `run-${replayCount}` };
+    replays.set(this.input.runId, this);
     this.given = [...input.messages];
-    const logic = runMachine.provide({
-      actors: {
-        callModel: fromPromise<CallModelOutput, CallModelInput>(({ input: callInput }) => {
-          const result = deferred<CallModelOutput>();
-          this.calls.push(callInput);
-          this.timeline.push({ kind: "call", input: callInput });
-          this.model = { input: callInput, result };
-          return result.promise;
-        }),
-        runTool: fromPromise<RunToolOutput, RunToolInput>(({ input: toolInput }) => {
-          const result = deferred<RunToolOutput>();
-          this.toolInputs.push(toolInput);
-          this.tool = { input: toolInput, result };
-          return result.promise;
-        }),
-      },
-    });
-    this.actor = createActor(logic, { input });
+    this.actor = createActor(testLogic, { input: this.input });
     this.actor.on("*", (event) => {
       this.emitted.push(event);
       this.timeline.push({ kind: "emitted", event });
     });
   }
 
+  startModel(input: CallModelInput): Promise<CallModelOutput> {
+    const result = deferred<CallModelOutput>();
+    this.calls.push(input);
+    this.timeline.push({ kind: "call", input });
+    this.model = { input, result };
+    return result.promise;
+  }
+
+  startTool(input: RunToolInput): Promise<RunToolOutput> {
+    const result = deferred<RunToolOutput>();
+    this.toolInputs.push(input);
+    this.tool = { input, result };
+    return result.promise;
+  }
+
   async start(): Promise<void> {
     this.actor.start();
     await settle();
+  }
+
+  /** The run is over: forget it (its stopped actors' promises never settle). */
+  dispose(): void {
+    this.actor.stop();
+    replays.delete(this.input.runId);
   }
 
   /** Performs the real action a graph event stands for. */
@@ -347,7 +409,11 @@ class Replay {
         }));
         if (toolCalls.length === 0) this.drafts.push(event.output.text);
         this.stored.push(...pending.input.unpersisted);
-        pending.result.resolve({ text: event.output.text, toolCalls, persisted: pending.input.unpersisted.length });
+        pending.result.resolve({
+          text: event.output.text,
+          toolCalls,
+          persisted: pending.input.unpersisted.length,
+        });
         break;
       }
       case "xstate.error.actor.callModel":
@@ -373,7 +439,9 @@ class Replay {
   /** Ids of user messages in each model call's view of this turn, in order. */
   shownPerCall(): string[][] {
     return this.calls.map((call) =>
-      call.context.slice(call.turnStart).flatMap((message) => (message.role === "user" ? [message.messageId] : [])),
+      call.context
+        .slice(call.turnStart)
+        .flatMap((message) => (message.role === "user" ? [message.messageId] : [])),
     );
   }
 
@@ -400,146 +468,220 @@ function ids(messages: readonly OwnedMessage[]): string[] {
   return messages.map((message) => message.id);
 }
 
-/** Invariants 4 and 5 while the run is alive, checked after every step. */
-function checkStep(replay: Replay, previousPasses: number): void {
+const sameList = (a: readonly unknown[], b: readonly unknown[]) => JSON.stringify(a) === JSON.stringify(b);
+const sorted = (list: readonly string[]) => [...list].sort();
+
+/** Invariants 4 and 5 while the run is alive, checked after every step; returns what is violated. */
+function stepViolations(replay: Replay, previousPasses: number): string[] {
+  const problems: string[] = [];
   const { context } = replay.snapshot;
   const settings = replay.input.recheck;
 
   // Invariant 4: at most maxPasses re-checks; the counter only grows within the turn.
-  expect(context.passes).toBeLessThanOrEqual(settings.enabled ? settings.maxPasses : 0);
-  expect(context.passes).toBeGreaterThanOrEqual(previousPasses);
+  const maxPasses = settings.enabled ? settings.maxPasses : 0;
+  if (context.passes > maxPasses) problems.push(`passes ${context.passes} > maxPasses ${maxPasses}`);
+  if (context.passes < previousPasses)
+    problems.push(`passes went down from ${previousPasses} to ${context.passes}`);
 
   // Invariant 5: every message given to the run is owned or waiting, never both, never lost.
   const owned = ids(context.owned);
   const waiting = ids(context.steerBuffer);
-  expect(new Set(owned).size).toBe(owned.length);
-  expect(new Set(waiting).size).toBe(waiting.length);
-  expect([...owned, ...waiting].sort()).toEqual(ids(replay.given).sort());
+  if (!sameList(sorted([...owned, ...waiting]), sorted(ids(replay.given)))) {
+    problems.push(`owned ${owned} + waiting ${waiting} is not exactly the given ${ids(replay.given)}`);
+  }
 
-  // What a model call saw, it saw once, and every later call still sees it (no message is shown twice
-  // as a new user item, none disappears from the turn).
+  // What a model call saw, it saw once, and every later call still sees it: no message is shown twice
+  // as a new user item, and none disappears from the turn. The history comes first, intact.
   const perCall = replay.shownPerCall();
   perCall.forEach((shown, index) => {
-    expect(new Set(shown).size).toBe(shown.length);
+    if (new Set(shown).size !== shown.length)
+      problems.push(`call ${index + 1} shows a message twice: ${shown}`);
     const before = perCall[index - 1] ?? [];
-    expect(shown.slice(0, before.length)).toEqual(before);
+    if (!sameList(shown.slice(0, before.length), before)) {
+      problems.push(`call ${index + 1} (${shown}) does not extend call ${index} (${before})`);
+    }
   });
-  // Every call sees the history intact, before the turn.
-  for (const call of replay.calls) expect(call.context.slice(0, call.turnStart)).toEqual(HISTORY);
+  for (const call of replay.calls) {
+    if (!sameList(call.context.slice(0, call.turnStart), HISTORY))
+      problems.push(`call ${call.call} lost the history`);
+  }
 
   // Owned means shown to the model once the run has called it; nothing unowned was shown.
   const shown = replay.shown();
-  for (const id of shown) expect(owned).toContain(id);
-  if (context.call > 0) expect(owned.filter((id) => !shown.has(id))).toEqual([]);
+  for (const id of shown) if (!owned.includes(id)) problems.push(`${id} was shown but is not owned`);
+  if (context.call > 0) {
+    for (const id of owned) if (!shown.has(id)) problems.push(`${id} is owned but no model call saw it`);
+  }
+  return problems;
 }
 
-/** The run ended: its output must say exactly what happened. */
-function checkOutput(replay: Replay, path: Path): void {
+/** The run ended: its output must say exactly what happened. Returns what is violated. */
+function outputViolations(replay: Replay, path: Path): string[] {
+  const problems: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) problems.push(problem);
+  };
   const snapshot = replay.snapshot;
   const output = snapshot.output as RunOutput;
   const settings = replay.input.recheck;
-  expect(output.status).toBe(snapshot.value);
-  expect(output.runId).toBe(replay.input.runId);
+  check(output.status === snapshot.value, `status ${output.status} in state ${String(snapshot.value)}`);
+  check(output.runId === replay.input.runId, "runId");
 
   // The final text only when done, and it is the last draft the model wrote.
   if (output.status === "done") {
-    expect(output.final).toBe(replay.drafts.at(-1));
-    expect(output.final).not.toBe("");
+    check(
+      output.final === replay.drafts.at(-1) && output.final !== "",
+      `final ${JSON.stringify(output.final)}`,
+    );
   } else {
-    expect(output.final).toBe("");
+    check(output.final === "", `a ${output.status} run has the final ${JSON.stringify(output.final)}`);
   }
-  expect(output.error !== null).toBe(output.status === "failed");
-  expect(output.abortReason !== null).toBe(output.status === "aborted");
+  check((output.error !== null) === (output.status === "failed"), "error set iff failed");
+  check((output.abortReason !== null) === (output.status === "aborted"), "abortReason set iff aborted");
 
   // Invariant 5: each given message is answered (shown to a model call) or left over, never both.
   const shown = replay.shown();
   const leftover = ids(output.leftover);
-  expect(new Set(output.answered)).toEqual(shown);
-  expect(output.answered.length).toBe(shown.size);
-  for (const id of leftover) expect(shown.has(id)).toBe(false);
-  expect([...shown, ...leftover].sort()).toEqual(ids(replay.given).sort());
+  check(
+    sameList(sorted(output.answered), sorted([...shown])),
+    `answered ${output.answered}, shown ${[...shown]}`,
+  );
+  for (const id of leftover) check(!shown.has(id), `${id} is both answered and left over`);
+  check(
+    sameList(sorted([...shown, ...leftover]), sorted(ids(replay.given))),
+    `answered ${[...shown]} + leftover ${leftover} is not exactly the given ${ids(replay.given)}`,
+  );
   // The journal holds the answered messages, once each, in the order the model saw them.
   const journalUsers = output.journal.flatMap((item) => (item.role === "user" ? [item.messageId] : []));
-  expect(journalUsers).toEqual(replay.shownPerCall().at(-1) ?? []);
+  check(sameList(journalUsers, replay.shownPerCall().at(-1) ?? []), `journal users ${journalUsers}`);
   // Steered messages that reached the model were announced once.
-  const injected = replay.emitted.flatMap((event) => (event.type === "steer.injected" ? event.messageIds : []));
-  expect(new Set(injected).size).toBe(injected.length);
-  expect(injected.sort()).toEqual(
-    ids(replay.given)
-      .filter((id) => id.startsWith("s") && shown.has(id))
-      .sort(),
+  const injected = replay.emitted.flatMap((event) =>
+    event.type === "steer.injected" ? event.messageIds : [],
   );
+  const steeredAndShown = ids(replay.given).filter((id) => id.startsWith("s") && shown.has(id));
+  check(sameList(sorted(injected), sorted(steeredAndShown)), `steer.injected ${injected}`);
 
   // Every tool call in the journal has exactly one result after it: no dangling call.
   const open = new Set<string>();
   const closed = new Set<string>();
   for (const item of output.journal) {
     if (item.role === "toolCall") {
-      expect(open.has(item.callId) || closed.has(item.callId)).toBe(false);
+      check(!open.has(item.callId) && !closed.has(item.callId), `tool call ${item.callId} recorded twice`);
       open.add(item.callId);
     }
     if (item.role === "toolResult") {
-      expect(open.has(item.callId)).toBe(true);
+      check(open.has(item.callId), `result for ${item.callId} without an open call`);
       open.delete(item.callId);
       closed.add(item.callId);
     }
   }
-  expect([...open]).toEqual([]);
+  check(open.size === 0, `dangling tool calls: ${[...open]}`);
   // ...and the tool events agree with the journal.
   const results = output.journal.flatMap((item) => (item.role === "toolResult" ? [item] : []));
-  const started = replay.emitted.filter((event) => event.type === "tool.started").map((event) => event.callId);
-  const ended = replay.emitted.filter((event) => event.type === "tool.ended");
-  const skipped = replay.emitted.filter((event) => event.type === "tool.skipped").map((event) => event.callId);
-  expect(started).toEqual(replay.toolInputs.map((toolInput) => toolInput.call.callId));
-  expect(ended.map((event) => [event.callId, event.status])).toEqual(
-    results.filter((result) => result.status !== "skipped").map((result) => [result.callId, result.status]),
+  const started = replay.emitted.flatMap((event) => (event.type === "tool.started" ? [event.callId] : []));
+  const ended = replay.emitted.flatMap((event) => (event.type === "tool.ended" ? [event] : []));
+  const skipped = replay.emitted.flatMap((event) => (event.type === "tool.skipped" ? [event.callId] : []));
+  check(
+    sameList(
+      started,
+      replay.toolInputs.map((toolInput) => toolInput.call.callId),
+    ),
+    `tool.started ${started}`,
   );
-  expect(skipped).toEqual(results.filter((result) => result.status === "skipped").map((result) => result.callId));
-  expect(output.completedTools).toEqual(
-    ended.filter((event) => event.status === "done").map((event) => event.name),
+  check(
+    sameList(
+      ended.map((event) => [event.callId, event.status]),
+      results.filter((result) => result.status !== "skipped").map((result) => [result.callId, result.status]),
+    ),
+    "tool.ended events differ from the journal's results",
+  );
+  check(
+    sameList(
+      skipped,
+      results.filter((result) => result.status === "skipped").map((result) => result.callId),
+    ),
+    `tool.skipped ${skipped}`,
+  );
+  check(
+    sameList(
+      output.completedTools,
+      ended.filter((event) => event.status === "done").map((event) => event.name),
+    ),
+    `completedTools ${output.completedTools}`,
   );
 
   // What was stored plus what the output still has to store is the journal, exactly once.
-  expect([...replay.stored, ...output.journal.slice(output.persisted)]).toEqual(output.journal);
+  check(
+    sameList([...replay.stored, ...output.journal.slice(output.persisted)], output.journal),
+    `stored ${replay.stored.length} items + journal from ${output.persisted} is not the journal (${output.journal.length})`,
+  );
 
   // Invariant 4, and every firing and skip is an event with its reason.
   const recheckEvents = replay.emitted.filter(
     (event): event is RecheckEvent => event.type === "recheck.fired" || event.type === "recheck.skipped",
   );
   const expected = expectedRecheckEvents(path, settings);
-  expect(recheckEvents).toHaveLength(expected.length);
-  expected.forEach((event, index) => expect(recheckEvents[index]).toMatchObject(event));
-  expect(output.passes).toBe(recheckEvents.filter((event) => event.type === "recheck.fired").length);
-  expect(output.passes).toBeLessThanOrEqual(settings.enabled ? settings.maxPasses : 0);
+  const asExpected =
+    recheckEvents.length === expected.length &&
+    expected.every((want, index) =>
+      Object.entries(want).every(
+        ([key, value]) => (recheckEvents[index] as Record<string, unknown>)[key] === value,
+      ),
+    );
+  check(asExpected, `re-check events ${JSON.stringify(recheckEvents)}, expected ${JSON.stringify(expected)}`);
+  const fired = recheckEvents.filter((event) => event.type === "recheck.fired").length;
+  check(output.passes === fired, `passes ${output.passes}, recheck.fired ${fired}`);
+  check(
+    output.passes <= (settings.enabled ? settings.maxPasses : 0),
+    `passes ${output.passes} over the limit`,
+  );
   // The model call right after a firing is flagged as the re-check, and only that one.
-  replay.timeline.forEach((entry, index) => {
-    if (entry.kind !== "call") return;
-    const previous = replay.timeline
-      .slice(0, index)
-      .reverse()
-      .find((item) => item.kind === "call" || (item.kind === "emitted" && item.event.type === "recheck.fired"));
-    expect(entry.input.recheck).toBe(previous?.kind === "emitted");
-  });
-  replay.calls.forEach((call, index) => expect(call.call).toBe(index + 1));
+  let afterFiring = false;
+  for (const entry of replay.timeline) {
+    if (entry.kind === "emitted" && entry.event.type === "recheck.fired") afterFiring = true;
+    if (entry.kind === "call") {
+      check(
+        entry.input.recheck === afterFiring,
+        `call ${entry.input.call} has recheck ${entry.input.recheck}`,
+      );
+      afterFiring = false;
+    }
+  }
+  for (const [index, call] of replay.calls.entries())
+    check(call.call === index + 1, `call numbered ${call.call}`);
+  return problems;
 }
 
 async function replayPath(config: GraphConfig, path: Path): Promise<Replay> {
   const replay = new Replay(runInput(config));
-  await replay.start();
+  try {
+    await replay.start();
+    await followPath(replay, path);
+  } finally {
+    replay.dispose();
+  }
+  return replay;
+}
+
+async function followPath(replay: Replay, path: Path): Promise<void> {
   const [first, ...rest] = path.steps;
   expect(first).toBeDefined();
   expect(stateKey(replay.snapshot)).toBe(stateKey(first!.state));
-  let passes = 0;
-  checkStep(replay, passes);
-  for (const step of rest) {
-    passes = replay.snapshot.context.passes;
+  expect(stepViolations(replay, 0)).toEqual([]);
+  for (const [index, step] of rest.entries()) {
+    const passes = replay.snapshot.context.passes;
     await replay.apply(step.event);
-    expect(stateKey(replay.snapshot), `after "${eventLabel(step.event)}"`).toBe(stateKey(step.state));
-    checkStep(replay, passes);
+    const where = `step ${index + 1} (${eventLabel(step.event)})`;
+    const problems = stepViolations(replay, passes);
+    if (stateKey(replay.snapshot) !== stateKey(step.state)) {
+      problems.unshift(
+        `the actor is in ${stateKey(replay.snapshot)}, the graph says ${stateKey(step.state)}`,
+      );
+    }
+    expect(problems, where).toEqual([]);
   }
-  if (replay.snapshot.status === "done") checkOutput(replay, path);
+  if (replay.snapshot.status === "done") expect(outputViolations(replay, path), "the output").toEqual([]);
   else expect(replay.snapshot.status).toBe("active");
-  return replay;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -590,7 +732,9 @@ function findPath(config: GraphConfig, wanted: Array<Partial<RecheckEvent>>): Pa
     const expected = expectedRecheckEvents(candidate, settings);
     return (
       expected.length === wanted.length &&
-      expected.every((event, index) => event.type === wanted[index]?.type && event.reason === wanted[index]?.reason)
+      expected.every(
+        (event, index) => event.type === wanted[index]?.type && event.reason === wanted[index]?.reason,
+      )
     );
   });
   if (!path) throw new Error(`the graph of "${config.title}" has no path with ${JSON.stringify(wanted)}`);
@@ -641,7 +785,11 @@ describe("run machine: the re-check limit", () => {
       { type: "recheck.skipped", reason: "limit" },
     ]);
     const replay = await replayPath(config, path);
-    expect(recheckEventsOf(replay)[0]).toMatchObject({ type: "recheck.fired", reason: "low-overlap", pass: 1 });
+    expect(recheckEventsOf(replay)[0]).toMatchObject({
+      type: "recheck.fired",
+      reason: "low-overlap",
+      pass: 1,
+    });
   });
 
   it("re-checks at most twice with maxPasses 2", async () => {
@@ -659,7 +807,9 @@ describe("run machine: the re-check limit", () => {
     const config = configNamed("steering with maxPasses 0");
     const path = findPath(config, [{ type: "recheck.skipped", reason: "limit" }]);
     const replay = await replayPath(config, path);
-    expect(recheckEventsOf(replay)).toEqual([expect.objectContaining({ type: "recheck.skipped", reason: "limit" })]);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.skipped", reason: "limit" }),
+    ]);
     expect(replay.calls.every((call) => !call.recheck)).toBe(true);
   });
 
