@@ -109,7 +109,11 @@ export function queueLayers(
   return { global: strip(global), ...(channelMode ? { channel: { mode: channelMode } } : {}) };
 }
 
-const checkedPatterns = new Map<string, string | null>();
+// The built-in patterns are proven safe by test/config.test.ts, so a process does not start the
+// checker (hundreds of milliseconds) unless a user supplies patterns of their own.
+const checkedPatterns = new Map<string, string | null>(
+  DEFAULT_COMPLAINT_PATTERNS.map((pattern) => [pattern, null]),
+);
 
 /** Rejects a pattern that does not compile or that can backtrack catastrophically. */
 export function checkPattern(field: string, pattern: string): void {
@@ -143,11 +147,32 @@ function zodToConfigError(error: z.ZodError, raw: unknown, prefix: string): Conf
     received =
       received && typeof received === "object" ? (received as Record<PropertyKey, unknown>)[part] : undefined;
   }
-  const expected =
-    issue.code === "unrecognized_keys"
-      ? `no unknown keys (got ${issue.keys.join(", ")})`
-      : issue.message.replace(/^Invalid input: /, "");
-  return new ConfigError(`${prefix}${path}`, expected, received, { cause: error });
+  return new ConfigError(`${prefix}${path}`, expectation(issue), received, { cause: error });
+}
+
+/** What the field should have been, in words, from a zod issue. */
+export function expectation(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "unrecognized_keys":
+      return `no unknown keys (got ${issue.keys.join(", ")})`;
+    case "invalid_type":
+      return issue.expected === "int"
+        ? "an integer"
+        : /^[aeiou]/.test(issue.expected)
+          ? `an ${issue.expected}`
+          : `a ${issue.expected}`;
+    case "too_small":
+      return `${issue.origin === "array" ? "an array with" : "a value"} >= ${String(issue.minimum)}${issue.origin === "number" ? "" : ` (${issue.origin})`}`;
+    case "too_big":
+      return `${issue.origin === "array" ? "an array with" : "a value"} <= ${String(issue.maximum)}${issue.origin === "number" ? "" : ` (${issue.origin})`}`;
+    case "invalid_value":
+      return `one of ${issue.values.map((value) => JSON.stringify(value)).join(", ")}`;
+    default:
+      return issue.message
+        .replace(/^Invalid input: /, "")
+        .replace(/^expected /, "")
+        .replace(/, received .*$/, "");
+  }
 }
 
 function strip<T extends object>(value: T): T {

@@ -1,3 +1,4 @@
+import { nanoid } from "nanoid";
 import { type AnyActorRef, createActor, type InspectionEvent, type Subscription } from "xstate";
 import { type Ack, composeAck, type RunView } from "./ack.js";
 import { builtinTools } from "./actors/builtin-tools.js";
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   clock?: Clock;
   inspect?: (event: InspectionEvent) => void;
   logger?: Logger;
+  /** Names each turn's run; must never repeat for a session (default: the session key + a random id). */
+  newRunId?: (session: string) => string;
 }
 
 export interface InboundMessage {
@@ -65,9 +68,12 @@ interface SessionMemory {
   channel: string;
   override: QueueSettings | null;
   seen: Map<string, number>;
+  /** Stored message ids loaded into `seen` (once per process). */
+  known?: Promise<void>;
   turnSeq: number;
-  /** Last persisted resume state (JSON), and the save in flight. */
-  saved: string;
+  /** What the last save was made from (references), whether it saved "nothing", and the save in flight. */
+  savedFrom: { pending: unknown; queue: unknown; summaries: unknown; runId: string | null } | null;
+  savedEmpty: boolean;
   saving: Promise<void>;
 }
 
@@ -126,6 +132,7 @@ export function createGateway(options: GatewayOptions) {
     },
     writer,
     lanes,
+    newRunId: options.newRunId ?? ((session) => `${session}#${nanoid(10)}`),
     emit,
     runFacts: new Map(),
   };
@@ -154,7 +161,8 @@ export function createGateway(options: GatewayOptions) {
         override: null,
         seen: new Map(),
         turnSeq: 0,
-        saved: "null",
+        savedFrom: null,
+        savedEmpty: true,
         saving: Promise.resolve(),
       };
       sessions.set(key, entry);
@@ -208,26 +216,58 @@ export function createGateway(options: GatewayOptions) {
     const { context } = snapshot;
     const inTurn = typeof snapshot.value === "object" && "turn" in snapshot.value;
     const pending = inTurn ? context.pending : null;
+    const runId = inTurn ? context.runId : null;
+    // Machine context is never changed in place, so unchanged references mean an unchanged state.
+    const last = entry.savedFrom;
+    if (
+      last &&
+      last.pending === pending &&
+      last.queue === context.queue &&
+      last.summaries === context.summaries &&
+      last.runId === runId
+    ) {
+      return;
+    }
+    entry.savedFrom = { pending, queue: context.queue, summaries: context.summaries, runId };
     const state: PersistedSession | null =
       pending || context.queue.length > 0
         ? {
             version: 1,
             turnSeq: context.turnSeq,
-            runId: inTurn ? context.runId : null,
+            runId,
             pending,
             queue: context.queue,
             summaries: context.summaries,
           }
         : null;
-    const json = JSON.stringify(state);
-    if (json === entry.saved) return;
-    entry.saved = json;
+    if (state === null && entry.savedEmpty) return;
+    entry.savedEmpty = state === null;
     entry.saving = entry.saving
       .then(() => writer.saveState(key, state))
       .catch((error: unknown) => {
         logger.error({ session: key, error: String(error) }, "state.saveFailed");
         emit("state.saveFailed", { session: key, error: String(error) });
       });
+  }
+
+  /**
+   * The first message a process sees for a session learns which message ids the transcript already
+   * holds, so a channel's redelivery after a restart is a duplicate, not a second answer.
+   */
+  function rememberStoredIds(key: string, entry: SessionMemory): Promise<void> {
+    entry.known ??= writer.readWindow(key).then(
+      (records) => {
+        const since = clock.now() - config.limits.dedupeWindowMs;
+        const stored = records.filter((record) => record.role === "user" && record.at >= since);
+        // Keep arrival order: pruning stops at the first id inside the window.
+        const merged = new Map<string, number>();
+        for (const record of stored) if (record.role === "user") merged.set(record.messageId, record.at);
+        for (const [id, at] of entry.seen) if (!merged.has(id)) merged.set(id, at);
+        entry.seen = new Map([...merged].sort((a, b) => a[1] - b[1]));
+      },
+      (error: unknown) => logger.warn({ session: key, error: String(error) }, "dedupe.loadFailed"),
+    );
+    return entry.known;
   }
 
   /** Resumes every session a previous process left with work: exactly once, in the background lane. */
@@ -241,6 +281,14 @@ export function createGateway(options: GatewayOptions) {
       for (const note of plan.notes) emit("session.resumed", { session: key, note });
       const entry = memory(key, channelNames[0]!);
       entry.turnSeq = state.turnSeq;
+      entry.savedEmpty = false;
+      // Channels redeliver what a dead process may not have acknowledged: ids this session already
+      // accepted (stored, or owned by the turn and queue being resumed) stay duplicates.
+      const since = clock.now() - config.limits.dedupeWindowMs;
+      for (const record of records)
+        if (record.role === "user" && record.at >= since) entry.seen.set(record.messageId, record.at);
+      for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
+        if ("messages" in item) for (const message of item.messages) entry.seen.set(message.id, message.at);
       const channel = records.findLast((record) => record.role === "user")?.channel;
       if (channel && options.channels[channel]) entry.channel = channel;
       if (plan.queue.length === 0) {
@@ -270,6 +318,7 @@ export function createGateway(options: GatewayOptions) {
     const message = validateInbound(inbound, config);
     const entry = memory(message.session, message.channel);
     entry.channel = message.channel;
+    await rememberStoredIds(message.session, entry);
     const now = clock.now();
     const layers = queueLayers(config, message.channel);
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);

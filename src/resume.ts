@@ -45,13 +45,22 @@ export function planResume(
   const repairs: RecordBody[] = [];
   const notes: string[] = [];
   const pending = state.pending;
-  const recovered = new Set(
-    records.flatMap((record) =>
-      record.role === "custom" && record.customType === RECOVERED
-        ? [String(record.details.strandedRunId)]
-        : [],
-    ),
-  );
+  // A run id may repeat in a transcript (stores written when ids restarted at #1 in every process, or a
+  // custom `newRunId`): only records after this turn's own can belong to it.
+  const recovered = {
+    has(strandedRunId: string): boolean {
+      const finalIndex = records.findLastIndex(
+        (record) => record.role === "assistant" && record.runId === strandedRunId,
+      );
+      return records.some(
+        (record, index) =>
+          index > finalIndex &&
+          record.role === "custom" &&
+          record.customType === RECOVERED &&
+          String(record.details.strandedRunId) === strandedRunId,
+      );
+    },
+  };
   const queuedRecoveries = new Set(
     queue.flatMap((item) => (item.kind === "recovery" ? [item.strandedRunId] : [])),
   );
@@ -65,9 +74,15 @@ export function planResume(
       notes.push(`recovery of ${pending.recovery.strandedRunId} was cut off; it runs again`);
     }
   } else if (pending && pending.messages.length > 0) {
-    const finalIndex = state.runId
-      ? records.findIndex((record) => record.role === "assistant" && record.runId === state.runId)
-      : -1;
+    const owned = new Set(pending.messages.map((message) => message.id));
+    const turnStart = records.findIndex((record) => record.role === "user" && owned.has(record.messageId));
+    const finalIndex =
+      state.runId && turnStart >= 0
+        ? records.findIndex(
+            (record, index) =>
+              index > turnStart && record.role === "assistant" && record.runId === state.runId,
+          )
+        : -1;
     const final = records[finalIndex];
     if (final?.role !== "assistant") {
       queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });

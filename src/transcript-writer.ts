@@ -14,6 +14,8 @@ import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } fr
 export class TranscriptWriter {
   private readonly heads = new Map<string, Promise<TranscriptHead>>();
   private readonly lastSeqs = new Map<string, number>();
+  /** Per run: how many journal items are stored (or being stored). */
+  private readonly journalStored = new Map<string, number>();
   private inFlight = 0;
 
   constructor(readonly store: TranscriptStore) {}
@@ -47,6 +49,29 @@ export class TranscriptWriter {
       this.heads.set(session, next);
       await next;
     });
+  }
+
+  /**
+   * Appends a run's journal items from `offset` on, skipping any this writer already stored for the
+   * run: an actor stopped after its write (an interrupt) never reported it, and the run's end must
+   * not store the same items twice.
+   */
+  async appendJournal(session: string, runId: string, offset: number, items: RecordBody[]): Promise<void> {
+    const stored = this.journalStored.get(runId) ?? 0;
+    const fresh = items.slice(Math.max(0, stored - offset));
+    if (fresh.length === 0) return;
+    this.journalStored.set(runId, offset + items.length);
+    try {
+      await this.append(session, fresh);
+    } catch (error) {
+      this.journalStored.set(runId, stored);
+      throw error;
+    }
+  }
+
+  /** The run ended: its journal bookkeeping is no longer needed. */
+  endJournal(runId: string): void {
+    this.journalStored.delete(runId);
   }
 
   /** Saves a session's resume state (atomic in the store); counted as I/O in flight. */

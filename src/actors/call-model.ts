@@ -9,7 +9,7 @@ import type { ActorDeps } from "./deps.js";
  */
 export function createCallModel(deps: ActorDeps) {
   return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
-    await deps.writer.append(input.session, input.unpersisted);
+    await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
     const turn = input.context.slice(input.turnStart);
     const userTexts = turn.flatMap((message) => (message.role === "user" ? [message.text] : []));
     const messageIds = turn.flatMap((message) => (message.role === "user" ? [message.messageId] : []));

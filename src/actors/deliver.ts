@@ -16,7 +16,14 @@ export function createDeliver(deps: ActorDeps) {
     const { output, session } = input;
     const facts = deps.runFacts.get(output.runId);
     deps.runFacts.delete(output.runId);
-    await deps.writer.append(session, closeJournal(input));
+    await deps.writer.appendJournal(
+      session,
+      output.runId,
+      output.persisted,
+      output.journal.slice(output.persisted),
+    );
+    await deps.writer.append(session, closingResults(input));
+    deps.writer.endJournal(output.runId);
 
     if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
     if (output.status === "aborted") return { delivered: false, recovery: null };
@@ -155,12 +162,12 @@ export async function send(
 }
 
 /**
- * The journal items not stored yet; a turn that ended early also closes every tool call left without a
- * result, so the next model call never sees a dangling call.
+ * A turn that ended early closes every tool call left without a result, so the next model call never
+ * sees a dangling call.
  */
-function closeJournal(input: DeliverInput): RecordBody[] {
+function closingResults(input: DeliverInput): RecordBody[] {
   const { output } = input;
-  const rest = output.journal.slice(output.persisted);
+  const rest: RecordBody[] = [];
   if (output.status === "done") return rest;
   const open = new Map<string, string>();
   for (const item of output.journal) {

@@ -17,6 +17,8 @@ export interface ActorDeps {
   channelFor(session: string): { name: string; channel: Channel };
   writer: TranscriptWriter;
   lanes: LaneScheduler;
+  /** A run id that no earlier turn of the session used, in this process or before a restart. */
+  newRunId(session: string): string;
   /** Emits an observability event stamped with the clock. */
   emit(type: string, fields: Record<string, unknown>): void;
   /** Per-run facts the machines do not carry: visible sends made by the `message` tool. */

@@ -28,7 +28,7 @@ export function createLaneSlot(deps: ActorDeps) {
         },
         () => {
           granted = true;
-          sendBack({ type: "lane.granted" });
+          sendBack({ type: "lane.granted", runId: deps.newRunId(input.session) });
           return held;
         },
       )

@@ -9,7 +9,7 @@ import type { ActorDeps } from "./deps.js";
  */
 export function createRunTool(deps: ActorDeps) {
   return fromPromise<RunToolOutput, RunToolInput>(async ({ input, signal }) => {
-    await deps.writer.append(input.session, input.unpersisted);
+    await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
     const persisted = input.unpersisted.length;
     const tool = deps.tools.get(input.call.name);
     if (!tool) {

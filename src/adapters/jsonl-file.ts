@@ -85,6 +85,8 @@ export function scanLines(buf: Buffer): LineScan {
   // the decoded length equals the byte length: every byte then became exactly one UTF-16 unit.
   const whole = buf.length <= WHOLE_DECODE_MAX ? buf.toString("utf8") : undefined;
   const sliceable = whole !== undefined && whole.length === buf.length;
+  // A plain Uint8Array view: its subarray() is ~1.5x cheaper than Buffer's, once per line.
+  const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
   let validEnd = 0;
   let start = 0;
   let lineNo = 0;
@@ -92,7 +94,7 @@ export function scanLines(buf: Buffer): LineScan {
     lineNo++;
     const nl = buf.indexOf(NEWLINE, start);
     const end = nl === -1 ? buf.length : nl;
-    if (nl !== -1 && checksumOk(buf, start, end)) {
+    if (nl !== -1 && checksumOk(bytes, start, end)) {
       lines.push({
         line: lineNo,
         text: sliceable ? whole.slice(start, end) : buf.toString("utf8", start, end),
@@ -105,7 +107,7 @@ export function scanLines(buf: Buffer): LineScan {
   return { lines, corrupt: invalid.filter((line) => line < lastValid), validEnd };
 }
 
-function checksumOk(buf: Buffer, start: number, end: number): boolean {
+function checksumOk(buf: Uint8Array, start: number, end: number): boolean {
   const tail = end - CRC_TAIL;
   if (tail <= start || buf[end - 1] !== 0x7d || buf[end - 2] !== 0x22) return false;
   for (let i = 0; i < CRC_KEY.length; i++) if (buf[tail + i] !== CRC_KEY[i]) return false;

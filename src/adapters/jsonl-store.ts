@@ -38,9 +38,10 @@ interface Entry extends CommitTarget {
 
 /**
  * The embedded default store: one append-only JSONL transcript per session (format in docs/store.md),
- * group-committed appends that resolve only after fdatasync, torn-tail repair with quarantine on open,
- * a lock on the directory, and atomic per-session state files. Transcripts are cached in memory after
- * their first load, so reads cost a copy, not a parse.
+ * group-committed appends that resolve only once synced to disk, torn-tail repair with quarantine on
+ * open, a lock on the directory, and atomic per-session state files. A transcript is cached after its
+ * first load as line texts: a reopen verifies checksums without parsing, and each read parses just
+ * what it returns (that parse is the copy the caller owns).
  *
  * @example
  * ```ts

@@ -21,7 +21,10 @@ export class SystemClock implements Clock {
     const arm = (remaining: number) => {
       // Node fires delays above 2^31-1 ms after 1 ms; long waits are chained instead.
       const step = Math.min(Math.max(0, remaining), MAX_DELAY);
-      handle.timer = setTimeout(() => (remaining > MAX_DELAY ? arm(remaining - MAX_DELAY) : callback()), step);
+      handle.timer = setTimeout(
+        () => (remaining > MAX_DELAY ? arm(remaining - MAX_DELAY) : callback()),
+        step,
+      );
     };
     arm(ms);
     return handle as unknown as TimerHandle;

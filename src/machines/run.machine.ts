@@ -56,6 +56,8 @@ export interface CallModelInput {
   tools: string[];
   /** Journal items not yet durable; stored before the call. */
   unpersisted: TurnItem[];
+  /** Index in the journal of `unpersisted[0]`, so a store that already took them never takes them twice. */
+  journalOffset: number;
 }
 
 export interface CallModelOutput {
@@ -70,6 +72,7 @@ export interface RunToolInput {
   call: ToolCallRequest;
   /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
   unpersisted: TurnItem[];
+  journalOffset: number;
 }
 
 export interface RunToolOutput {
@@ -437,6 +440,7 @@ export const runMachine = setup({
               session: context.input.session,
               call: context.pendingCalls[context.toolIndex]!,
               unpersisted: context.journal.slice(context.persisted),
+              journalOffset: context.persisted,
             }),
             onDone: [
               {
@@ -559,6 +563,7 @@ function callModelInput(context: RunContext): CallModelInput {
     turnStart: context.history.length,
     tools: context.input.tools,
     unpersisted: context.journal.slice(context.persisted),
+    journalOffset: context.persisted,
   };
 }
 

@@ -151,9 +151,11 @@ export const sessionMachine = setup({
       const { pending, queue, summaries } = takeNextTurn(context.queue, context.summaries);
       return { pending, queue, summaries };
     }),
-    beginRun: assign(({ context }) => ({
+    beginRun: assign(({ context, event }) => ({
       turnSeq: context.turnSeq + 1,
-      runId: `${context.key}#${context.turnSeq + 1}`,
+      // The gateway names runs (unique across restarts); a bare machine numbers its turns.
+      runId:
+        (event.type === "lane.granted" ? event.runId : undefined) ?? `${context.key}#${context.turnSeq + 1}`,
     })),
     emitTurnStarted: emit(({ context }) => ({
       type: "turn.started" as const,

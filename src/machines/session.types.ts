@@ -67,7 +67,7 @@ export type SessionEvent =
   | { type: "session.stop" }
   | { type: "session.new" }
   | { type: "session.resume" }
-  | { type: "lane.granted" }
+  | { type: "lane.granted"; runId?: string }
   | { type: "lane.rejected"; reason: string }
   | { type: "lane.timeout" };
 

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
-import { parseConfig } from "../config.js";
+import { expectation, parseConfig } from "../config.js";
 import { ConfigError, TillerError } from "../errors.js";
 import { type Scenario, scenarioSchema } from "./schema.js";
 
@@ -46,7 +46,7 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
     throw new ScenarioError(
       file,
       field || "(root)",
-      `${issue.message.replace(/^Invalid input: /, "")} (found ${JSON.stringify(found) ?? "nothing"})`,
+      `expected ${expectation(issue)}, found ${JSON.stringify(found) ?? "nothing"}`,
     );
   }
   try {

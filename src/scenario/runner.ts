@@ -89,6 +89,7 @@ export async function runScenario(
     channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now() }));
   }
   let store: TranscriptStore = await openStore(options.storeDir, clock);
+  const newRunId = await runIdsAfter(store);
   let incarnation = new ScopedClock(clock);
   let gateway = await boot();
 
@@ -102,6 +103,7 @@ export async function runScenario(
       store,
       clock: scoped,
       logger: silentLogger,
+      newRunId,
     });
     next.subscribe((event) => {
       if (scoped.isAlive) events.push(event);
@@ -291,4 +293,28 @@ class ScopedClock implements Clock {
     for (const handle of this.timers) this.inner.clearTimeout(handle);
     this.timers.clear();
   }
+}
+
+/**
+ * Readable, deterministic run ids (`session#1`, `session#2`, ...) that continue after the highest one
+ * the store already holds, so a resumed store never sees an id twice.
+ */
+async function runIdsAfter(store: TranscriptStore): Promise<(session: string) => string> {
+  const counters = new Map<string, number>();
+  for (const session of await store.sessions()) {
+    let highest = 0;
+    for (const record of await store.read(session)) {
+      const runId = "runId" in record ? record.runId : undefined;
+      if (typeof runId === "string" && runId.startsWith(`${session}#`)) {
+        const n = Number(runId.slice(session.length + 1));
+        if (Number.isInteger(n) && n > highest) highest = n;
+      }
+    }
+    counters.set(session, highest);
+  }
+  return (session) => {
+    const next = (counters.get(session) ?? 0) + 1;
+    counters.set(session, next);
+    return `${session}#${next}`;
+  };
 }

@@ -9,7 +9,8 @@ import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 /**
  * A real crash harness: a writer process (crash-writer.ts) appends to one store directory and is killed
  * with SIGKILL at random points, 200 times; after each kill the directory is checked byte by byte, and
- * every 25 kills (and at the end) reopened through JsonlStore.
+ * every 25 kills (and at the end) reopened through JsonlStore. TILLER_CRASH_KILLS=n changes the count,
+ * TILLER_CRASH_KEEP=1 keeps the directory for inspection.
  */
 const KILLS = Number(process.env.TILLER_CRASH_KILLS ?? 200);
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -18,6 +19,7 @@ const WRITER = resolve(import.meta.dirname, "crash-writer.ts");
 let tmp: string;
 let dir: string;
 let command: string[];
+const live = new Set<ChildProcessWithoutNullStreams>();
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "tiller-crash-"));
@@ -25,6 +27,7 @@ beforeAll(async () => {
   command = await writerCommand();
 });
 afterAll(async () => {
+  for (const proc of live) proc.kill("SIGKILL"); // writers left waiting if the test failed midway
   if (!process.env.TILLER_CRASH_KEEP) await rm(tmp, { recursive: true, force: true });
   else console.log("kept", tmp);
 });
@@ -65,6 +68,7 @@ interface Writer {
 
 function startWriter(seed: number): Writer {
   const proc = spawn(process.execPath, [...command, dir, String(seed), "--wait"], { cwd: ROOT });
+  live.add(proc);
   let markReady!: () => void;
   const writer: Writer = {
     proc,
@@ -73,7 +77,12 @@ function startWriter(seed: number): Writer {
     ready: new Promise<void>((done) => {
       markReady = done;
     }),
-    exited: new Promise<void>((done) => proc.on("exit", () => done())),
+    exited: new Promise<void>((done) =>
+      proc.on("exit", () => {
+        live.delete(proc);
+        done();
+      }),
+    ),
     stderr: "",
   };
   let partial = "";

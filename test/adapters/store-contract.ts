@@ -184,6 +184,16 @@ export function storeContract(name: string, makeStore: () => Promise<StoreFixtur
       expect(window[1]).toMatchObject({ role: "custom", customType: UNDELIVERED_FINAL });
     });
 
+    it("pairs a marker without finalSeq with the assistant record just before it", async () => {
+      const head = await store.open("A");
+      await store.append("A", [user("q"), final("reply")], head);
+      await store.rotate("A", head);
+      const bare = marker(0);
+      if (bare.role === "custom") delete bare.details.finalSeq;
+      await store.append("A", [bare], head);
+      expect((await store.readWindow("A")).map((r) => r.seq)).toEqual([2, 3]);
+    });
+
     it("keeps a final and its marker together in the old window when rotating after both", async () => {
       const head = await store.open("A");
       const [stranded] = await store.append("A", [final("reply")], head);

@@ -84,7 +84,8 @@ const CONFIGS: GraphConfig[] = [
   },
   {
     title: "a complaint the draft ignores",
-    messages: ["When do deploys run?", "You didn't answer my question."],
+    messages: ["You didn't answer my question."],
+    olderUserTexts: ["When do deploys run?"],
     draft: "Our release notes are in the wiki.",
   },
   {
@@ -821,5 +822,24 @@ describe("run machine: the re-check limit", () => {
       expect.objectContaining({ type: "recheck.skipped", reason: "disabled", signal: "newer-message" }),
     ]);
     expect((replay.snapshot.output as RunOutput).passes).toBe(0);
+  });
+});
+
+describe("run machine: an abort before the first model call", () => {
+  it("hands every message back as leftover and stores nothing for the turn", async () => {
+    const config = configNamed("steering with maxPasses 1");
+    const path = simplePaths(config).find((candidate) =>
+      sameList(
+        candidate.steps.map((step) => step.event.type),
+        ["xstate.init", "run.steer", "run.abort"],
+      ),
+    );
+    expect(path).toBeDefined();
+    const replay = await replayPath(config, path!);
+    const output = replay.snapshot.output as RunOutput;
+    expect(replay.calls).toEqual([]);
+    expect(output.answered).toEqual([]);
+    expect(output.leftover.map((message) => message.id)).toEqual(["m1", "s1"]);
+    expect(output.journal.filter((item) => item.role === "user")).toEqual([]);
   });
 });

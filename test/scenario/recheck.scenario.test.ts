@@ -10,10 +10,27 @@ async function play(yaml: string): Promise<ScenarioResult> {
   return result;
 }
 
+/** Turn number (1, 2, ... in the order turns started) of a run id; run ids themselves are opaque. */
+function turnOf(result: ScenarioResult, runId: unknown): number {
+  const started = result.events.filter((event) => event.type === "turn.started").map((event) => event.runId);
+  const index = started.indexOf(runId as string | undefined);
+  if (index < 0) throw new Error(`no turn.started for run ${String(runId)}`);
+  return index + 1;
+}
+
+function runOfTurn(result: ScenarioResult, turn: number): string {
+  const started = result.events.filter((event) => event.type === "turn.started");
+  return String(started[turn - 1]?.runId);
+}
+
+function callsOfTurn(result: ScenarioResult, turn: number) {
+  return result.modelCalls.filter((call) => call.runId === runOfTurn(result, turn));
+}
+
 function rechecks(result: ScenarioResult) {
   return result.events
     .filter((event) => event.type === "recheck.fired" || event.type === "recheck.skipped")
-    .map((event) => ({ type: event.type, reason: event.reason, runId: event.runId }));
+    .map((event) => ({ type: event.type, reason: event.reason, turn: turnOf(result, event.runId) }));
 }
 
 function replies(result: ScenarioResult) {
@@ -85,12 +102,12 @@ inbound:
   - { at: 0, session: "web:alice", channel: web, id: q1, text: "What's the weather in Paris?" }
   - { at: 800, session: "web:alice", channel: web, id: q2, text: "Actually, what about Berlin tonight?" }
 `);
-    expect(rechecks(result)).toEqual([
-      { type: "recheck.fired", reason: "newer-message", runId: "web:alice#1" },
-    ]);
-    expect(result.modelCalls.map((call) => [call.runId, call.call, call.recheck, call.userTexts])).toEqual([
-      ["web:alice#1", 1, false, ["What's the weather in Paris?"]],
-      ["web:alice#1", 2, true, ["What's the weather in Paris?", "Actually, what about Berlin tonight?"]],
+    expect(rechecks(result)).toEqual([{ type: "recheck.fired", reason: "newer-message", turn: 1 }]);
+    expect(
+      result.modelCalls.map((call) => [turnOf(result, call.runId), call.call, call.recheck, call.userTexts]),
+    ).toEqual([
+      [1, 1, false, ["What's the weather in Paris?"]],
+      [1, 2, true, ["What's the weather in Paris?", "Actually, what about Berlin tonight?"]],
     ]);
     expect(result.modelCalls[1]?.latestUser).toBe("Actually, what about Berlin tonight?");
     expect(replies(result).map((reply) => [reply.at, reply.text])).toEqual([
@@ -133,11 +150,11 @@ inbound:
   - { at: 0, session: "slack:C1", channel: slack, id: a1, text: "When do deploys run?" }
   - { at: 2000, session: "slack:C1", channel: slack, id: a2, text: "You didn't answer my question." }
 `);
-    expect(rechecks(result)).toEqual([{ type: "recheck.fired", reason: "complaint", runId: "slack:C1#2" }]);
-    expect(result.modelCalls.map((call) => [call.runId, call.call, call.recheck])).toEqual([
-      ["slack:C1#1", 1, false],
-      ["slack:C1#2", 1, false],
-      ["slack:C1#2", 2, true],
+    expect(rechecks(result)).toEqual([{ type: "recheck.fired", reason: "complaint", turn: 2 }]);
+    expect(result.modelCalls.map((call) => [turnOf(result, call.runId), call.call, call.recheck])).toEqual([
+      [1, 1, false],
+      [2, 1, false],
+      [2, 2, true],
     ]);
     expect(replies(result).map((reply) => reply.text)).toEqual([
       "Our release notes are in the wiki.",
@@ -162,13 +179,10 @@ inbound:
   - { at: 0, session: "web:b", channel: web, id: w1, text: "What's the weather in Paris today?" }
   - { at: 1000, session: "web:b", channel: web, id: w2, text: "Actually, what about Berlin tonight?" }
 `);
-    expect(rechecks(result)).toEqual([{ type: "recheck.fired", reason: "low-overlap", runId: "web:b#2" }]);
+    expect(rechecks(result)).toEqual([{ type: "recheck.fired", reason: "low-overlap", turn: 2 }]);
     const fired = result.events.find((event) => event.type === "recheck.fired");
     expect(String(fired?.detail)).toMatch(/older/);
-    expect(result.modelCalls.filter((call) => call.runId === "web:b#2").map((call) => call.recheck)).toEqual([
-      false,
-      true,
-    ]);
+    expect(callsOfTurn(result, 2).map((call) => call.recheck)).toEqual([false, true]);
     expect(replies(result).map((reply) => reply.text)).toEqual([
       "Paris weather today: sunny, 24 degrees.",
       "Berlin tonight: light rain, around 12 degrees.",
@@ -262,45 +276,42 @@ describe("the re-check limit", () => {
   it("with maxPasses 0 never re-drafts: the stale draft ships with recheck.skipped (limit), the newer message gets its own turn", async () => {
     const result = await play(PASSES_SCENARIO("{ maxPasses: 0 }"));
     expect(result.events.filter((event) => event.type === "recheck.fired")).toEqual([]);
-    expect(rechecks(result)).toContainEqual({ type: "recheck.skipped", reason: "limit", runId: "web:a#1" });
+    expect(rechecks(result)).toContainEqual({ type: "recheck.skipped", reason: "limit", turn: 1 });
     expect(result.modelCalls.every((call) => !call.recheck)).toBe(true);
     expect(replies(result)[0]?.text).toBe("Draft for: What's the weather in Paris?");
     // The message that made the draft stale is answered next, in a turn of its own.
-    expect(result.modelCalls.find((call) => call.runId === "web:a#2")?.userTexts).toEqual(["And Berlin?"]);
+    expect(callsOfTurn(result, 2)[0]?.userTexts).toEqual(["And Berlin?"]);
     expectEachMessageOnce(result, "web:a", ["q1", "q2", "q3", "q4"]);
     expectOneReadableAckEach(result, ["q1", "q2", "q3", "q4"]);
   });
 
   it("with maxPasses 1 re-drafts once, then ships the next stale draft with recheck.skipped (limit)", async () => {
     const result = await play(PASSES_SCENARIO("{ maxPasses: 1 }"));
-    const firstRun = rechecks(result).filter((event) => event.runId === "web:a#1");
+    const firstRun = rechecks(result).filter((event) => event.turn === 1);
     expect(firstRun).toEqual([
-      { type: "recheck.fired", reason: "newer-message", runId: "web:a#1" },
-      { type: "recheck.skipped", reason: "limit", runId: "web:a#1" },
+      { type: "recheck.fired", reason: "newer-message", turn: 1 },
+      { type: "recheck.skipped", reason: "limit", turn: 1 },
     ]);
-    expect(
-      result.modelCalls.filter((call) => call.runId === "web:a#1").map((call) => call.userTexts),
-    ).toEqual([["What's the weather in Paris?"], ["What's the weather in Paris?", "And Berlin?"]]);
+    expect(callsOfTurn(result, 1).map((call) => call.userTexts)).toEqual([
+      ["What's the weather in Paris?"],
+      ["What's the weather in Paris?", "And Berlin?"],
+    ]);
     expect(replies(result)[0]?.text).toBe("Re-drafted for: And Berlin?");
     // q3 reached the run too late for its one pass: it starts the next turn instead of being lost.
-    expect(result.modelCalls.find((call) => call.runId === "web:a#2")?.userTexts[0]).toBe("And Rome?");
+    expect(callsOfTurn(result, 2)[0]?.userTexts[0]).toBe("And Rome?");
     expectEachMessageOnce(result, "web:a", ["q1", "q2", "q3", "q4"]);
     expectOneReadableAckEach(result, ["q1", "q2", "q3", "q4"]);
   });
 
   it("with maxPasses 2 re-drafts twice, then ships the third draft with recheck.skipped (limit)", async () => {
     const result = await play(PASSES_SCENARIO("{ maxPasses: 2 }"));
-    expect(rechecks(result).filter((event) => event.runId === "web:a#1")).toEqual([
-      { type: "recheck.fired", reason: "newer-message", runId: "web:a#1" },
-      { type: "recheck.fired", reason: "newer-message", runId: "web:a#1" },
-      { type: "recheck.skipped", reason: "limit", runId: "web:a#1" },
+    expect(rechecks(result).filter((event) => event.turn === 1)).toEqual([
+      { type: "recheck.fired", reason: "newer-message", turn: 1 },
+      { type: "recheck.fired", reason: "newer-message", turn: 1 },
+      { type: "recheck.skipped", reason: "limit", turn: 1 },
     ]);
-    expect(result.modelCalls.filter((call) => call.runId === "web:a#1").map((call) => call.recheck)).toEqual([
-      false,
-      true,
-      true,
-    ]);
-    expect(result.modelCalls.filter((call) => call.runId === "web:a#1").at(-1)?.userTexts).toEqual([
+    expect(callsOfTurn(result, 1).map((call) => call.recheck)).toEqual([false, true, true]);
+    expect(callsOfTurn(result, 1).at(-1)?.userTexts).toEqual([
       "What's the weather in Paris?",
       "And Berlin?",
       "And Rome?",
@@ -328,7 +339,7 @@ describe("the re-check limit", () => {
   it("with the re-check disabled never re-drafts and says so with recheck.skipped (disabled)", async () => {
     const result = await play(PASSES_SCENARIO("{ enabled: false, maxPasses: 1 }"));
     expect(result.events.filter((event) => event.type === "recheck.fired")).toEqual([]);
-    expect(rechecks(result)[0]).toEqual({ type: "recheck.skipped", reason: "disabled", runId: "web:a#1" });
+    expect(rechecks(result)[0]).toEqual({ type: "recheck.skipped", reason: "disabled", turn: 1 });
     expect(rechecks(result).every((event) => event.reason === "disabled")).toBe(true);
     expect(result.modelCalls.every((call) => !call.recheck)).toBe(true);
     expect(replies(result)[0]?.text).toBe("Draft for: What's the weather in Paris?");
@@ -378,13 +389,13 @@ inbound:
     expect(result.events.filter((event) => event.type === "tool.skipped")).toHaveLength(1);
     expect(result.events.find((event) => event.type === "steer.injected")).toMatchObject({
       messageIds: ["m2"],
-      runId: "telegram:42#1",
+      runId: runOfTurn(result, 1),
       at: 3200,
     });
 
     expect(result.modelCalls).toHaveLength(2);
     expect(result.modelCalls[1]).toMatchObject({
-      runId: "telegram:42#1",
+      runId: runOfTurn(result, 1),
       call: 2,
       recheck: false,
       latestUser: "Don't change the file yet.",
@@ -399,7 +410,7 @@ inbound:
         channel: "telegram",
         kind: "reply",
         text: "Understood: I will not change the file. Proposal: split item 2 into three steps first.",
-        runId: "telegram:42#1",
+        runId: runOfTurn(result, 1),
       }),
     ]);
     expect(result.deliveries[0]?.messageId).not.toBe("");

@@ -1,0 +1,51 @@
+import { checkSync } from "recheck";
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config.js";
+import { ConfigError } from "../../src/errors.js";
+import { DEFAULT_COMPLAINT_PATTERNS } from "../../src/policy/stale-reply.js";
+
+describe("config", () => {
+  it("fills every default when given nothing", () => {
+    const config = parseConfig({});
+    expect(config.staleReplyRecheck).toMatchObject({ enabled: true, maxPasses: 1, minOverlap: 0.2 });
+    expect(config.delivery.visibleReplies).toBe("auto");
+    expect(config.warnAfterMs).toBe(2000);
+    expect(config.commitments).toEqual({ enabled: false, maxPerDay: 3 });
+  });
+
+  it("proves every built-in complaint pattern safe from catastrophic backtracking", () => {
+    for (const pattern of DEFAULT_COMPLAINT_PATTERNS) {
+      expect(checkSync(pattern, "i", { timeout: 10_000 }).status, pattern).toBe("safe");
+    }
+  });
+
+  it("rejects a user pattern that backtracks catastrophically, naming the field", () => {
+    const attempt = () =>
+      parseConfig({ staleReplyRecheck: { complaintPatterns: ["wrong answer", "^(a+)+$"] } });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).toThrow(/staleReplyRecheck\.complaintPatterns\[1\].*catastrophic backtracking/);
+  });
+
+  it("rejects a pattern that does not compile", () => {
+    expect(() => parseConfig({ staleReplyRecheck: { complaintPatterns: ["(unclosed"] } })).toThrow(
+      /complaintPatterns\[0\]: expected a valid regular expression/,
+    );
+  });
+
+  it("names the field, the expectation and the received value for a malformed config", () => {
+    expect(() => parseConfig({ lanes: { main: -1 } })).toThrow(/config\.lanes\.main: expected .*received -1/);
+    expect(() => parseConfig({ queue: { mode: "sometimes" } })).toThrow(
+      /config\.queue\.mode: expected one of steer/,
+    );
+    expect(() => parseConfig({ colour: "blue" })).toThrow(/no unknown keys \(got colour\)/);
+  });
+
+  it("accepts queue-mode aliases", () => {
+    expect(
+      parseConfig({ queue: { mode: "follow-ups", byChannel: { slack: "coalesce" } } }).queue,
+    ).toMatchObject({
+      mode: "followup",
+      byChannel: { slack: "collect" },
+    });
+  });
+});
