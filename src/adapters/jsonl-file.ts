@@ -170,7 +170,7 @@ export function replayTranscript(scan: LineScan, file: string, key: string): Tra
   const log = new TranscriptLog(value.sessionId);
   for (let i = 1; i < scan.lines.length; i++) {
     const entry = scan.lines[i]!;
-    const meta = recordMeta(entry.text);
+    const meta = recordMeta(entry.text, log.sessionId);
     if (meta) {
       if (!log.push(entry.text, meta)) throw notContinuing(file, entry.line, log);
       continue;
@@ -209,31 +209,38 @@ function notContinuing(file: string, line: number, log: TranscriptLog): TillerEr
 const MARKER_NEEDLE = `"customType":${JSON.stringify(UNDELIVERED_FINAL)}`;
 
 /**
- * Reads seq, session id and revision from the fixed prefix the store writes
- * (`{"id":…,"seq":…,"at":…,"sessionId":…,"revision":…,`) without parsing the line; undefined when the
- * line does not start that way (a control line, or a record from another writer: those are parsed).
+ * Reads seq and revision from the fixed prefix the store writes
+ * (`{"id":…,"seq":…,"at":…,"sessionId":…,"revision":…,`) without parsing or slicing the line, checking
+ * the session id in place. Undefined when the line does not start that way (a control line, or a
+ * record from another writer): the caller then parses it.
  */
-function recordMeta(text: string): RecordMeta | undefined {
+function recordMeta(text: string, sessionId: string): RecordMeta | undefined {
   if (!text.startsWith('{"id":"')) return undefined;
   // Inside a JSON string every quote is escaped, so `","seq":` can only be the real key boundary.
   const idEnd = text.indexOf('","seq":', 7);
   if (idEnd < 0) return undefined;
-  const seqEnd = text.indexOf(',"at":', idEnd + 8);
-  const atEnd = text.indexOf(',"sessionId":"', seqEnd + 6);
-  const sessionEnd = text.indexOf('","revision":', atEnd + 14);
-  const revisionEnd = text.indexOf(",", sessionEnd + 13);
-  if (seqEnd < 0 || atEnd < 0 || sessionEnd < 0 || revisionEnd < 0) return undefined;
-  const seq = Number(text.slice(idEnd + 8, seqEnd));
-  const at = Number(text.slice(seqEnd + 6, atEnd));
-  const revision = Number(text.slice(sessionEnd + 13, revisionEnd));
-  const sessionId = text.slice(atEnd + 14, sessionEnd);
-  // Anything unexpected between the markers means another key order: let the full parse decide.
-  if (!Number.isInteger(seq) || !Number.isFinite(at) || !Number.isInteger(revision)) return undefined;
-  if (sessionId.includes('"') || sessionId.includes("\\")) return undefined;
+  const seq = digitsAt(text, idEnd + 8);
+  if (!seq || !text.startsWith(',"at":', seq.end)) return undefined;
+  const atEnd = text.indexOf(',"sessionId":"', seq.end + 6);
+  const sessionStart = atEnd + 14;
+  if (atEnd < 0 || !text.startsWith(sessionId, sessionStart)) return undefined;
+  if (!text.startsWith('","revision":', sessionStart + sessionId.length)) return undefined;
+  const revision = digitsAt(text, sessionStart + sessionId.length + 13);
+  if (!revision || text.charCodeAt(revision.end) !== 0x2c) return undefined;
   // The needle can also sit inside nested data (tool args): confirm on the parsed record.
   const marker =
     text.includes(MARKER_NEEDLE) && metaOf(parseLine(text) as unknown as TranscriptRecord).marker;
-  return { seq, sessionId, revision, marker };
+  return { seq: seq.value, sessionId, revision: revision.value, marker };
+}
+
+/** A run of decimal digits at `index` (no sign, at most 15 digits so the value stays exact). */
+function digitsAt(text: string, index: number): { value: number; end: number } | undefined {
+  let value = 0;
+  let end = index;
+  for (let c = text.charCodeAt(end); c >= 0x30 && c <= 0x39 && end - index < 15; c = text.charCodeAt(++end)) {
+    value = value * 10 + (c - 0x30);
+  }
+  return end > index ? { value, end } : undefined;
 }
 
 /** Reads just the first line of a file (a header) without loading the whole transcript. */

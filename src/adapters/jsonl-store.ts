@@ -223,6 +223,9 @@ export class JsonlStore implements TranscriptStore {
       await this.commit.drain();
     }
     await this.commit.closeFiles();
+    // A closed store answers nothing: let its caches go even if the instance is still referenced.
+    this.loaded.clear();
+    this.loading.clear();
     await this.lock?.release();
   }
 

@@ -633,7 +633,7 @@ it("simple timing", () => {
       ...traversal(SIMPLE_EVENTS, 50_000),
       stopWhen: (snapshot: Snapshot) => snapshot.context.turnSeq >= stop || snapshot.context.queue.length > q,
     } as never);
-    out.push(`simple ${stop} ${q} ${simple.length} ${Math.round(performance.now() - t)} ${Math.max(...simple.map((p) => p.steps.length))}`);
+    out.push(`SIMPLE ${stop} ${q} ${simple.length} ${Math.round(performance.now() - t)} ${Math.max(...simple.map((p) => p.steps.length))}`);
   }
   console.log(out.join("\n"));
 }, 600000);
