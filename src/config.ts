@@ -79,9 +79,15 @@ export const configSchema = z
         maxMessageChars: z.number().int().positive().default(32_000),
         maxSessionKeyChars: z.number().int().positive().default(512),
         dedupeWindowMs: z.number().int().positive().default(600_000),
+        maxModelCallsPerTurn: z.number().int().positive().default(25),
       })
       .strict()
-      .default({ maxMessageChars: 32_000, maxSessionKeyChars: 512, dedupeWindowMs: 600_000 }),
+      .default({
+        maxMessageChars: 32_000,
+        maxSessionKeyChars: 512,
+        dedupeWindowMs: 600_000,
+        maxModelCallsPerTurn: 25,
+      }),
   })
   .strict();
 

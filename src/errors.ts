@@ -112,7 +112,8 @@ export function describe(value: unknown): string {
   if (value === null) return "null";
   if (typeof value === "string")
     return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint")
+    return String(value);
   if (typeof value === "function") return "a function";
   if (Array.isArray(value)) return `an array of ${value.length}`;
   try {

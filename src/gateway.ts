@@ -10,7 +10,7 @@ import { createPrepareRun } from "./actors/prepare-run.js";
 import { createResetTranscript } from "./actors/reset-transcript.js";
 import { createRunTool } from "./actors/run-tool.js";
 import type { Channel } from "./adapters/channel.js";
-import type { Clock } from "./adapters/clock.js";
+import type { Clock, TimerHandle } from "./adapters/clock.js";
 import { MemoryStore } from "./adapters/memory-store.js";
 import type { ModelProvider } from "./adapters/model.js";
 import type { TranscriptStore } from "./adapters/store.js";
@@ -178,6 +178,11 @@ export function createGateway(options: GatewayOptions) {
     if (entry.actor) return entry.actor;
     const actor = createActor(providedSession, {
       input: { key, turnSeq: entry.turnSeq, ...(restored ? { restored } : {}) },
+      // Delayed transitions (the collect window) run on the gateway's clock, simulated or not.
+      clock: {
+        setTimeout: (callback: () => void, ms: number) => clock.setTimeout(callback, ms),
+        clearTimeout: (handle: unknown) => clock.clearTimeout(handle as TimerHandle),
+      },
       id: `session:${key}`,
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });

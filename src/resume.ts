@@ -70,7 +70,7 @@ export function planResume(
       !recovered.has(pending.recovery.strandedRunId) &&
       !queuedRecoveries.has(pending.recovery.strandedRunId)
     ) {
-      queue.unshift(pending.recovery);
+      queue.unshift({ ...pending.recovery, resumed: true });
       notes.push(`recovery of ${pending.recovery.strandedRunId} was cut off; it runs again`);
     }
   } else if (pending && pending.messages.length > 0) {
@@ -112,6 +112,7 @@ export function planResume(
           text: final.text,
           strandedRunId: final.runId,
           deliveryMode: markerDeliveryMode(visibleReplies),
+          resumed: true,
         });
         notes.push(`recovery of ${final.runId} queued after restart`);
       }

@@ -65,6 +65,7 @@ export function createPrepareRun(deps: ActorDeps) {
         tools: toolNames,
         cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
         autoStart: true,
+        maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
         storedMessageIds: input.pending.messages
           .filter((message) => stored.has(message.id))
           .map((message) => message.id),

@@ -41,6 +41,8 @@ export interface RunInput {
   cancellableTools: string[];
   /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
   autoStart?: boolean;
+  /** Model calls one turn may make (default 25); a model that keeps asking for tools is stopped. */
+  maxModelCalls?: number;
   /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
   storedMessageIds?: string[];
 }
@@ -158,6 +160,9 @@ export const runMachine = setup({
   },
   guards: {
     autoStart: ({ context }) => context.input.autoStart === true,
+    callLimitReached: ({ context, event }) =>
+      (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0 &&
+      context.call >= maxCalls(context),
     hasToolCalls: ({ event }) =>
       (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0,
     steerPending: ({ context }) => context.steerBuffer.length > 0,
@@ -200,6 +205,14 @@ export const runMachine = setup({
       const output = (event as unknown as { output: CallModelOutput }).output;
       return { persisted: context.persisted + output.persisted, draft: output.text, recheckPending: false };
     }),
+    recordCallLimit: assign(({ context, event }) => ({
+      persisted: context.persisted + (event as unknown as { output: CallModelOutput }).output.persisted,
+      error: {
+        code: "MODEL_CALL_LIMIT",
+        message: `the model asked for tools on each of ${context.call} calls; the turn allows ${maxCalls(context)}`,
+        retryable: false,
+      },
+    })),
     recordCallError: assign({
       error: ({ event }) => toRunError((event as unknown as { error: unknown }).error),
     }),
@@ -405,6 +418,12 @@ export const runMachine = setup({
         src: "callModel",
         input: ({ context }) => callModelInput(context),
         onDone: [
+          {
+            guard: "callLimitReached",
+            target: "failed",
+            actions: "recordCallLimit",
+            description: "The model keeps asking for tools: the turn stops instead of looping forever.",
+          },
           { guard: "hasToolCalls", target: "toolBatch", actions: "recordToolCalls" },
           { target: "finalizing", actions: "recordDraft" },
         ],
@@ -582,4 +601,8 @@ function toRunError(error: unknown): RunError {
     message: error instanceof Error ? error.message : String(error),
     retryable: true,
   };
+}
+
+function maxCalls(context: RunContext): number {
+  return context.input.maxModelCalls ?? 25;
 }

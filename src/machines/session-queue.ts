@@ -20,6 +20,8 @@ export function admitToQueue(
   summaries: readonly string[],
   message: OwnedMessage,
   setting: ResolvedQueueSetting,
+  /** Why a message that wanted to steer (or interrupt) waits instead; the default fits a turn being delivered. */
+  waitsBehind = "the reply was already being finalized; it is answered next",
 ): AdmitResult {
   let next = [...queue];
   const nextSummaries = [...summaries];
@@ -53,8 +55,7 @@ export function admitToQueue(
     return { queue: next, summaries: nextSummaries, dropped, rejected: false, collected: true };
   }
   next.push({ kind: "followup", messages: [message] });
-  const reason =
-    setting.mode === "followup" ? undefined : "the reply was already being finalized; it is answered next";
+  const reason = setting.mode === "followup" ? undefined : waitsBehind;
   return {
     queue: next,
     summaries: nextSummaries,
@@ -81,7 +82,13 @@ export function takeNextTurn(
   if (!head) return { pending: null, queue: [], summaries: [...summaries] };
   if (head.kind === "recovery") {
     return {
-      pending: { kind: "recovery", messages: [], summaries: [], recovery: head },
+      pending: {
+        kind: "recovery",
+        messages: [],
+        summaries: [],
+        recovery: head,
+        ...(head.resumed ? { resumed: true } : {}),
+      },
       queue: rest,
       summaries: [...summaries],
     };

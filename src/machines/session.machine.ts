@@ -23,6 +23,20 @@ import type {
 } from "./session.types.js";
 import { admitToQueue, enqueueFront, takeNextTurn } from "./session-queue.js";
 
+/** Where a message waits when it cannot join the running turn; the ack says it. */
+const EARLIER_FIRST = "messages sent earlier are answered first; this one is answered after them";
+const RESETTING = "a fresh conversation is being started; this is answered in it";
+const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
+const STOPPED = "stopped by /stop";
+const INTERRUPTED = "interrupted by message";
+
+function byArrival(messages: OwnedMessage[]): OwnedMessage[] {
+  return messages
+    .map((message, index) => ({ message, index }))
+    .sort((a, b) => a.message.at - b.message.at || a.index - b.index)
+    .map(({ message }) => message);
+}
+
 /**
  * One session: routes each inbound message by its resolved queue mode and runs one turn at a time.
  *
@@ -57,7 +71,9 @@ export const sessionMachine = setup({
     }),
   },
   guards: {
-    isSteer: ({ event }) => event.type === "session.message" && event.setting.mode === "steer",
+    // A recovery turn only resends an earlier reply: a message steered into it would never be answered.
+    isSteer: ({ event, context }) =>
+      event.type === "session.message" && event.setting.mode === "steer" && context.pending?.kind === "turn",
     isInterrupt: ({ event }) => event.type === "session.message" && event.setting.mode === "interrupt",
     joinsPendingTurn: ({ event, context }) =>
       event.type === "session.message" &&
@@ -84,9 +100,17 @@ export const sessionMachine = setup({
         lastDecision: decision(event, "steered", "joins the turn that is about to start"),
       };
     }),
-    enqueue: enqueueActions(({ context, event, enqueue }) => {
+    enqueue: enqueueActions(({ context, event, enqueue }, params?: { waitsBehind?: string }) => {
       if (event.type !== "session.message") return;
-      const result = admitToQueue(context.queue, context.summaries, event.message, event.setting);
+      const waitsBehind =
+        params?.waitsBehind ?? (context.pending?.kind === "recovery" ? RESENDING : undefined);
+      const result = admitToQueue(
+        context.queue,
+        context.summaries,
+        event.message,
+        event.setting,
+        waitsBehind,
+      );
       for (const drop of result.dropped) enqueue.emit({ type: "message.dropped", ...drop });
       enqueue.assign({
         queue: result.queue,
@@ -128,10 +152,15 @@ export const sessionMachine = setup({
       });
       enqueue.sendTo("run", {
         type: "run.abort",
-        reason: `interrupted by message ${event.message.id}`,
+        reason: `${INTERRUPTED} ${event.message.id}`,
       } as RunEvent);
     }),
-    abortRun: sendTo("run", { type: "run.abort", reason: "stopped by /stop" } as RunEvent),
+    abortRun: enqueueActions(({ context, enqueue }) => {
+      enqueue.sendTo("run", { type: "run.abort", reason: STOPPED } as RunEvent);
+      // The stopped turn owns nothing more: steering it held back is dropped when the run ends, and a
+      // restart does not run it again. Messages steered after the stop are appended and kept.
+      if (context.pending) enqueue.assign({ pending: { ...context.pending, messages: [] } });
+    }),
     clearWaiting: enqueueActions(({ context, enqueue }) => {
       for (const item of context.queue) {
         if (item.kind === "recovery") continue;
@@ -147,6 +176,7 @@ export const sessionMachine = setup({
       }
       enqueue.assign({ pending: null });
     }),
+    endTurn: assign({ pending: null }),
     takeNext: assign(({ context }) => {
       const { pending, queue, summaries } = takeNextTurn(context.queue, context.summaries);
       return { pending, queue, summaries };
@@ -163,13 +193,27 @@ export const sessionMachine = setup({
       kind: context.pending?.kind ?? "turn",
       messageIds: context.pending?.messages.map((message) => message.id) ?? [],
     })),
-    keepOutput: assign(({ event, context }) => {
+    keepOutput: enqueueActions(({ event, context, enqueue }) => {
       const output = (event as unknown as { output: RunOutput }).output;
-      // Messages the run took too late to show to the model come back as the next turn's.
-      const leftover = new Set(output.leftover.map((message) => message.id));
-      return {
+      // Messages the run took too late to show to the model come back as the next turn's, except those
+      // a /stop cleared (no longer owned by the turn).
+      const owned = new Set(context.pending?.messages.map((message) => message.id));
+      const cleared =
+        output.status === "aborted" ? output.leftover.filter((message) => !owned.has(message.id)) : [];
+      for (const message of cleared) {
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+      }
+      const kept = output.leftover.filter((message) => !cleared.includes(message));
+      const leftover = new Set(kept.map((message) => message.id));
+      const head = context.queue[0];
+      const interrupted = output.status === "aborted" && output.abortReason?.startsWith(INTERRUPTED) === true;
+      enqueue.assign({
         lastOutput: output,
-        queue: enqueueFront(context.queue, output.leftover),
+        // An interrupted run's held-back steering waited too: it folds into the interrupting turn.
+        queue:
+          interrupted && head?.kind === "followup" && kept.length > 0
+            ? [{ ...head, messages: byArrival([...kept, ...head.messages]) }, ...context.queue.slice(1)]
+            : enqueueFront(context.queue, kept),
         ...(context.pending && leftover.size > 0
           ? {
               pending: {
@@ -178,7 +222,7 @@ export const sessionMachine = setup({
               },
             }
           : {}),
-      };
+      });
     }),
     keepFailure: assign(({ event, context }) => ({
       lastOutput: failedOutput(context.runId ?? "", (event as unknown as { error: unknown }).error),
@@ -246,7 +290,15 @@ export const sessionMachine = setup({
     idle: {
       description: "No turn runs and nothing waits.",
       on: {
-        "session.message": { target: "turn", actions: "startWith" },
+        "session.message": [
+          {
+            guard: "hasQueued",
+            target: "next",
+            actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } },
+            description: "Work requeued by a cleared lane runs first; the new message waits behind it.",
+          },
+          { target: "turn", actions: "startWith" },
+        ],
         "session.resume": { target: "next", description: "Work requeued while draining runs again." },
         "session.stop": {},
       },
@@ -264,7 +316,7 @@ export const sessionMachine = setup({
       on: {
         "session.message": [
           { guard: "isCollectMessage", target: "collecting", reenter: true, actions: "enqueue" },
-          { actions: "enqueue" },
+          { actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } } },
         ],
         "session.stop": { target: "idle", actions: "clearWaiting" },
         "session.resume": {},
@@ -325,7 +377,11 @@ export const sessionMachine = setup({
           invoke: {
             id: "run",
             src: "run",
-            input: ({ event }) => (event as unknown as { output: RunInput }).output,
+            input: ({ event, context }) => {
+              const prepared = (event as unknown as { output: RunInput }).output;
+              // Messages that joined while the run was being prepared belong to it too.
+              return { ...prepared, messages: context.pending?.messages ?? prepared.messages };
+            },
             onDone: { target: "delivering", actions: "keepOutput" },
             onError: { target: "delivering", actions: "keepFailure" },
           },
@@ -356,8 +412,8 @@ export const sessionMachine = setup({
               output: context.lastOutput!,
               ...(context.pending?.recovery ? { recovery: context.pending.recovery } : {}),
             }),
-            onDone: { target: "#session.next", actions: "queueRecovery" },
-            onError: { target: "#session.next" },
+            onDone: { target: "#session.next", actions: ["queueRecovery", "endTurn"] },
+            onError: { target: "#session.next", actions: "endTurn" },
           },
           on: {
             "session.message": { actions: "enqueue", description: "Too late for this turn: a follow-up." },
@@ -375,7 +431,7 @@ export const sessionMachine = setup({
         onDone: { target: "next" },
         onError: { target: "next" },
       },
-      on: { "session.message": { actions: "enqueue" } },
+      on: { "session.message": { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } } },
     },
     next: {
       description: "Chooses what runs next.",

@@ -7,7 +7,7 @@ import type { RunOutput } from "./run.machine.js";
 export type QueueItem =
   | { kind: "followup"; messages: OwnedMessage[]; resumed?: boolean }
   | { kind: "collect"; channel: string; messages: OwnedMessage[] }
-  | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode };
+  | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode; resumed?: boolean };
 
 export type Disposition =
   | "started"

@@ -229,6 +229,8 @@ function check(killed: Killed): void {
     talk.map((record) => record.role),
     context,
   ).toEqual(users.flatMap(() => ["user", "assistant"]));
+  for (const final of talk.filter((record) => record.role === "assistant"))
+    expect(final, context).toMatchObject({ delivered: true });
 
   // A tool call the kill cut off is closed with a result before anything else uses the history.
   for (const [index, record] of records.entries()) {

@@ -453,9 +453,15 @@ channels:
   web: {}
 inbound:
   - { at: 0, session: "web:a", channel: web, id: m3, text: "three" }
+  - { at: 1000, session: "web:a", channel: web, id: m2, text: "two" }
 `,
       dir,
     );
+    // The channel redelivers a message the first process answered: a duplicate, not a second answer.
+    expect(second.acks.map((ack) => [ack.messageId, ack.disposition])).toEqual([
+      ["m3", "started"],
+      ["m2", "duplicate"],
+    ]);
     const records = transcript(second, "web:a");
     // The first run's records are kept as they were; the second run appends after them.
     expect(records.slice(0, firstRecords.length)).toEqual(firstRecords);
@@ -469,6 +475,9 @@ inbound:
     expect(eventsOf(second, "session.resumed")).toEqual([]);
     expect(second.modelCalls.map((call) => call.latestUser)).toEqual(["three"]);
     expect(second.deliveries.map((delivery) => delivery.text)).toEqual(["Re: three"]);
+    // Each turn of either process has its own run id.
+    const runIds = records.flatMap((record) => (record.role === "assistant" ? [record.runId] : []));
+    expect(new Set(runIds).size).toBe(3);
     expectNoCrash(second);
   });
 
