@@ -66,12 +66,19 @@ export function admitToQueue(
   };
 }
 
-/** Puts messages that a run took too late back at the front, behind recoveries, in arrival order. */
-export function enqueueFront(queue: readonly QueueItem[], messages: readonly OwnedMessage[]): QueueItem[] {
+/**
+ * Puts messages that a run took too late to show back in the queue as one follow-up, by arrival: behind
+ * recoveries and work that arrived before them, ahead of work that arrived after, so nothing queued
+ * earlier is overtaken (DESIGN.md §2).
+ */
+export function requeueLeftover(queue: readonly QueueItem[], messages: readonly OwnedMessage[]): QueueItem[] {
   if (messages.length === 0) return [...queue];
-  const recoveries = queue.filter((item) => item.kind === "recovery");
-  const rest = queue.filter((item) => item.kind !== "recovery");
-  return [...recoveries, { kind: "followup", messages: [...messages] }, ...rest];
+  const arrived = Math.min(...messages.map((message) => message.at));
+  const index = queue.findIndex(
+    (item) => item.kind !== "recovery" && (item.messages[0]?.at ?? Number.POSITIVE_INFINITY) > arrived,
+  );
+  const item: QueueItem = { kind: "followup", messages: [...messages] };
+  return index === -1 ? [...queue, item] : [...queue.slice(0, index), item, ...queue.slice(index)];
 }
 
 export function takeNextTurn(

@@ -21,7 +21,7 @@ import type {
   SessionEvent,
   SessionInput,
 } from "./session.types.js";
-import { admitToQueue, enqueueFront, takeNextTurn } from "./session-queue.js";
+import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
 
 /** Where a message waits when it cannot join the running turn; the ack says it. */
 const EARLIER_FIRST = "messages sent earlier are answered first; this one is answered after them";
@@ -195,8 +195,8 @@ export const sessionMachine = setup({
     })),
     keepOutput: enqueueActions(({ event, context, enqueue }) => {
       const output = (event as unknown as { output: RunOutput }).output;
-      // Messages the run took too late to show to the model come back as the next turn's, except those
-      // a /stop cleared (no longer owned by the turn).
+      // Messages the run took too late to show to the model come back as a follow-up (by arrival),
+      // except those a /stop cleared (no longer owned by the turn).
       const owned = new Set(context.pending?.messages.map((message) => message.id));
       const cleared =
         output.status === "aborted" ? output.leftover.filter((message) => !owned.has(message.id)) : [];
@@ -213,7 +213,7 @@ export const sessionMachine = setup({
         queue:
           interrupted && head?.kind === "followup" && kept.length > 0
             ? [{ ...head, messages: byArrival([...kept, ...head.messages]) }, ...context.queue.slice(1)]
-            : enqueueFront(context.queue, kept),
+            : requeueLeftover(context.queue, kept),
         ...(context.pending && leftover.size > 0
           ? {
               pending: {
