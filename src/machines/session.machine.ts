@@ -1,5 +1,6 @@
 import {
   type ActorRefFrom,
+  type AnyActorRef,
   assign,
   emit,
   enqueueActions,
@@ -155,10 +156,17 @@ export const sessionMachine = setup({
         reason: `${INTERRUPTED} ${event.message.id}`,
       } as RunEvent);
     }),
-    abortRun: enqueueActions(({ context, enqueue }) => {
+    abortRun: enqueueActions(({ context, enqueue, self }) => {
+      // Steering the run still holds back (never shown to the model) is dropped with the turn now, so it
+      // is reported even if the run never ends (a /new right after). The stopped turn owns nothing more:
+      // a restart does not run it again, and only messages steered after the stop come back later.
+      const run = (self.getSnapshot()?.children as Record<string, AnyActorRef | undefined> | undefined)?.run;
+      const held =
+        (run?.getSnapshot()?.context as { steerBuffer?: OwnedMessage[] } | undefined)?.steerBuffer ?? [];
+      for (const message of held) {
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+      }
       enqueue.sendTo("run", { type: "run.abort", reason: STOPPED } as RunEvent);
-      // The stopped turn owns nothing more: steering it held back is dropped when the run ends, and a
-      // restart does not run it again. Messages steered after the stop are appended and kept.
       if (context.pending) enqueue.assign({ pending: { ...context.pending, messages: [] } });
     }),
     clearWaiting: enqueueActions(({ context, enqueue }) => {
@@ -196,14 +204,12 @@ export const sessionMachine = setup({
     keepOutput: enqueueActions(({ event, context, enqueue }) => {
       const output = (event as unknown as { output: RunOutput }).output;
       // Messages the run took too late to show to the model come back as a follow-up (by arrival),
-      // except those a /stop cleared (no longer owned by the turn).
+      // except those a /stop already dropped (no longer owned by the turn).
       const owned = new Set(context.pending?.messages.map((message) => message.id));
-      const cleared =
-        output.status === "aborted" ? output.leftover.filter((message) => !owned.has(message.id)) : [];
-      for (const message of cleared) {
-        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
-      }
-      const kept = output.leftover.filter((message) => !cleared.includes(message));
+      const kept =
+        output.status === "aborted"
+          ? output.leftover.filter((message) => owned.has(message.id))
+          : output.leftover;
       const leftover = new Set(kept.map((message) => message.id));
       const head = context.queue[0];
       const interrupted = output.status === "aborted" && output.abortReason?.startsWith(INTERRUPTED) === true;
@@ -240,6 +246,11 @@ export const sessionMachine = setup({
       type: "turn.ended" as const,
       runId: context.runId ?? "",
       status: context.lastOutput?.status ?? "failed",
+    })),
+    emitTurnCut: emit(({ context }) => ({
+      type: "turn.ended" as const,
+      runId: context.runId ?? "",
+      status: "aborted",
     })),
     queueRecovery: assign(({ event, context }) => {
       const output = (event as unknown as { output: DeliverOutput }).output;
@@ -392,6 +403,11 @@ export const sessionMachine = setup({
               { actions: "enqueue" },
             ],
             "session.stop": { actions: ["abortRun", "clearWaiting"] },
+            "session.new": {
+              target: "#session.resetting",
+              actions: ["emitTurnCut", "clearWaiting", "dropPending"],
+              description: "The started turn is cut off; its end is announced like any other.",
+            },
             "lane.timeout": {
               actions: sendTo("run", {
                 type: "run.abort",

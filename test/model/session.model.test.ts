@@ -1,10 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { type AnyActorRef, assign, createActor, fromCallback, fromPromise, type SnapshotFrom, setup } from "xstate";
+import {
+  type AnyActorRef,
+  assign,
+  createActor,
+  fromCallback,
+  fromPromise,
+  type SnapshotFrom,
+  setup,
+} from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { RunEvent, RunInput, RunOutput, runMachine } from "../../src/machines/run.machine.js";
 import { sessionMachine } from "../../src/machines/session.machine.js";
-import type { DeliverInput, DeliverOutput, PendingTurn, SessionEvent } from "../../src/machines/session.types.js";
+import type {
+  DeliverInput,
+  DeliverOutput,
+  PendingTurn,
+  SessionEvent,
+} from "../../src/machines/session.types.js";
 import type { DropPolicy, QueueMode, ResolvedQueueSetting } from "../../src/policy/queue-mode.js";
 import type { OwnedMessage } from "../../src/turn.js";
 
@@ -24,7 +37,13 @@ function setting(mode: QueueMode, cap = 20, drop: DropPolicy = "summarize"): Res
   return { mode, modeSource: "inline", debounceMs: DEBOUNCE_MS, cap, drop };
 }
 
-function graphMessage(label: string, mode: QueueMode, channel = "telegram", cap = 20, drop: DropPolicy = "summarize") {
+function graphMessage(
+  label: string,
+  mode: QueueMode,
+  channel = "telegram",
+  cap = 20,
+  drop: DropPolicy = "summarize",
+) {
   return {
     type: "session.message" as const,
     message: { id: `g-${label}`, text: label, channel, at: 0 },
@@ -78,7 +97,11 @@ const CAP_EVENTS = [
   graphMessage("cap-old", "followup", "telegram", 1, "old"),
   graphMessage("cap-summarize", "followup", "telegram", 1, "summarize"),
 ];
-const CONTROL_EVENTS: GraphEvent[] = [{ type: "session.stop" }, { type: "session.new" }, { type: "session.resume" }];
+const CONTROL_EVENTS: GraphEvent[] = [
+  { type: "session.stop" },
+  { type: "session.new" },
+  { type: "session.resume" },
+];
 const LANE_EVENTS: GraphEvent[] = [
   { type: "lane.granted" },
   { type: "lane.rejected", reason: "lane cleared" },
@@ -94,14 +117,24 @@ const ACTOR_EVENTS: GraphEvent[] = [
     type: "xstate.done.actor.deliver",
     output: {
       delivered: false,
-      recovery: { kind: "recovery", text: "a stranded final", strandedRunId: "s#g", deliveryMode: "automatic" },
+      recovery: {
+        kind: "recovery",
+        text: "a stranded final",
+        strandedRunId: "s#g",
+        deliveryMode: "automatic",
+      },
     },
   },
   {
     type: "xstate.done.actor.deliver",
     output: {
       delivered: false,
-      recovery: { kind: "recovery", text: "a stranded final", strandedRunId: "s#g", deliveryMode: "message_tool_only" },
+      recovery: {
+        kind: "recovery",
+        text: "a stranded final",
+        strandedRunId: "s#g",
+        deliveryMode: "message_tool_only",
+      },
     },
   },
   { type: "xstate.error.actor.deliver", error: "channel down" },
@@ -117,8 +150,10 @@ function possible(snapshot: Snapshot, event: GraphEvent): boolean {
   const children = snapshot.children as Record<string, unknown>;
   const actorResult = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
   if (actorResult) return children[actorResult[2]!] !== undefined;
-  if (event.type === "lane.granted" || event.type === "lane.rejected") return snapshot.matches({ turn: "waitingForLane" });
-  if (event.type === "lane.timeout") return children.laneSlot !== undefined && !snapshot.matches({ turn: "waitingForLane" });
+  if (event.type === "lane.granted" || event.type === "lane.rejected")
+    return snapshot.matches({ turn: "waitingForLane" });
+  if (event.type === "lane.timeout")
+    return children.laneSlot !== undefined && !snapshot.matches({ turn: "waitingForLane" });
   if (event.type === COLLECT_WINDOW) return snapshot.matches("collecting");
   if (event.type === "session.message") {
     // Narrow the alphabet where it adds states but no new behaviour: the cap only matters while a turn
@@ -145,9 +180,8 @@ function serialize(snapshot: Snapshot): string {
   const run = (snapshot.children as Record<string, AnyActorRef | undefined>).run?.getSnapshot() as
     | FakeRunSnapshot
     | undefined;
-  const prepare = (snapshot.children as Record<string, AnyActorRef | undefined>).prepareRun?.getSnapshot().input as
-    | { pending: PendingTurn }
-    | undefined;
+  const prepare = (snapshot.children as Record<string, AnyActorRef | undefined>).prepareRun?.getSnapshot()
+    .input as { pending: PendingTurn } | undefined;
   return JSON.stringify({
     value: snapshot.value,
     head:
@@ -170,7 +204,9 @@ function serialize(snapshot: Snapshot): string {
 function concrete(snapshot: Snapshot, event: GraphEvent): GraphEvent {
   if (event.type !== "xstate.done.actor.prepareRun") return event;
   const prepare = (snapshot.children as Record<string, AnyActorRef | undefined>).prepareRun;
-  const input = prepare?.getSnapshot().input as { session: string; runId: string; pending: PendingTurn } | undefined;
+  const input = prepare?.getSnapshot().input as
+    | { session: string; runId: string; pending: PendingTurn }
+    | undefined;
   return input ? { ...event, output: runInputFor(input) } : event;
 }
 
@@ -189,7 +225,8 @@ function describeEvent(event: GraphEvent): string {
 }
 
 function describeState(snapshot: Snapshot): string {
-  const value = typeof snapshot.value === "string" ? snapshot.value : `turn.${String(Object.values(snapshot.value)[0])}`;
+  const value =
+    typeof snapshot.value === "string" ? snapshot.value : `turn.${String(Object.values(snapshot.value)[0])}`;
   const queue = snapshot.context.queue.map((item) => item.kind).join(",");
   return queue ? `${value} [${queue}]` : value;
 }
@@ -221,8 +258,12 @@ const fakeRun = setup({
   states: {
     working: {
       on: {
-        "run.steer": { actions: assign({ steered: ({ context, event }) => [...context.steered, event.message] }) },
-        "run.abort": { actions: assign({ aborts: ({ context, event }) => [...context.aborts, event.reason] }) },
+        "run.steer": {
+          actions: assign({ steered: ({ context, event }) => [...context.steered, event.message] }),
+        },
+        "run.abort": {
+          actions: assign({ aborts: ({ context, event }) => [...context.aborts, event.reason] }),
+        },
         "fake.finish": { target: "finished" },
         "fake.crash": {
           actions: () => {
@@ -404,7 +445,9 @@ class Harness {
     } else if (id === "deliver") {
       const output = (event as { output: DeliverOutput }).output;
       const runId = (call.input as DeliverInput).output.runId;
-      call.resolve(output.recovery ? { ...output, recovery: { ...output.recovery, strandedRunId: runId } } : output);
+      call.resolve(
+        output.recovery ? { ...output, recovery: { ...output.recovery, strandedRunId: runId } } : output,
+      );
     } else call.resolve(undefined);
   }
 
@@ -434,7 +477,8 @@ class Harness {
         // Its turn was stopped: it may still be in that turn, answered by it or reported dropped, once.
         ensure(places.length <= 1, `stopped ${id} is in ${places.length} places: [${places.join(", ")}]`);
         ensure(!places.includes("queue"), `stopped ${id} waits to run again`);
-        if (places.includes("turn")) ensure(this.stopped.get(id) === this.turnRun, `stopped ${id} runs again`);
+        if (places.includes("turn"))
+          ensure(this.stopped.get(id) === this.turnRun, `stopped ${id} runs again`);
       } else ensure(places.length === 1, `${id} is in ${places.length} places: [${places.join(", ")}]`);
     }
   }
@@ -453,7 +497,8 @@ class Harness {
     const run = this.runSnapshot(this.run);
     const steeredIntoRun = run?.context.steered.some((message) => message.id === last.id) ?? false;
     const inPending = snapshot.context.pending?.messages.some((message) => message.id === last.id) ?? false;
-    for (const id of decision.dropped ?? []) ensure(this.dropped.get(id) === 1, `${said}: dropped ${id} unreported`);
+    for (const id of decision.dropped ?? [])
+      ensure(this.dropped.get(id) === 1, `${said}: dropped ${id} unreported`);
     switch (decision.disposition) {
       case "started":
         ensure(before.matches("idle"), `${said}: a turn starts only from idle`);
@@ -472,7 +517,8 @@ class Harness {
           steeredIntoRun || (inPending && !before.matches({ turn: "running" })),
           `${said}: neither the run nor the turn about to start got it`,
         );
-        if (steeredIntoRun) ensure(decision.runId === snapshot.context.runId, `${said}: names run ${decision.runId}`);
+        if (steeredIntoRun)
+          ensure(decision.runId === snapshot.context.runId, `${said}: names run ${decision.runId}`);
         break;
       case "queued":
         ensure(queueItem?.kind === "followup", `${said}: it is not a follow-up in the queue`);
@@ -501,7 +547,10 @@ class Harness {
         throw new Error("the session machine never decides duplicate; the gateway does");
     }
     if (decision.reason?.includes("finalized")) {
-      ensure(before.matches({ turn: "delivering" }), `${said}, "${decision.reason}", but nothing was finalized`);
+      ensure(
+        before.matches({ turn: "delivering" }),
+        `${said}, "${decision.reason}", but nothing was finalized`,
+      );
     }
     // The issue's mode semantics while a user turn runs.
     if (before.matches({ turn: "running" }) && before.context.pending?.kind === "turn") {
@@ -550,12 +599,21 @@ async function replay(steps: ReadonlyArray<{ event: GraphEvent; state: Snapshot 
 // ---------------------------------------------------------------------------------------------------
 // Paths
 
-const ALL_EVENTS: GraphEvent[] = [...MESSAGE_EVENTS, ...CAP_EVENTS, ...CONTROL_EVENTS, ...LANE_EVENTS, ...ACTOR_EVENTS];
-
+const ALL_EVENTS: GraphEvent[] = [
+  ...MESSAGE_EVENTS,
+  ...CAP_EVENTS,
+  ...CONTROL_EVENTS,
+  ...LANE_EVENTS,
+  ...ACTOR_EVENTS,
+];
 
 type GraphPath = { name: string; steps: ReadonlyArray<{ event: GraphEvent; state: Snapshot }> };
 
-function traversal(events: readonly GraphEvent[], limit: number, key: (snapshot: Snapshot) => string = serialize) {
+function traversal(
+  events: readonly GraphEvent[],
+  limit: number,
+  key: (snapshot: Snapshot) => string = serialize,
+) {
   return {
     input: { key: "s" },
     events: (snapshot: Snapshot) =>
@@ -642,13 +700,16 @@ const SIMPLE_EVENTS: GraphEvent[] = [
 ];
 const firstTurnDelivered = (snapshot: Snapshot) =>
   snapshot.context.turnSeq === 1 &&
-  (snapshot.matches("idle") || snapshot.matches("collecting") || snapshot.matches({ turn: "waitingForLane" }));
+  (snapshot.matches("idle") ||
+    snapshot.matches("collecting") ||
+    snapshot.matches({ turn: "waitingForLane" }));
 
 function simplePaths(events: readonly GraphEvent[], maxWaiting: number): GraphPath[] {
   return getSimplePaths(provided, {
     ...traversal(events, 50_000, (snapshot) => `${serialize(snapshot)}#${snapshot.context.turnSeq}`),
     toState: firstTurnDelivered,
-    stopWhen: (snapshot: Snapshot) => firstTurnDelivered(snapshot) || snapshot.context.queue.length > maxWaiting,
+    stopWhen: (snapshot: Snapshot) =>
+      firstTurnDelivered(snapshot) || snapshot.context.queue.length > maxWaiting,
   } as never).map((path) => named(asSteps(path)));
 }
 
