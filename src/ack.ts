@@ -68,6 +68,19 @@ export function composeAck(
         return { ...base, waitsFor: "turn-start", text: "Got it. It joins the reply I am about to start." };
       }
       const fields = { runId: decision.runId ?? run.context.input.runId, completedEffects: effects };
+      if (tool && run.state.endsWith(".aborting")) {
+        // The run was stopped and only waits for the tool: it takes no further step, so the message is
+        // answered after it, not "before any further step".
+        return {
+          ...base,
+          ...fields,
+          runningTool: tool,
+          waitsFor: "own-turn",
+          text:
+            `Got it. The current reply is being stopped; ${tool.name} cannot be cancelled and finishes first, ` +
+            `then I answer this.${effectsText}`,
+        };
+      }
       if (tool) {
         const stop = tool.cancellable ? "can be cancelled" : "cannot be cancelled";
         return {
@@ -124,6 +137,8 @@ export function composeAck(
       return { ...base, text: `Not accepted: ${decision.reason ?? "rejected"}.` };
     case "duplicate":
       return { ...base, text: "Already received this message; it is not run again." };
+    case "control":
+      return { ...base, text: decision.reason ?? "Done." };
   }
 }
 

@@ -331,6 +331,7 @@ export function createGateway(options: GatewayOptions) {
     const owned = { id: message.id, text: message.text, channel: message.channel, at: now };
 
     let decision: SessionDecision;
+    let runBefore: RunView | undefined;
     const oversized = message.text.length > config.limits.maxMessageChars;
     const control = parseControl(message.text);
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
@@ -363,6 +364,8 @@ export function createGateway(options: GatewayOptions) {
     } else {
       entry.seen.set(message.id, now);
       const actor = sessionActor(message.session, entry);
+      // What the run was doing when the message arrived: an interrupt changes it at once.
+      runBefore = runView(actor);
       actor.send({ type: "session.message", message: owned, setting });
       decision = actor.getSnapshot().context.lastDecision ?? {
         messageId: message.id,
@@ -372,17 +375,29 @@ export function createGateway(options: GatewayOptions) {
       // Acknowledged means durable: the message is in the saved state (or the transcript) first.
       await entry.saving;
     }
-    return finishAck(message.session, entry, decision);
+    return finishAck(message.session, entry, decision, runBefore);
   }
 
-  function finishAck(session: string, entry: SessionMemory, decision: SessionDecision): Ack {
+  function runView(actor: SessionActorRef | null): RunView | undefined {
+    const runRef = actor?.getSnapshot().children.run as AnyActorRef | undefined;
+    if (!runRef) return undefined;
+    const runSnapshot = runRef.getSnapshot();
+    return { state: stateName(runSnapshot.value), context: runSnapshot.context };
+  }
+
+  function finishAck(
+    session: string,
+    entry: SessionMemory,
+    decision: SessionDecision,
+    runBefore?: RunView,
+  ): Ack {
     const snapshot = entry.actor?.getSnapshot();
-    const runRef = snapshot?.children.run as AnyActorRef | undefined;
-    let run: RunView | undefined;
-    if (runRef && (decision.disposition === "steered" || decision.disposition === "interrupted")) {
-      const runSnapshot = runRef.getSnapshot();
-      run = { state: stateName(runSnapshot.value), context: runSnapshot.context };
-    }
+    const run =
+      decision.disposition === "interrupted"
+        ? runBefore
+        : decision.disposition === "steered"
+          ? runView(entry.actor)
+          : undefined;
     const position =
       snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
     const ack = composeAck(session, decision, run, position);
@@ -399,7 +414,7 @@ export function createGateway(options: GatewayOptions) {
     setting: ReturnType<typeof resolveQueueSetting>,
   ): Ack {
     let text: string;
-    let disposition: SessionDecision["disposition"] = "started";
+    let disposition: SessionDecision["disposition"] = "control";
     switch (control.command) {
       case "queue":
         entry.override = { ...(entry.override ?? {}), ...control.settings };
@@ -411,14 +426,24 @@ export function createGateway(options: GatewayOptions) {
         break;
       case "stop": {
         const actor = entry.actor;
-        const snapshot = actor?.getSnapshot();
-        const waiting = snapshot ? countMessages(snapshot.context.queue) : 0;
-        const running = snapshot?.children.run !== undefined;
+        const run = runView(actor);
+        let dropped = 0;
+        const counting = actor?.on("message.dropped", () => {
+          dropped++;
+        });
         actor?.send({ type: "session.stop" });
-        text = running
-          ? `Stopping the current reply${waiting ? ` and dropping ${waiting} waiting message(s)` : ""}.`
-          : waiting
-            ? `Dropped ${waiting} waiting message(s); nothing was running.`
+        counting?.unsubscribe();
+        const call = run?.context.pendingCalls[run.context.toolIndex];
+        const stuck =
+          run?.state.startsWith("toolBatch.toolRunning") &&
+          call &&
+          !run.context.input.cancellableTools.includes(call.name)
+            ? ` ${call.name} cannot be cancelled, so it finishes first.`
+            : "";
+        text = run
+          ? `Stopping the current reply${dropped ? ` and dropping ${dropped} waiting message(s)` : ""}.${stuck}`
+          : dropped
+            ? `Dropped ${dropped} waiting message(s); nothing was running.`
             : "Nothing was running.";
         break;
       }

@@ -9,6 +9,7 @@ export type QueueItem =
   | { kind: "collect"; channel: string; messages: OwnedMessage[] }
   | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode; resumed?: boolean };
 
+/** `control`: a command (`/stop`, `/new`, `/queue`) that acted at once and never reaches the model. */
 export type Disposition =
   | "started"
   | "steered"
@@ -16,7 +17,8 @@ export type Disposition =
   | "collected"
   | "interrupted"
   | "rejected"
-  | "duplicate";
+  | "duplicate"
+  | "control";
 
 /** What the session decided for one inbound message; the gateway turns it into the user-facing ack. */
 export interface SessionDecision {

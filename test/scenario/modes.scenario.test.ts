@@ -243,6 +243,32 @@ describe("steer (the default)", () => {
     ]);
   });
 
+  it("does not join a recovery turn (it only resends an earlier reply): it waits for its own turn", async () => {
+    const { result } = await play(yaml`
+      config: { delivery: { visibleReplies: message_tool } }
+      model:
+        - when: { recovery: true, call: 1 }
+          reply: { delayMs: 500, toolCalls: [{ name: message, args: { action: send, text: "The answer I owed you." } }] }
+        - when: { hasToolResult: message }
+          reply: { delayMs: 10, text: "" }
+        - when: { latestUser: "quick" }
+          reply: { delayMs: 100, toolCalls: [{ name: message, args: { action: send, text: "Quick answer." } }] }
+        - reply: { delayMs: 100, text: "${"A substantive answer that was written but never sent. ".repeat(6)}" }
+      ${inbound(msg(0, "m1", "explain it"), msg(300, "m2", "quick, are you there?"))}
+    `);
+    // m1's final is stranded at 100; the recovery turn resends it 100–600; m2 arrives in between.
+    expect(events(result, "recovery.queued")).toHaveLength(1);
+    expect(ack(result, "m2")).toMatchObject({ disposition: "queued", mode: "steer" });
+    expect(ack(result, "m2").text).toContain("being resent first");
+    const recovery = result.modelCalls.filter((call) => call.recovery);
+    expect(recovery.every((call) => call.userTexts.length === 0)).toBe(true);
+    expect(userTextsByTurn(result).at(-1)).toEqual(["quick, are you there?"]);
+    expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([
+      ["recovery", "The answer I owed you."],
+      ["reply", "Quick answer."],
+    ]);
+  });
+
   it("is not switched off by a queued follow-up: a later steer still joins the running turn", async () => {
     const { result } = await play(
       withTools(
@@ -741,6 +767,10 @@ describe("control commands", () => {
       withTools(
         inbound(msg(0, "m1", "deploy the app"), msg(1000, "x1", "/stop"), msg(1500, "m2", "are you done?")),
       ),
+    );
+    // Its ack does not promise the stopped run reads it "before any further step".
+    expect(ack(result, "m2").text).toBe(
+      "Got it. The current reply is being stopped; deploy cannot be cancelled and finishes first, then I answer this.",
     );
     expect(events(result, "turn.ended").map((event) => event.status)).toEqual(["aborted", "done"]);
     expect(events(result, "message.dropped")).toEqual([]);
