@@ -13,24 +13,22 @@ export function createCallModel(deps: ActorDeps) {
     const turn = input.context.slice(input.turnStart);
     const userTexts = turn.flatMap((message) => (message.role === "user" ? [message.text] : []));
     const messageIds = turn.flatMap((message) => (message.role === "user" ? [message.messageId] : []));
-    deps.emit("model.called", {
+    const identity = {
       session: input.session,
       runId: input.runId,
       call: input.call,
       recheck: input.recheck,
       recovery: input.recovery,
       review: false,
+    };
+    deps.emit("model.called", {
+      ...identity,
       latestUser: latestUserText(input.context),
       userTexts,
       messageIds,
     });
     const reply = await deps.model.complete({
-      session: input.session,
-      runId: input.runId,
-      call: input.call,
-      recheck: input.recheck,
-      recovery: input.recovery,
-      review: false,
+      ...identity,
       context: input.context,
       turnStart: input.turnStart,
       tools: input.tools,

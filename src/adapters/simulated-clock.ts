@@ -136,16 +136,13 @@ function before(a: SimTimer, b: SimTimer): boolean {
 }
 
 /**
- * Lets every queued promise reaction and I/O callback run. Two consecutive quiet macrotask turns with
- * no I/O in flight mean nothing else can happen until the next timer fires.
+ * Lets every queued promise reaction run: one macrotask turn with no I/O in flight means nothing else
+ * can happen until the next timer fires (Tiller's own code schedules no immediates of its own).
  */
 export async function settle(isBusy?: () => boolean): Promise<void> {
-  let quiet = 0;
-  while (quiet < 2) {
+  for (;;) {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (isBusy?.()) {
-      quiet = 0;
-      await new Promise<void>((resolve) => setTimeout(resolve, 0));
-    } else quiet++;
+    if (!isBusy?.()) return;
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
   }
 }
