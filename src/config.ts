@@ -80,6 +80,8 @@ export const configSchema = z
         maxSessionKeyChars: z.number().int().positive().default(512),
         dedupeWindowMs: z.number().int().positive().default(600_000),
         maxModelCallsPerTurn: z.number().int().positive().default(25),
+        /** A turn that would start with a longer context window first rotates the transcript. */
+        maxWindowRecords: z.number().int().positive().default(2000),
       })
       .strict()
       .default({
@@ -87,6 +89,7 @@ export const configSchema = z
         maxSessionKeyChars: 512,
         dedupeWindowMs: 600_000,
         maxModelCallsPerTurn: 25,
+        maxWindowRecords: 2000,
       }),
   })
   .strict();

@@ -84,6 +84,16 @@ export class TranscriptWriter {
     return this.lastSeqs.get(session) ?? 0;
   }
 
+  /** Compaction: a new context window starts at the end of the transcript; history stays readable. */
+  async rotate(session: string): Promise<void> {
+    await this.track(async () => {
+      const head = await this.head(session);
+      const next = this.store.rotate(session, head);
+      this.heads.set(session, next);
+      await next;
+    });
+  }
+
   /** Drops cached heads (after a restart the store is the truth). */
   forget(session: string): void {
     this.heads.delete(session);

@@ -20,6 +20,16 @@ export function createPrepareRun(deps: ActorDeps) {
           records = await deps.writer.readWindow(input.session);
         }
       }
+      if (records.length > deps.config.limits.maxWindowRecords) {
+        // Compaction: the model starts from a fresh window; every record stays in the transcript.
+        await deps.writer.rotate(input.session);
+        deps.emit("transcript.rotated", {
+          session: input.session,
+          runId: input.runId,
+          windowRecords: records.length,
+        });
+        records = await deps.writer.readWindow(input.session);
+      }
       const stored = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
       const olderUserTexts: string[] = [];
       for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
