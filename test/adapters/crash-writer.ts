@@ -12,6 +12,7 @@
 import { createInterface } from "node:readline";
 import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 import type { RecordBody, TranscriptHead } from "../../src/adapters/store.js";
+import { mulberry32 } from "../support/random.js";
 
 /** Each run writes to 3 of these, so a restart rereads only part of the accumulated directory. */
 const SESSIONS = [
@@ -73,15 +74,4 @@ function body(): RecordBody {
   const size = recordSize(id);
   // Non-ASCII and characters JSON must escape, so multi-byte sequences and escapes get torn too.
   return { role: "user", text: `${id} é"\n\\ ${"x".repeat(size)}`, messageId: id };
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }

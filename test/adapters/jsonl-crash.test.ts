@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseLine, scanLines } from "../../src/adapters/jsonl-file.js";
 import { JsonlStore } from "../../src/adapters/jsonl-store.js";
+import { mulberry32 } from "../support/random.js";
 
 /**
  * A real crash harness: a writer process (crash-writer.ts) appends to one store directory and is killed
@@ -254,15 +255,4 @@ async function readFrom(file: string, offset: number): Promise<Buffer> {
   } finally {
     await handle.close();
   }
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }

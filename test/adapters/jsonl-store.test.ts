@@ -8,6 +8,7 @@ import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 import { assertSessionKey, sessionFileName } from "../../src/adapters/session-key.js";
 import type { RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
 import { StoreLockedError } from "../../src/errors.js";
+import { mulberry32 } from "../support/random.js";
 import { storeContract } from "./store-contract.js";
 
 const run = promisify(execFile);
@@ -403,17 +404,6 @@ function randomKey(random: () => number): string {
     } else key += random() < 0.5 ? String.fromCodePoint(0x1f600 + Math.floor(random() * 80)) : "e\u0301";
   }
   return key;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 async function probe(dir: string): Promise<unknown> {

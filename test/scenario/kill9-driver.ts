@@ -18,6 +18,7 @@ import type { ToolDefinition } from "../../src/adapters/tool.js";
 import { createGateway } from "../../src/gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import { latestUserText } from "../../src/turn.js";
+import { mulberry32 } from "../support/random.js";
 
 const KILL9_SESSION = "web:kill9";
 const KILL9_MESSAGES = 4;
@@ -88,14 +89,3 @@ for (let i = 1; i <= KILL9_MESSAGES; i++) {
 process.stdout.write(`${JSON.stringify({ sent: KILL9_MESSAGES })}\n`);
 // Waits forever: the test ends this process with SIGKILL.
 setInterval(() => {}, 60_000);
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

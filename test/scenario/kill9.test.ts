@@ -6,6 +6,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
+import { mulberry32 } from "../support/random.js";
 
 // A real kill -9 (DESIGN.md §6, invariant 5): a gateway on a JSONL store with a system clock and a model
 // that takes real time is killed with SIGKILL at a random moment after it acknowledged at least one
@@ -171,17 +172,6 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
       done({ code, stdout, stderr });
     });
   });
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function check(killed: Killed): void {
