@@ -17,15 +17,15 @@ import type { TranscriptStore } from "./adapters/store.js";
 import { SystemClock } from "./adapters/system-clock.js";
 import type { ToolDefinition } from "./adapters/tool.js";
 import { type GatewayConfig, type GatewayConfigInput, parseConfig, queueLayers } from "./config.js";
-import { ConfigError, GatewayDrainingError, MessageRejectedError } from "./errors.js";
+import { ConfigError, GatewayDrainingError } from "./errors.js";
 import { EventHub, type EventListener, type TillerEvent } from "./events.js";
 import { type MessageExplanation, MessageLog } from "./explain.js";
+import { type InboundMessage, pruneSeen, stateName, validateInbound } from "./inbound.js";
 import { createLaneScheduler, type LaneScheduler } from "./lanes/lane-scheduler.js";
 import { createLogger, type Logger } from "./logger.js";
 import { runMachine } from "./machines/run.machine.js";
 import { type SessionActorRef, sessionMachine } from "./machines/session.machine.js";
 import type { SessionDecision, SessionInput } from "./machines/session.types.js";
-import { countMessages } from "./machines/session-queue.js";
 import { parseControl } from "./policy/control.js";
 import { parseQueueMode, type QueueSettings, resolveQueueSetting } from "./policy/queue-mode.js";
 import { type PersistedSession, planResume } from "./resume.js";
@@ -43,15 +43,6 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Names each turn's run; must never repeat for a session (default: the session key + a random id). */
   newRunId?: (session: string) => string;
-}
-
-export interface InboundMessage {
-  session: string;
-  channel: string;
-  text: string;
-  id: string;
-  /** Inline queue mode for this message (or an alias). */
-  mode?: string;
 }
 
 export interface SessionInspection {
@@ -558,55 +549,6 @@ export function createGateway(options: GatewayOptions) {
 }
 
 export type Gateway = ReturnType<typeof createGateway>;
-
-// Control characters in a session key are refused (they corrupt logs and file names).
-function hasControlChars(value: string): boolean {
-  for (let i = 0; i < value.length; i++) {
-    const code = value.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
-  }
-  return false;
-}
-
-function validateInbound(inbound: InboundMessage, config: GatewayConfig): InboundMessage {
-  if (inbound === null || typeof inbound !== "object") {
-    throw new MessageRejectedError("message", `expected an object, received ${typeof inbound}`);
-  }
-  const { session, channel, text, id } = inbound;
-  if (typeof session !== "string" || session.length === 0) {
-    throw new MessageRejectedError("session", "expected a non-empty string", "SESSION_KEY_INVALID");
-  }
-  if (session.length > config.limits.maxSessionKeyChars || hasControlChars(session)) {
-    throw new MessageRejectedError(
-      "session",
-      `expected at most ${config.limits.maxSessionKeyChars} characters and no control characters`,
-      "SESSION_KEY_INVALID",
-    );
-  }
-  if (typeof channel !== "string" || channel.length === 0)
-    throw new MessageRejectedError("channel", "expected a channel name");
-  if (typeof text !== "string") throw new MessageRejectedError("text", "expected a string");
-  if (typeof id !== "string" || id.length === 0 || id.length > 256) {
-    throw new MessageRejectedError("id", "expected a non-empty string of at most 256 characters");
-  }
-  return inbound;
-}
-
-function pruneSeen(entry: SessionMemory, now: number, windowMs: number): void {
-  // Ids arrive in time order, so the oldest are first.
-  for (const [id, at] of entry.seen) {
-    if (now - at <= windowMs) break;
-    entry.seen.delete(id);
-  }
-}
-
-function stateName(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object") {
-    const [key, inner] = Object.entries(value)[0] ?? ["", ""];
-    return `${key}.${stateName(inner)}`;
-  }
-  return String(value);
-}
+export type { InboundMessage };
 
 export { GatewayDrainingError };
