@@ -1,5 +1,5 @@
 import { nanoid } from "nanoid";
-import { type AnyActorRef, createActor, type InspectionEvent, type Subscription } from "xstate";
+import { type AnyActorRef, createActor, type InspectionEvent } from "xstate";
 import { type Ack, composeAck, type RunView } from "./ack.js";
 import { builtinTools } from "./actors/builtin-tools.js";
 import { createCallModel } from "./actors/call-model.js";
@@ -27,8 +27,9 @@ import { runMachine } from "./machines/run.machine.js";
 import { type SessionActorRef, sessionMachine } from "./machines/session.machine.js";
 import type { SessionDecision, SessionInput } from "./machines/session.types.js";
 import { parseControl } from "./policy/control.js";
-import { parseQueueMode, type QueueSettings, resolveQueueSetting } from "./policy/queue-mode.js";
+import { parseQueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
 import { type PersistedSession, planResume } from "./resume.js";
+import { type SessionMemory, SessionPersistence } from "./session-persistence.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 
 export interface GatewayOptions {
@@ -51,21 +52,6 @@ export interface SessionInspection {
   queue: Array<{ kind: string; messageIds: string[] }>;
   lane: { active: number; queued: number; capacity: number } | null;
   transcriptLength: number;
-}
-
-interface SessionMemory {
-  actor: SessionActorRef | null;
-  subscription: Subscription | null;
-  channel: string;
-  override: QueueSettings | null;
-  seen: Map<string, number>;
-  /** Stored message ids loaded into `seen` (once per process). */
-  known?: Promise<void>;
-  turnSeq: number;
-  /** What the last save was made from (references), whether it saved "nothing", and the save in flight. */
-  savedFrom: { pending: unknown; queue: unknown; summaries: unknown; runId: string | null } | null;
-  savedEmpty: boolean;
-  saving: Promise<void>;
 }
 
 /**
@@ -96,6 +82,8 @@ export function createGateway(options: GatewayOptions) {
     logger.debug(event, type);
     hub.emit(event);
   }
+
+  const persistence = new SessionPersistence({ writer, clock, config, logger, emit });
 
   const lanes: LaneScheduler = createLaneScheduler({
     capacity: config.lanes,
@@ -187,7 +175,7 @@ export function createGateway(options: GatewayOptions) {
           const runId = snapshot.context.runId ?? undefined;
           run.on("*", (event: { type: string }) => emit(event.type, { ...event, session: key, runId }));
         }
-        persist(key, entry, snapshot);
+        persistence.persist(key, entry, snapshot);
         if (snapshot.value === "idle" && snapshot.context.queue.length === 0) retire(entry);
       },
       error(error) {
@@ -198,72 +186,6 @@ export function createGateway(options: GatewayOptions) {
     entry.actor = actor;
     actor.start();
     return actor;
-  }
-
-  /**
-   * Saves what a restart needs (the turn in progress, the queue) whenever it changes. Saves of one
-   * session are chained, so the file always ends at the newest state.
-   */
-  function persist(
-    key: string,
-    entry: SessionMemory,
-    snapshot: ReturnType<SessionActorRef["getSnapshot"]>,
-  ): void {
-    const { context } = snapshot;
-    const inTurn = typeof snapshot.value === "object" && "turn" in snapshot.value;
-    const pending = inTurn ? context.pending : null;
-    const runId = inTurn ? context.runId : null;
-    // Machine context is never changed in place, so unchanged references mean an unchanged state.
-    const last = entry.savedFrom;
-    if (
-      last &&
-      last.pending === pending &&
-      last.queue === context.queue &&
-      last.summaries === context.summaries &&
-      last.runId === runId
-    ) {
-      return;
-    }
-    entry.savedFrom = { pending, queue: context.queue, summaries: context.summaries, runId };
-    const state: PersistedSession | null =
-      pending || context.queue.length > 0
-        ? {
-            version: 1,
-            turnSeq: context.turnSeq,
-            runId,
-            pending,
-            queue: context.queue,
-            summaries: context.summaries,
-          }
-        : null;
-    if (state === null && entry.savedEmpty) return;
-    entry.savedEmpty = state === null;
-    entry.saving = entry.saving
-      .then(() => writer.saveState(key, state))
-      .catch((error: unknown) => {
-        logger.error({ session: key, error: String(error) }, "state.saveFailed");
-        emit("state.saveFailed", { session: key, error: String(error) });
-      });
-  }
-
-  /**
-   * The first message a process sees for a session learns which message ids the transcript already
-   * holds, so a channel's redelivery after a restart is a duplicate, not a second answer.
-   */
-  function rememberStoredIds(key: string, entry: SessionMemory): Promise<void> {
-    entry.known ??= writer.readWindow(key).then(
-      (records) => {
-        const since = clock.now() - config.limits.dedupeWindowMs;
-        const stored = records.filter((record) => record.role === "user" && record.at >= since);
-        // Keep arrival order: pruning stops at the first id inside the window.
-        const merged = new Map<string, number>();
-        for (const record of stored) if (record.role === "user") merged.set(record.messageId, record.at);
-        for (const [id, at] of entry.seen) if (!merged.has(id)) merged.set(id, at);
-        entry.seen = new Map([...merged].sort((a, b) => a[1] - b[1]));
-      },
-      (error: unknown) => logger.warn({ session: key, error: String(error) }, "dedupe.loadFailed"),
-    );
-    return entry.known;
   }
 
   /** Resumes every session a previous process left with work: exactly once, in the background lane. */
@@ -314,7 +236,7 @@ export function createGateway(options: GatewayOptions) {
     const message = validateInbound(inbound, config);
     const entry = memory(message.session, message.channel);
     entry.channel = message.channel;
-    await rememberStoredIds(message.session, entry);
+    await persistence.rememberStoredIds(message.session, entry);
     const now = clock.now();
     const layers = queueLayers(config, message.channel);
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
