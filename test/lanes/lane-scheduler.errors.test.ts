@@ -8,17 +8,10 @@ import {
   TillerError,
 } from "../../src/errors.js";
 import { createLaneScheduler, type RunOptions } from "../../src/lanes/lane-scheduler.js";
+import { deferred } from "../support/deferred.js";
 
 // Bad input throws at once, names the argument, what was expected and what was received, and leaves
 // everything already queued exactly as it was. Tasks that return or throw synchronously are settled too.
-
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((res) => {
-    resolve = res;
-  });
-  return { promise, resolve };
-}
 
 /** A scheduler whose `main` (capacity 1) runs one task and queues two, to prove bad calls change nothing. */
 function withQueue() {

@@ -9,26 +9,11 @@ import {
   type RunOptions,
 } from "../../src/lanes/lane-scheduler.js";
 import { laneForNested, priorityForTrigger } from "../../src/policy/lane-priority.js";
+import { deferred } from "../support/deferred.js";
 
 // Sessions, workload lanes, priorities, capacity, clear, snapshot and the task-lifecycle events.
 // Timeouts, abort, drain and wait diagnostics: lane-scheduler.timing.test.ts; bad input:
 // lane-scheduler.errors.test.ts. Every task is held open by a deferred the test settles by hand.
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(value: T): void;
-  reject(reason: unknown): void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 interface Caller {
   status: "pending" | "fulfilled" | "rejected";

@@ -7,25 +7,10 @@ import {
   type LaneSchedulerOptions,
   type RunOptions,
 } from "../../src/lanes/lane-scheduler.js";
+import { deferred } from "../support/deferred.js";
 
 // Timeouts, abort, drain and wait diagnostics, on a simulated clock: tasks are held open by deferreds
 // the test settles by hand, and time moves only with clock.advance().
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(value: T): void;
-  reject(reason: unknown): void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 interface Caller {
   status: "pending" | "fulfilled" | "rejected";

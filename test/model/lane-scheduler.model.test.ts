@@ -14,6 +14,7 @@ import type { TillerEvent } from "../../src/events.js";
 import { createLaneScheduler, type RunOptions } from "../../src/lanes/lane-scheduler.js";
 import { type LaneEntryEvent, laneEntryMachine } from "../../src/machines/lane-entry.machine.js";
 import { type LaneSchedulerEvent, laneSchedulerMachine } from "../../src/machines/lane-scheduler.machine.js";
+import { deferred } from "../support/deferred.js";
 
 // Graph tests: every shortest and every simple path of laneEntryMachine and laneSchedulerMachine is
 // replayed against the real scheduler on a simulated clock. Each machine event maps to a real action
@@ -23,16 +24,6 @@ import { type LaneSchedulerEvent, laneSchedulerMachine } from "../../src/machine
 type Path<E extends EventObject> = StatePath<ReturnType<AnyStateMachine["transition"]>, E>;
 
 const byValue = (snapshot: { value: unknown }) => JSON.stringify(snapshot.value);
-
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 interface Task {
   name: string;

@@ -16,6 +16,7 @@ import {
 } from "../../src/machines/run.machine.js";
 import { DEFAULT_COMPLAINT_PATTERNS } from "../../src/policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../../src/turn.js";
+import { type Deferred, deferred } from "../support/deferred.js";
 
 // Graph-based tests of the run machine (DESIGN.md §3, invariants 4 and 5). xstate/graph enumerates the
 // machine's paths over an explicit event list that includes the results of the invoked actors; each path
@@ -291,22 +292,6 @@ function expectedRecheckEvents(path: Path, settings: RecheckSettings): Array<Par
 
 // ---------------------------------------------------------------------------------------------------
 // Replay on a real actor
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 /** Lets promise callbacks and the actor's reactions to them run; no timer, no wall-clock wait. */
 function settle(): Promise<void> {
