@@ -17,7 +17,7 @@ import type { TranscriptStore } from "./adapters/store.js";
 import { SystemClock } from "./adapters/system-clock.js";
 import type { ToolDefinition } from "./adapters/tool.js";
 import { type GatewayConfig, type GatewayConfigInput, parseConfig, queueLayers } from "./config.js";
-import { ConfigError, GatewayDrainingError } from "./errors.js";
+import { ConfigError } from "./errors.js";
 import { EventHub, type EventListener, type TillerEvent } from "./events.js";
 import { type MessageExplanation, MessageLog } from "./explain.js";
 import { type InboundMessage, pruneSeen, stateName, validateInbound } from "./inbound.js";
@@ -202,9 +202,7 @@ export function createGateway(options: GatewayOptions) {
       entry.savedEmpty = false;
       // Channels redeliver what a dead process may not have acknowledged: ids this session already
       // accepted (stored, or owned by the turn and queue being resumed) stay duplicates.
-      const since = clock.now() - config.limits.dedupeWindowMs;
-      for (const record of records)
-        if (record.role === "user" && record.at >= since) entry.seen.set(record.messageId, record.at);
+      await persistence.rememberStoredIds(key, entry);
       for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
         if ("messages" in item) for (const message of item.messages) entry.seen.set(message.id, message.at);
       const channel = records.findLast((record) => record.role === "user")?.channel;
@@ -472,5 +470,3 @@ export function createGateway(options: GatewayOptions) {
 
 export type Gateway = ReturnType<typeof createGateway>;
 export type { InboundMessage };
-
-export { GatewayDrainingError };

@@ -463,7 +463,7 @@ export const sessionMachine = setup({
 export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
 
 function decision(
-  event: Extract<import("./session.types.js").SessionEvent, { type: "session.message" }>,
+  event: Extract<SessionEvent, { type: "session.message" }>,
   disposition: SessionDecision["disposition"],
   reason?: string,
   dropped?: string[],
