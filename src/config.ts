@@ -82,6 +82,12 @@ export const configSchema = z
         maxModelCallsPerTurn: z.number().int().positive().default(25),
         /** A turn that would start with a longer context window first rotates the transcript. */
         maxWindowRecords: z.number().int().positive().default(2000),
+        /**
+         * Idle sessions whose actor (and cached context window) stays alive, most recent first: their
+         * next message starts a turn without rebuilding them. Older idle sessions keep only a few
+         * hundred bytes and are rebuilt on demand. 0 stops every actor as soon as it is idle.
+         */
+        liveIdleSessions: nonNegativeInt.default(1000),
       })
       .strict()
       .default({
@@ -90,6 +96,7 @@ export const configSchema = z
         dedupeWindowMs: 600_000,
         maxModelCallsPerTurn: 25,
         maxWindowRecords: 2000,
+        liveIdleSessions: 1000,
       }),
   })
   .strict();

@@ -23,8 +23,11 @@ export interface MessageExplanation {
 
 const MAX_PER_SESSION = 500;
 
+/** An entry noted before its ack (a turn can start, and call the model, inside `receive`). */
+type Entry = MessageExplanation & { acked?: false };
+
 export class MessageLog {
-  private readonly bySession = new Map<string, Map<string, MessageExplanation>>();
+  private readonly bySession = new Map<string, Map<string, Entry>>();
   /** runId → message ids the run owns, to attribute model calls and finals. */
   private readonly runMessages = new Map<string, Set<string>>();
 
@@ -94,37 +97,57 @@ export class MessageLog {
 
   explain(session: string, messageId: string): MessageExplanation | undefined {
     const entry = this.bySession.get(session)?.get(messageId);
-    return entry ? structuredClone(entry) : undefined;
+    if (!entry || entry.acked === false) return undefined;
+    return structuredClone(entry);
   }
 
   private acked(session: string, event: TillerEvent): void {
+    const id = String(event.messageId);
+    const early = this.bySession.get(session)?.get(id);
+    if (early && early.acked !== false) {
+      this.note(session, id, event.at, `redelivered: acked ${event.disposition}`);
+      return;
+    }
+    const entry = early ?? this.entry(session, id, event.at);
+    delete entry.acked;
+    entry.disposition = String(event.disposition);
+    entry.mode = String(event.mode);
+    entry.modeSource = String(event.modeSource);
+    entry.ackText = String(event.text ?? "");
+    entry.timeline.unshift({
+      at: entry.arrivedAt,
+      what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
+    });
+    // A wait the turn already ended (it started, or saw the message, before the ack) is closed at once.
+    const waitsFor = event.waitsFor as string | undefined;
+    const seen = early !== undefined && early.timeline.length > 1;
+    if (waitsFor)
+      entry.waited.push({ where: waitsFor, from: entry.arrivedAt, ...(seen ? { until: event.at } : {}) });
+    if (event.runId && event.disposition === "steered") this.claim(String(event.runId), id);
+  }
+
+  /** A new entry, in the session's bounded log; its ack fills in what the gateway decided. */
+  private entry(session: string, id: string, at: number): Entry {
     let messages = this.bySession.get(session);
     if (!messages) {
       messages = new Map();
       this.bySession.set(session, messages);
     }
-    const id = String(event.messageId);
-    if (messages.has(id)) {
-      this.note(session, id, event.at, `redelivered: acked ${event.disposition}`);
-      return;
-    }
-    const waitsFor = event.waitsFor as string | undefined;
-    const entry: MessageExplanation = {
+    const entry: Entry = {
       session,
       messageId: id,
-      arrivedAt: event.at,
-      disposition: String(event.disposition),
-      mode: String(event.mode),
-      modeSource: String(event.modeSource),
-      ackText: String(event.text ?? ""),
-      waited: waitsFor ? [{ where: waitsFor, from: event.at }] : [],
-      timeline: [
-        { at: event.at, what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})` },
-      ],
+      arrivedAt: at,
+      disposition: "",
+      mode: "",
+      modeSource: "",
+      ackText: "",
+      waited: [],
+      timeline: [],
+      acked: false,
     };
-    if (event.runId && event.disposition === "steered") this.claim(String(event.runId), id);
     messages.set(id, entry);
     if (messages.size > MAX_PER_SESSION) messages.delete(messages.keys().next().value as string);
+    return entry;
   }
 
   private claim(runId: string, messageId: string): void {
@@ -143,8 +166,8 @@ export class MessageLog {
     what: string,
     update?: (entry: MessageExplanation) => void,
   ): void {
-    const entry = this.bySession.get(session)?.get(id);
-    if (!entry) return;
+    // A turn can start, and call the model, before `receive` returns the message's ack.
+    const entry = this.bySession.get(session)?.get(id) ?? this.entry(session, id, at);
     entry.timeline.push({ at, what });
     update?.(entry);
   }

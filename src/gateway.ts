@@ -6,7 +6,6 @@ import { createCallModel } from "./actors/call-model.js";
 import { createDeliver, send } from "./actors/deliver.js";
 import type { ActorDeps } from "./actors/deps.js";
 import { createLaneSlot } from "./actors/lane-slot.js";
-import { createPrepareRun } from "./actors/prepare-run.js";
 import { createResetTranscript } from "./actors/reset-transcript.js";
 import { createRunTool } from "./actors/run-tool.js";
 import type { Channel } from "./adapters/channel.js";
@@ -74,6 +73,8 @@ export function createGateway(options: GatewayOptions) {
   const messageLog = new MessageLog();
   const sessions = new Map<string, SessionMemory>();
   const writer = new TranscriptWriter(store);
+  /** Idle sessions whose actor is kept alive, least recently used first (a Map keeps insertion order). */
+  const liveIdle = new Map<string, SessionMemory>();
   let draining = false;
 
   function emit(type: string, fields: Record<string, unknown>): void {
@@ -125,7 +126,6 @@ export function createGateway(options: GatewayOptions) {
       run: providedRun,
       laneSlot: createLaneSlot(deps),
       deliver: createDeliver(deps),
-      prepareRun: createPrepareRun(deps),
       resetTranscript: createResetTranscript(deps),
     },
   });
@@ -154,7 +154,11 @@ export function createGateway(options: GatewayOptions) {
     entry: SessionMemory,
     restored?: SessionInput["restored"],
   ): SessionActorRef {
-    if (entry.actor) return entry.actor;
+    if (entry.actor) {
+      liveIdle.delete(key);
+      return entry.actor;
+    }
+    writer.keepWindow(key, true);
     const actor = createActor(providedSession, {
       input: { key, turnSeq: entry.turnSeq, ...(restored ? { restored } : {}) },
       // Delayed transitions (the collect window) run on the gateway's clock, simulated or not.
@@ -176,7 +180,7 @@ export function createGateway(options: GatewayOptions) {
           run.on("*", (event: { type: string }) => emit(event.type, { ...event, session: key, runId }));
         }
         persistence.persist(key, entry, snapshot);
-        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) retire(entry);
+        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) rest(key, entry);
       },
       error(error) {
         logger.error({ session: key, error: String(error) }, "session.crashed");
@@ -215,11 +219,25 @@ export function createGateway(options: GatewayOptions) {
     }
   }
 
-  /** An idle session keeps only its small memory; the actor is stopped so thousands stay cheap. */
-  function retire(entry: SessionMemory): void {
+  /**
+   * An idle session joins the live-idle set; past `limits.liveIdleSessions` the least recently used one
+   * is retired, so thousands of sessions stay cheap while the busy ones start turns at once.
+   */
+  function rest(key: string, entry: SessionMemory): void {
+    liveIdle.delete(key);
+    liveIdle.set(key, entry);
+    while (liveIdle.size > config.limits.liveIdleSessions) {
+      const [oldestKey, oldest] = liveIdle.entries().next().value as [string, SessionMemory];
+      liveIdle.delete(oldestKey);
+      retire(oldestKey, oldest);
+    }
+  }
+
+  /** A retired session keeps only its small memory; the actor is stopped (after the current step). */
+  function retire(key: string, entry: SessionMemory): void {
     queueMicrotask(() => {
       const actor = entry.actor;
-      if (!actor) return;
+      if (!actor || liveIdle.has(key)) return;
       const snapshot = actor.getSnapshot();
       if (snapshot.value !== "idle" || snapshot.context.queue.length > 0) return;
       entry.turnSeq = snapshot.context.turnSeq;
@@ -227,6 +245,7 @@ export function createGateway(options: GatewayOptions) {
       actor.stop();
       entry.actor = null;
       entry.subscription = null;
+      writer.keepWindow(key, false);
     });
   }
 
@@ -234,6 +253,8 @@ export function createGateway(options: GatewayOptions) {
     const message = validateInbound(inbound, config);
     const entry = memory(message.session, message.channel);
     entry.channel = message.channel;
+    // The window read for duplicate detection is the one the session's first turn starts from.
+    if (!entry.actor) writer.keepWindow(message.session, true);
     await persistence.rememberStoredIds(message.session, entry);
     const now = clock.now();
     const layers = queueLayers(config, message.channel);
@@ -286,6 +307,8 @@ export function createGateway(options: GatewayOptions) {
       // Acknowledged means durable: the message is in the saved state (or the transcript) first.
       await entry.saving;
     }
+    // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
+    if (!entry.actor) writer.keepWindow(message.session, false);
     return finishAck(message.session, entry, decision, runBefore);
   }
 
@@ -458,10 +481,12 @@ export function createGateway(options: GatewayOptions) {
     async stop(): Promise<void> {
       draining = true;
       await lanes.drain();
-      for (const entry of sessions.values()) {
+      liveIdle.clear();
+      for (const [key, entry] of sessions) {
         entry.subscription?.unsubscribe();
         entry.actor?.stop();
         entry.actor = null;
+        writer.keepWindow(key, false);
       }
       await store.close();
     },

@@ -5,6 +5,11 @@ import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } fr
  * presents it on every append, so a writer that fell behind a reset is refused by the store.
  * Tracks writes in flight, so a simulation knows when real I/O is still pending.
  *
+ * Keeps the context window of sessions it is told are live (`keepWindow`): each turn starts from the
+ * window, and re-reading it from the store would cost every turn time in the window's length. The cache
+ * only ever holds what the store acknowledged, in seq order; any doubt (a reset, a rotation, a gap) drops
+ * it and the next read goes to the store again.
+ *
  * @example
  * ```ts
  * const writer = new TranscriptWriter(store);
@@ -17,6 +22,14 @@ export class TranscriptWriter {
   /** Per run: how many journal items are stored (or being stored). */
   private readonly journalStored = new Map<string, number>();
   private inFlight = 0;
+  /** Windows of live sessions, as the store returned them (shared: callers must not change them). */
+  private readonly windows = new Map<string, TranscriptRecord[]>();
+  /** seq a cached window continues from when it holds no record yet. */
+  private readonly windowStartSeq = new Map<string, number>();
+  /** Sessions whose window is worth keeping; others are read from the store each time. */
+  private readonly kept = new Set<string>();
+  /** Appends in flight per session: a window read while one is pending may miss it, so is not kept. */
+  private readonly appending = new Map<string, number>();
 
   constructor(readonly store: TranscriptStore) {}
 
@@ -26,23 +39,59 @@ export class TranscriptWriter {
 
   async append(session: string, records: RecordBody[]): Promise<TranscriptRecord[]> {
     if (records.length === 0) return [];
+    this.appending.set(session, (this.appending.get(session) ?? 0) + 1);
+    try {
+      return await this.track(async () => {
+        const head = await this.head(session);
+        const stored = await this.store.append(session, records, head);
+        const last = stored.at(-1);
+        if (last) this.lastSeqs.set(session, last.seq);
+        this.extendWindow(session, stored);
+        return stored;
+      });
+    } catch (error) {
+      this.dropWindow(session);
+      throw error;
+    } finally {
+      const left = (this.appending.get(session) ?? 1) - 1;
+      if (left === 0) this.appending.delete(session);
+      else this.appending.set(session, left);
+    }
+  }
+
+  /** The session's current context window; the records are shared and must not be changed. */
+  async readWindow(session: string): Promise<readonly TranscriptRecord[]> {
+    const cached = this.windows.get(session);
+    if (cached) return cached;
     return this.track(async () => {
       const head = await this.head(session);
-      const stored = await this.store.append(session, records, head);
-      const last = stored.at(-1);
-      if (last) this.lastSeqs.set(session, last.seq);
-      return stored;
+      const pendingBefore = this.appending.has(session);
+      const records = await this.store.readWindow(session);
+      if (this.kept.has(session) && !pendingBefore && !this.appending.has(session)) {
+        this.windows.set(session, records);
+        // No append is pending, so the transcript ends at the last seq this writer stored (or opened at).
+        this.windowStartSeq.set(session, Math.max(head.lastSeq, this.lastSeq(session)));
+      }
+      return records;
     });
   }
 
-  async readWindow(session: string): Promise<TranscriptRecord[]> {
-    return this.track(async () => {
-      await this.head(session);
-      return this.store.readWindow(session);
-    });
+  /** The window without waiting, when it is cached (a live session between turns). */
+  cachedWindow(session: string): readonly TranscriptRecord[] | undefined {
+    return this.windows.get(session);
+  }
+
+  /** Keep (or stop keeping) the session's window in memory: the gateway does while its actor lives. */
+  keepWindow(session: string, keep: boolean): void {
+    if (keep) this.kept.add(session);
+    else {
+      this.kept.delete(session);
+      this.dropWindow(session);
+    }
   }
 
   async reset(session: string): Promise<void> {
+    this.dropWindow(session);
     await this.track(async () => {
       const head = await this.head(session);
       const next = this.store.reset(session, head);
@@ -86,6 +135,7 @@ export class TranscriptWriter {
 
   /** Compaction: a new context window starts at the end of the transcript; history stays readable. */
   async rotate(session: string): Promise<void> {
+    this.dropWindow(session);
     await this.track(async () => {
       const head = await this.head(session);
       const next = this.store.rotate(session, head);
@@ -97,6 +147,24 @@ export class TranscriptWriter {
   /** Drops cached heads (after a restart the store is the truth). */
   forget(session: string): void {
     this.heads.delete(session);
+    this.dropWindow(session);
+  }
+
+  private dropWindow(session: string): void {
+    this.windows.delete(session);
+    this.windowStartSeq.delete(session);
+  }
+
+  /** Adds acknowledged records to a cached window, or drops the window when they do not continue it. */
+  private extendWindow(session: string, stored: TranscriptRecord[]): void {
+    const window = this.windows.get(session);
+    if (!window || stored.length === 0) return;
+    const last = window.at(-1)?.seq ?? this.windowStartSeq.get(session);
+    if (last === undefined || stored[0]!.seq !== last + 1) {
+      this.dropWindow(session);
+      return;
+    }
+    window.push(...stored);
   }
 
   private head(session: string): Promise<TranscriptHead> {

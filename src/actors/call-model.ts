@@ -4,12 +4,21 @@ import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
 
 /**
- * One model call of a run: stores the turn's pending journal items first (so what the model saw is
- * durable before it answers), then streams the completion. Aborting the actor aborts the call.
+ * One model call of a run. The turn's pending journal items are stored while the model works: the call
+ * does not wait for the disk, but its reply is only handed back once they are durable, so nothing the
+ * run does next (a tool, a final) can be stored or shown ahead of what the model saw. Aborting the
+ * actor aborts the call.
  */
 export function createCallModel(deps: ActorDeps) {
   return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
-    await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
+    const journaled = deps.writer.appendJournal(
+      input.session,
+      input.runId,
+      input.journalOffset,
+      input.unpersisted,
+    );
+    // Observed here so a failed write is not an unhandled rejection while the model still works.
+    journaled.catch(() => {});
     const turn = input.context.slice(input.turnStart);
     const userTexts = turn.flatMap((message) => (message.role === "user" ? [message.text] : []));
     const messageIds = turn.flatMap((message) => (message.role === "user" ? [message.messageId] : []));
@@ -34,6 +43,7 @@ export function createCallModel(deps: ActorDeps) {
       tools: input.tools,
       signal,
     });
+    await journaled;
     if (signal.aborted) throw signal.reason;
     return { text: reply.text, toolCalls: reply.toolCalls, persisted: input.unpersisted.length };
   });

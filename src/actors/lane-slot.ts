@@ -1,45 +1,86 @@
 import { fromCallback } from "xstate";
 import { LaneTimeoutError } from "../errors.js";
-import type { SessionEvent } from "../machines/session.types.js";
+import type { PendingTurn, SessionEvent } from "../machines/session.types.js";
 import { priorityForTrigger } from "../policy/lane-priority.js";
 import type { ActorDeps } from "./deps.js";
+import { prepareRun } from "./prepare-run.js";
+
+export interface LaneSlotInput {
+  session: string;
+  /** The turn as it was when it asked for the slot (messages may still join it). */
+  pending: PendingTurn;
+}
 
 /**
- * Holds a session's lane slot for as long as the session's `turn` state lives: asks the scheduler,
- * reports `lane.granted`, and releases the slot when the state exits (the actor is stopped).
- * User turns run in the foreground; a turn resumed after a restart runs in the background.
+ * Holds a session's lane slot for as long as the session's `turn` state lives: asks the scheduler and,
+ * once granted, prepares the run and reports `lane.granted` with its input (at once when the session's
+ * window is cached, so the model call starts in the step that got the slot). A resend needs no run.
+ * Releases the slot when the state exits (the actor is stopped). User turns run in the foreground; a
+ * turn resumed after a restart runs in the background.
  */
 export function createLaneSlot(deps: ActorDeps) {
-  return fromCallback<SessionEvent, { session: string; resumed: boolean }>(({ input, sendBack }) => {
+  return fromCallback<SessionEvent, LaneSlotInput>(({ input, sendBack }) => {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
     const waiting = new AbortController();
     let granted = false;
+    let left = false;
+    let runId: string | undefined;
+    const resend = input.pending.recovery?.deliveryMode === "automatic";
+
+    function start(): void {
+      runId = deps.newRunId(input.session);
+      if (resend) {
+        sendBack({ type: "lane.granted", runId });
+        return;
+      }
+      const args = { session: input.session, runId, pending: input.pending };
+      let prepared: ReturnType<typeof prepareRun>;
+      try {
+        prepared = prepareRun(deps, args);
+      } catch (error) {
+        sendBack({ type: "turn.prepareFailed", error });
+        return;
+      }
+      if (!(prepared instanceof Promise)) {
+        sendBack({ type: "lane.granted", runId: args.runId, input: prepared });
+        return;
+      }
+      // A turn that left meanwhile (a /stop) must not see a late grant: its next turn would take it.
+      prepared.then(
+        (ready) => left || sendBack({ type: "lane.granted", runId: args.runId, input: ready }),
+        (error: unknown) => left || sendBack({ type: "turn.prepareFailed", error }),
+      );
+    }
+
     deps.lanes
       .run(
         {
           session: input.session,
           lane: "main",
-          priority: priorityForTrigger("user", { restartRecovery: input.resumed }),
+          priority: priorityForTrigger("user", { restartRecovery: input.pending.resumed === true }),
           signal: waiting.signal,
           ...(deps.config.laneTimeoutMs ? { timeoutMs: deps.config.laneTimeoutMs } : {}),
         },
         () => {
           granted = true;
-          sendBack({ type: "lane.granted", runId: deps.newRunId(input.session) });
+          start();
           return held;
         },
       )
       .catch((error: unknown) => {
-        if (waiting.signal.aborted) return;
+        if (waiting.signal.aborted || left) return;
         if (granted && error instanceof LaneTimeoutError) sendBack({ type: "lane.timeout" });
         else if (!granted)
           sendBack({ type: "lane.rejected", reason: error instanceof Error ? error.message : String(error) });
       });
     return () => {
+      left = true;
       release();
+      // The run is over (or never started): its per-run facts go with the slot.
+      if (runId) deps.runFacts.delete(runId);
       if (!granted) waiting.abort(new Error("turn left before its lane slot was granted"));
     };
   });

@@ -1,4 +1,3 @@
-import { fromPromise } from "xstate";
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
@@ -7,81 +6,102 @@ import type { ActorDeps } from "./deps.js";
 
 const RECENT_USER_MESSAGES = 3;
 
-/** Builds a run's input: the context window from the store, the tools, and the re-check settings. */
-export function createPrepareRun(deps: ActorDeps) {
-  return fromPromise<RunInput, { session: string; runId: string; pending: PendingTurn }>(
-    async ({ input }) => {
-      let records = await deps.writer.readWindow(input.session);
-      if (input.pending.resumed) {
-        // A crash may have cut a tool call off: close it before the model sees the history again.
-        const closing = danglingToolResults(records, input.runId);
-        if (closing.length > 0) {
-          await deps.writer.append(input.session, closing);
-          records = await deps.writer.readWindow(input.session);
-        }
-      }
-      if (records.length > deps.config.limits.maxWindowRecords) {
-        // Compaction: the model starts from a fresh window; every record stays in the transcript.
-        await deps.writer.rotate(input.session);
-        deps.emit("transcript.rotated", {
-          session: input.session,
-          runId: input.runId,
-          windowRecords: records.length,
-        });
-        records = await deps.writer.readWindow(input.session);
-      }
-      const stored = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
-      const olderUserTexts: string[] = [];
-      for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
-        const record = records[i];
-        if (record?.role === "user") olderUserTexts.push(record.text);
-      }
-      const recovery = input.pending.kind === "recovery";
-      const preamble: TurnItem[] = input.pending.summaries.map((text) => ({
-        role: "custom",
-        customType: DROPPED_SUMMARY,
-        display: false,
-        details: { text },
-      }));
-      if (recovery) {
-        preamble.push({
-          role: "custom",
-          customType: TURN_NOTE,
-          display: false,
-          details: {
-            text:
-              "Your previous reply was never shown to the user. Send it now with the message tool " +
-              '(action "send"); do not answer anything else.',
-          },
-        });
-      }
-      deps.runFacts.set(input.runId, { messageSends: 0, kind: input.pending.kind });
-      const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
-      return {
-        runId: input.runId,
-        session: input.session,
-        kind: input.pending.kind,
-        messages: input.pending.messages,
-        preamble,
-        history: historyToModel(records),
-        olderUserTexts,
-        recheck: {
-          // A recovery turn only re-sends; re-drafting it would defeat its purpose.
-          enabled: deps.config.staleReplyRecheck.enabled && !recovery,
-          maxPasses: deps.config.staleReplyRecheck.maxPasses,
-          minOverlap: deps.config.staleReplyRecheck.minOverlap,
-          complaintPatterns: deps.config.staleReplyRecheck.complaintPatterns,
-        },
-        tools: toolNames,
-        cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
-        autoStart: true,
-        maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
-        storedMessageIds: input.pending.messages
-          .filter((message) => stored.has(message.id))
-          .map((message) => message.id),
-      };
+export interface PrepareRunArgs {
+  session: string;
+  runId: string;
+  pending: PendingTurn;
+}
+
+/**
+ * Builds a run's input: the context window, the tools, and the re-check settings. Returns at once when
+ * the session's window is cached and nothing needs writing first (the usual turn of a live session), so
+ * the model call starts in the same step as the lane grant; otherwise reads (and repairs) the store.
+ */
+export function prepareRun(deps: ActorDeps, args: PrepareRunArgs): RunInput | Promise<RunInput> {
+  const cached = deps.writer.cachedWindow(args.session);
+  if (cached && !args.pending.resumed && cached.length <= deps.config.limits.maxWindowRecords)
+    return runInput(deps, args, cached);
+  return prepareFromStore(deps, args);
+}
+
+async function prepareFromStore(deps: ActorDeps, args: PrepareRunArgs): Promise<RunInput> {
+  let records = await deps.writer.readWindow(args.session);
+  if (args.pending.resumed) {
+    // A crash may have cut a tool call off: close it before the model sees the history again.
+    const closing = danglingToolResults(records, args.runId);
+    if (closing.length > 0) {
+      await deps.writer.append(args.session, closing);
+      records = await deps.writer.readWindow(args.session);
+    }
+  }
+  if (records.length > deps.config.limits.maxWindowRecords) {
+    // Compaction: the model starts from a fresh window; every record stays in the transcript.
+    await deps.writer.rotate(args.session);
+    deps.emit("transcript.rotated", {
+      session: args.session,
+      runId: args.runId,
+      windowRecords: records.length,
+    });
+    records = await deps.writer.readWindow(args.session);
+  }
+  return runInput(deps, args, records);
+}
+
+function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly TranscriptRecord[]): RunInput {
+  const { pending } = args;
+  const olderUserTexts: string[] = [];
+  for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
+    const record = records[i];
+    if (record?.role === "user") olderUserTexts.push(record.text);
+  }
+  const recovery = pending.kind === "recovery";
+  const preamble: TurnItem[] = pending.summaries.map((text) => ({
+    role: "custom",
+    customType: DROPPED_SUMMARY,
+    display: false,
+    details: { text },
+  }));
+  if (recovery) {
+    preamble.push({
+      role: "custom",
+      customType: TURN_NOTE,
+      display: false,
+      details: {
+        text:
+          "Your previous reply was never shown to the user. Send it now with the message tool " +
+          '(action "send"); do not answer anything else.',
+      },
+    });
+  }
+  deps.runFacts.set(args.runId, { messageSends: 0, kind: pending.kind });
+  const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
+  return {
+    runId: args.runId,
+    session: args.session,
+    kind: pending.kind,
+    messages: pending.messages,
+    preamble,
+    history: historyToModel(records),
+    olderUserTexts,
+    recheck: {
+      // A recovery turn only re-sends; re-drafting it would defeat its purpose.
+      enabled: deps.config.staleReplyRecheck.enabled && !recovery,
+      maxPasses: deps.config.staleReplyRecheck.maxPasses,
+      minOverlap: deps.config.staleReplyRecheck.minOverlap,
+      complaintPatterns: deps.config.staleReplyRecheck.complaintPatterns,
     },
-  );
+    tools: toolNames,
+    cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
+    autoStart: true,
+    maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
+    // Only a turn resumed after a restart can own messages its first run already stored.
+    storedMessageIds: pending.resumed ? storedIds(records, pending) : [],
+  };
+}
+
+function storedIds(records: readonly TranscriptRecord[], pending: PendingTurn): string[] {
+  const stored = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
+  return pending.messages.filter((message) => stored.has(message.id)).map((message) => message.id);
 }
 
 function danglingToolResults(records: readonly TranscriptRecord[], runId: string): RecordBody[] {

@@ -58,7 +58,7 @@ export const sessionMachine = setup({
   },
   actors: {
     run: runMachine,
-    laneSlot: fromCallback<SessionEvent, { session: string; resumed: boolean }>(() => {
+    laneSlot: fromCallback<SessionEvent, { session: string; pending: PendingTurn }>(() => {
       throw new Error("laneSlot is provided by the gateway");
     }),
     deliver: fromPromise<DeliverOutput, DeliverInput>(async () => {
@@ -66,9 +66,6 @@ export const sessionMachine = setup({
     }),
     resetTranscript: fromPromise<void, { session: string }>(async () => {
       throw new Error("resetTranscript is provided by the gateway");
-    }),
-    prepareRun: fromPromise<RunInput, { session: string; runId: string; pending: PendingTurn }>(async () => {
-      throw new Error("prepareRun is provided by the gateway");
     }),
   },
   guards: {
@@ -231,7 +228,10 @@ export const sessionMachine = setup({
       });
     }),
     keepFailure: assign(({ event, context }) => ({
-      lastOutput: failedOutput(context.runId ?? "", (event as unknown as { error: unknown }).error),
+      lastOutput: failedOutput(
+        (event.type === "lane.granted" ? event.runId : undefined) ?? context.runId ?? "",
+        (event as unknown as { error: unknown }).error,
+      ),
     })),
     resendOutput: assign(({ context }) => ({
       // A stranded final in automatic mode is resent as it was: no model call.
@@ -338,43 +338,28 @@ export const sessionMachine = setup({
       invoke: {
         id: "laneSlot",
         src: "laneSlot",
-        input: ({ context }) => ({ session: context.key, resumed: context.pending?.resumed === true }),
+        input: ({ context }) => ({ session: context.key, pending: context.pending! }),
       },
       initial: "waitingForLane",
       states: {
         waitingForLane: {
-          description: "Asked the lane scheduler for a slot; steering messages join this turn.",
+          description:
+            "Asked the lane scheduler for a slot; once granted, the run's history loads. Steering messages join this turn.",
           on: {
             "lane.granted": [
               { guard: "isResend", target: "delivering", actions: ["beginRun", "resendOutput"] },
-              { target: "preparing", actions: "beginRun" },
+              { target: "running", actions: "beginRun" },
             ],
+            "turn.prepareFailed": {
+              target: "delivering",
+              actions: "keepFailure",
+              description: "The history could not be loaded: the turn fails and says so.",
+            },
             "lane.rejected": {
               target: "#session.idle",
               actions: "requeuePending",
               description: "Cleared or draining: the turn's messages wait in the queue.",
             },
-            "session.message": [
-              { guard: "joinsPendingTurn", actions: "joinPending" },
-              { actions: "enqueue" },
-            ],
-            "session.stop": { target: "#session.idle", actions: ["dropPending", "clearWaiting"] },
-          },
-        },
-        preparing: {
-          description: "Loads the history the run starts from.",
-          invoke: {
-            id: "prepareRun",
-            src: "prepareRun",
-            input: ({ context }) => ({
-              session: context.key,
-              runId: context.runId ?? "",
-              pending: context.pending!,
-            }),
-            onDone: { target: "running" },
-            onError: { target: "delivering", actions: "keepFailure" },
-          },
-          on: {
             "session.message": [
               { guard: "joinsPendingTurn", actions: "joinPending" },
               { actions: "enqueue" },
@@ -389,7 +374,7 @@ export const sessionMachine = setup({
             id: "run",
             src: "run",
             input: ({ event, context }) => {
-              const prepared = (event as unknown as { output: RunInput }).output;
+              const prepared = (event as Extract<SessionEvent, { type: "lane.granted" }>).input!;
               // Messages that joined while the run was being prepared belong to it too.
               return { ...prepared, messages: context.pending?.messages ?? prepared.messages };
             },

@@ -1,7 +1,7 @@
 import type { DeliveryMode } from "../policy/delivery.js";
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import type { OwnedMessage } from "../turn.js";
-import type { RunOutput } from "./run.machine.js";
+import type { RunInput, RunOutput } from "./run.machine.js";
 
 /** Work waiting for its own turn in a session. */
 export type QueueItem =
@@ -69,7 +69,9 @@ export type SessionEvent =
   | { type: "session.stop" }
   | { type: "session.new" }
   | { type: "session.resume" }
-  | { type: "lane.granted"; runId?: string }
+  /** The slot is held and the run is prepared (`input`; none for a resend, which runs no model). */
+  | { type: "lane.granted"; runId?: string; input?: RunInput }
+  | { type: "turn.prepareFailed"; error: unknown }
   | { type: "lane.rejected"; reason: string }
   | { type: "lane.timeout" };
 

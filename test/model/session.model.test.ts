@@ -75,8 +75,6 @@ const COLLECT_WINDOW = "xstate.after.collectWindow.session.collecting";
 
 type GraphEvent =
   | SessionEvent
-  | { type: "xstate.done.actor.prepareRun"; output: RunInput }
-  | { type: "xstate.error.actor.prepareRun"; error: string }
   | { type: "xstate.done.actor.run"; output: RunOutput }
   | { type: "xstate.error.actor.run"; error: string }
   | { type: "xstate.done.actor.deliver"; output: DeliverOutput }
@@ -103,13 +101,12 @@ const CONTROL_EVENTS: GraphEvent[] = [
   { type: "session.resume" },
 ];
 const LANE_EVENTS: GraphEvent[] = [
-  { type: "lane.granted" },
+  { type: "lane.granted", runId: "s#g", input: GRAPH_RUN_INPUT },
+  { type: "turn.prepareFailed", error: "store unavailable" },
   { type: "lane.rejected", reason: "lane cleared" },
   { type: "lane.timeout" },
 ];
 const ACTOR_EVENTS: GraphEvent[] = [
-  { type: "xstate.done.actor.prepareRun", output: GRAPH_RUN_INPUT },
-  { type: "xstate.error.actor.prepareRun", error: "store unavailable" },
   { type: "xstate.done.actor.run", output: GRAPH_RUN_OUTPUT },
   { type: "xstate.error.actor.run", error: "run crashed" },
   { type: "xstate.done.actor.deliver", output: { delivered: true, recovery: null } },
@@ -150,7 +147,7 @@ function possible(snapshot: Snapshot, event: GraphEvent): boolean {
   const children = snapshot.children as Record<string, unknown>;
   const actorResult = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
   if (actorResult) return children[actorResult[2]!] !== undefined;
-  if (event.type === "lane.granted" || event.type === "lane.rejected")
+  if (event.type === "lane.granted" || event.type === "lane.rejected" || event.type === "turn.prepareFailed")
     return snapshot.matches({ turn: "waitingForLane" });
   if (event.type === "lane.timeout")
     return children.laneSlot !== undefined && !snapshot.matches({ turn: "waitingForLane" });
@@ -169,8 +166,7 @@ function possible(snapshot: Snapshot, event: GraphEvent): boolean {
 /**
  * State value plus the bounded facts the guards read or a bug could hide in: the queue's head kind and
  * length (capped at 2), the pending turn's kind and message count (capped at 2, kept after the turn
- * ends), how many messages prepareRun and the live run were started with (capped at 2) and whether
- * summaries wait.
+ * ends), how many messages the live run was started with (capped at 2) and whether summaries wait.
  * Message ids, run ids and counters are left out.
  */
 function serialize(snapshot: Snapshot): string {
@@ -180,8 +176,6 @@ function serialize(snapshot: Snapshot): string {
   const run = (snapshot.children as Record<string, AnyActorRef | undefined>).run?.getSnapshot() as
     | FakeRunSnapshot
     | undefined;
-  const prepare = (snapshot.children as Record<string, AnyActorRef | undefined>).prepareRun?.getSnapshot()
-    .input as { pending: PendingTurn } | undefined;
   return JSON.stringify({
     value: snapshot.value,
     head:
@@ -194,20 +188,17 @@ function serialize(snapshot: Snapshot): string {
     pending: pending
       ? `${pending.recovery?.deliveryMode ?? pending.kind}:${Math.min(pending.messages.length, 2)}`
       : null,
-    prepare: prepare ? Math.min(prepare.pending.messages.length, 2) : null,
     run: run ? Math.min(run.context.input.messages.length, 2) : null,
     summaries: context.summaries.length > 0,
   });
 }
 
-/** prepareRun answers with the run input for the turn it was started for, as the real one does. */
+/** The lane slot is granted with the run input for the turn that asked, as the real one prepares it. */
 function concrete(snapshot: Snapshot, event: GraphEvent): GraphEvent {
-  if (event.type !== "xstate.done.actor.prepareRun") return event;
-  const prepare = (snapshot.children as Record<string, AnyActorRef | undefined>).prepareRun;
-  const input = prepare?.getSnapshot().input as
-    | { session: string; runId: string; pending: PendingTurn }
-    | undefined;
-  return input ? { ...event, output: runInputFor(input) } : event;
+  if (event.type !== "lane.granted") return event;
+  const slot = (snapshot.children as Record<string, AnyActorRef | undefined>).laneSlot;
+  const input = slot?.getSnapshot().input as { session: string; pending: PendingTurn } | undefined;
+  return input ? { ...event, input: runInputFor({ ...input, runId: event.runId ?? "s#g" }) } : event;
 }
 
 function describeEvent(event: GraphEvent): string {
@@ -326,8 +317,7 @@ function controlled<TOutput, TInput>(name: string) {
 const provided = sessionMachine.provide({
   actors: {
     run: fakeRun as unknown as typeof runMachine,
-    laneSlot: fromCallback<SessionEvent, { session: string; resumed: boolean }>(() => () => {}),
-    prepareRun: controlled<RunInput, { session: string; runId: string; pending: PendingTurn }>("prepareRun"),
+    laneSlot: fromCallback<SessionEvent, { session: string; pending: PendingTurn }>(() => () => {}),
     deliver: controlled<DeliverOutput, DeliverInput>("deliver"),
     resetTranscript: controlled<void, { session: string }>("resetTranscript"),
   },
@@ -440,9 +430,7 @@ class Harness {
       call.reject(new Error(`${id} failed`));
       return;
     }
-    if (id === "prepareRun") {
-      call.resolve(runInputFor(call.input as { session: string; runId: string; pending: PendingTurn }));
-    } else if (id === "deliver") {
+    if (id === "deliver") {
       const output = (event as { output: DeliverOutput }).output;
       const runId = (call.input as DeliverInput).output.runId;
       call.resolve(
@@ -663,7 +651,6 @@ describe("session machine: shortest paths", () => {
       "collecting",
       "resetting",
       "turn.waitingForLane",
-      "turn.preparing",
       "turn.running",
       "turn.delivering",
     ]) {
@@ -693,8 +680,7 @@ const SIMPLE_EVENTS: GraphEvent[] = [
   graphMessage("steer", "steer"),
   graphMessage("followup", "followup"),
   graphMessage("interrupt", "interrupt"),
-  { type: "lane.granted" },
-  { type: "xstate.done.actor.prepareRun", output: GRAPH_RUN_INPUT },
+  { type: "lane.granted", runId: "s#g", input: GRAPH_RUN_INPUT },
   { type: "xstate.done.actor.run", output: GRAPH_RUN_OUTPUT },
   { type: "xstate.done.actor.deliver", output: { delivered: true, recovery: null } },
 ];
