@@ -1,8 +1,41 @@
 import { type ActorRefFrom, assign, emit, enqueueActions, fromPromise, setup } from "xstate";
-import type { StaleReason } from "../policy/stale-reply.js";
 import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
-import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
-import { INTERIM_TEXT, journalToModel, RECHECK_NOTE, SUPERSEDED_DRAFT } from "../turn.js";
+import type { TurnItem } from "../turn.js";
+import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../turn.js";
+import type {
+  CallModelInput,
+  CallModelOutput,
+  RunContext,
+  RunEmitted,
+  RunEvent,
+  RunInput,
+  RunOutput,
+  RunToolInput,
+  RunToolOutput,
+} from "./run.types.js";
+import {
+  assistantNote,
+  callModelInput,
+  isCancellable,
+  maxCalls,
+  toolResultItem,
+  toRunError,
+  userItem,
+} from "./run-context.js";
+
+export type {
+  CallModelInput,
+  CallModelOutput,
+  RecheckSettings,
+  RunContext,
+  RunEmitted,
+  RunError,
+  RunEvent,
+  RunInput,
+  RunOutput,
+  RunToolInput,
+  RunToolOutput,
+} from "./run.types.js";
 
 /**
  * One turn of one session.
@@ -16,129 +49,6 @@ import { INTERIM_TEXT, journalToModel, RECHECK_NOTE, SUPERSEDED_DRAFT } from "..
  * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
  * it in `failed`. Every ending outputs the journal, so the session can store what happened.
  */
-
-export interface RecheckSettings {
-  enabled: boolean;
-  maxPasses: number;
-  minOverlap: number;
-  complaintPatterns: readonly string[];
-}
-
-export interface RunInput {
-  runId: string;
-  session: string;
-  kind: "turn" | "recovery";
-  /** User messages the turn starts from, in arrival order. */
-  messages: OwnedMessage[];
-  /** Items the model sees before the messages (notes about dropped messages). */
-  preamble: TurnItem[];
-  history: ModelMessage[];
-  /** Recent user messages of earlier turns, newest first, for the overlap signal. */
-  olderUserTexts: string[];
-  recheck: RecheckSettings;
-  tools: string[];
-  /** Tools an interrupt may stop mid-way. */
-  cancellableTools: string[];
-  /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
-  autoStart?: boolean;
-  /** Model calls one turn may make (default 25); a model that keeps asking for tools is stopped. */
-  maxModelCalls?: number;
-  /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
-  storedMessageIds?: string[];
-}
-
-export interface CallModelInput {
-  runId: string;
-  session: string;
-  call: number;
-  recheck: boolean;
-  recovery: boolean;
-  context: ModelMessage[];
-  turnStart: number;
-  tools: string[];
-  /** Journal items not yet durable; stored before the call. */
-  unpersisted: TurnItem[];
-  /** Index in the journal of `unpersisted[0]`, so a store that already took them never takes them twice. */
-  journalOffset: number;
-}
-
-export interface CallModelOutput {
-  text: string;
-  toolCalls: ToolCallRequest[];
-  persisted: number;
-}
-
-export interface RunToolInput {
-  runId: string;
-  session: string;
-  call: ToolCallRequest;
-  /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
-  unpersisted: TurnItem[];
-  journalOffset: number;
-}
-
-export interface RunToolOutput {
-  status: "done" | "failed";
-  result: unknown;
-  persisted: number;
-}
-
-export interface RunError {
-  code: string;
-  message: string;
-  retryable: boolean;
-}
-
-export interface RunContext {
-  input: Omit<RunInput, "history">;
-  history: ModelMessage[];
-  journal: TurnItem[];
-  persisted: number;
-  owned: OwnedMessage[];
-  /** Arrived, not yet shown to the model. */
-  steerBuffer: OwnedMessage[];
-  call: number;
-  passes: number;
-  recheckPending: boolean;
-  pendingCalls: ToolCallRequest[];
-  toolIndex: number;
-  /** Tools that completed in this turn: effects that already happened. */
-  completedTools: string[];
-  draft: string;
-  verdict: { stale: boolean; reason?: StaleReason; detail?: string };
-  abortReason: string | null;
-  error: RunError | null;
-  status: "running" | "done" | "aborted" | "failed";
-}
-
-export type RunEvent =
-  | { type: "run.start" }
-  | { type: "run.steer"; message: OwnedMessage }
-  | { type: "run.abort"; reason: string };
-
-export type RunEmitted =
-  | { type: "steer.injected"; messageIds: string[] }
-  | { type: "tool.started"; callId: string; name: string; args: unknown }
-  | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }
-  | { type: "tool.skipped"; callId: string; name: string; args: unknown; reason: string }
-  | { type: "recheck.fired"; reason: StaleReason; detail: string; pass: number }
-  | { type: "recheck.skipped"; reason: "limit" | "disabled"; signal: StaleReason; detail: string };
-
-export interface RunOutput {
-  runId: string;
-  status: "done" | "aborted" | "failed";
-  final: string;
-  /** Ids of the user messages the model saw in this turn. */
-  answered: string[];
-  /** Messages that reached the turn too late to be shown to the model; the session re-queues them. */
-  leftover: OwnedMessage[];
-  journal: TurnItem[];
-  persisted: number;
-  passes: number;
-  completedTools: string[];
-  error: RunError | null;
-  abortReason: string | null;
-}
 
 const SKIPPED_RESULT = "skipped for an incoming message";
 
@@ -552,57 +462,3 @@ export const runMachine = setup({
 });
 
 export type RunActorRef = ActorRefFrom<typeof runMachine>;
-
-function userItem(message: OwnedMessage): TurnItem {
-  return { role: "user", text: message.text, messageId: message.id, channel: message.channel };
-}
-
-function assistantNote(text: string): TurnItem {
-  // Text that accompanied tool calls: part of the conversation, never a final.
-  return { role: "custom", customType: INTERIM_TEXT, display: true, details: { text } };
-}
-
-function toolResultItem(
-  context: RunContext,
-  call: ToolCallRequest,
-  status: "done" | "skipped" | "cancelled" | "failed",
-  result: unknown,
-): TurnItem {
-  return { role: "toolResult", callId: call.callId, status, result, runId: context.input.runId };
-}
-
-function callModelInput(context: RunContext): CallModelInput {
-  return {
-    runId: context.input.runId,
-    session: context.input.session,
-    call: context.call,
-    recheck: context.recheckPending,
-    recovery: context.input.kind === "recovery",
-    context: [...context.history, ...journalToModel(context.journal)],
-    turnStart: context.history.length,
-    tools: context.input.tools,
-    unpersisted: context.journal.slice(context.persisted),
-    journalOffset: context.persisted,
-  };
-}
-
-function isCancellable(context: RunContext): boolean {
-  const call = context.pendingCalls[context.toolIndex];
-  return call !== undefined && context.input.cancellableTools.includes(call.name);
-}
-
-function toRunError(error: unknown): RunError {
-  if (error && typeof error === "object" && "code" in error && typeof error.code === "string") {
-    const e = error as { code: string; message?: string; retryable?: boolean };
-    return { code: e.code, message: String(e.message ?? e.code), retryable: Boolean(e.retryable) };
-  }
-  return {
-    code: "MODEL_FAILED",
-    message: error instanceof Error ? error.message : String(error),
-    retryable: true,
-  };
-}
-
-function maxCalls(context: RunContext): number {
-  return context.input.maxModelCalls ?? 25;
-}

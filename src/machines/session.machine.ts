@@ -10,18 +10,18 @@ import {
   setup,
 } from "xstate";
 import type { OwnedMessage } from "../turn.js";
-import { type RunEvent, type RunInput, type RunOutput, runMachine } from "./run.machine.js";
+import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
 import type {
   DeliverInput,
   DeliverOutput,
   PendingTurn,
   QueueItem,
   SessionContext,
-  SessionDecision,
   SessionEmitted,
   SessionEvent,
   SessionInput,
 } from "./session.types.js";
+import { byArrival, decision, failedOutput } from "./session-context.js";
 import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
 
 /** Where a message waits when it cannot join the running turn; the ack says it. */
@@ -30,13 +30,6 @@ const RESETTING = "a fresh conversation is being started; this is answered in it
 const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
 const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
-
-function byArrival(messages: OwnedMessage[]): OwnedMessage[] {
-  return messages
-    .map((message, index) => ({ message, index }))
-    .sort((a, b) => a.message.at - b.message.at || a.index - b.index)
-    .map(({ message }) => message);
-}
 
 /**
  * One session: routes each inbound message by its resolved queue mode and runs one turn at a time.
@@ -446,38 +439,3 @@ export const sessionMachine = setup({
 });
 
 export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
-
-function decision(
-  event: Extract<SessionEvent, { type: "session.message" }>,
-  disposition: SessionDecision["disposition"],
-  reason?: string,
-  dropped?: string[],
-): SessionDecision {
-  return {
-    messageId: event.message.id,
-    disposition,
-    setting: event.setting,
-    ...(reason ? { reason } : {}),
-    ...(dropped && dropped.length > 0 ? { dropped } : {}),
-  };
-}
-
-function failedOutput(runId: string, error: unknown): RunOutput {
-  return {
-    runId,
-    status: "failed",
-    final: "",
-    answered: [],
-    leftover: [],
-    journal: [],
-    persisted: 0,
-    passes: 0,
-    completedTools: [],
-    error: {
-      code: "RUN_FAILED",
-      message: error instanceof Error ? error.message : String(error),
-      retryable: true,
-    },
-    abortReason: null,
-  };
-}

@@ -1,0 +1,59 @@
+import type { OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
+import { INTERIM_TEXT, journalToModel } from "../turn.js";
+import type { CallModelInput, RunContext, RunError } from "./run.types.js";
+
+// Pure helpers of the run machine's actions and guards: journal items and the model call's input.
+
+export function userItem(message: OwnedMessage): TurnItem {
+  return { role: "user", text: message.text, messageId: message.id, channel: message.channel };
+}
+
+export function assistantNote(text: string): TurnItem {
+  // Text that accompanied tool calls: part of the conversation, never a final.
+  return { role: "custom", customType: INTERIM_TEXT, display: true, details: { text } };
+}
+
+export function toolResultItem(
+  context: RunContext,
+  call: ToolCallRequest,
+  status: "done" | "skipped" | "cancelled" | "failed",
+  result: unknown,
+): TurnItem {
+  return { role: "toolResult", callId: call.callId, status, result, runId: context.input.runId };
+}
+
+export function callModelInput(context: RunContext): CallModelInput {
+  return {
+    runId: context.input.runId,
+    session: context.input.session,
+    call: context.call,
+    recheck: context.recheckPending,
+    recovery: context.input.kind === "recovery",
+    context: [...context.history, ...journalToModel(context.journal)],
+    turnStart: context.history.length,
+    tools: context.input.tools,
+    unpersisted: context.journal.slice(context.persisted),
+    journalOffset: context.persisted,
+  };
+}
+
+export function isCancellable(context: RunContext): boolean {
+  const call = context.pendingCalls[context.toolIndex];
+  return call !== undefined && context.input.cancellableTools.includes(call.name);
+}
+
+export function toRunError(error: unknown): RunError {
+  if (error && typeof error === "object" && "code" in error && typeof error.code === "string") {
+    const e = error as { code: string; message?: string; retryable?: boolean };
+    return { code: e.code, message: String(e.message ?? e.code), retryable: Boolean(e.retryable) };
+  }
+  return {
+    code: "MODEL_FAILED",
+    message: error instanceof Error ? error.message : String(error),
+    retryable: true,
+  };
+}
+
+export function maxCalls(context: RunContext): number {
+  return context.input.maxModelCalls ?? 25;
+}

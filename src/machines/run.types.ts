@@ -1,0 +1,127 @@
+import type { StaleReason } from "../policy/stale-reply.js";
+import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
+
+// The run machine's input, context, events and output, and what its invoked actors take and return.
+
+export interface RecheckSettings {
+  enabled: boolean;
+  maxPasses: number;
+  minOverlap: number;
+  complaintPatterns: readonly string[];
+}
+
+export interface RunInput {
+  runId: string;
+  session: string;
+  kind: "turn" | "recovery";
+  /** User messages the turn starts from, in arrival order. */
+  messages: OwnedMessage[];
+  /** Items the model sees before the messages (notes about dropped messages). */
+  preamble: TurnItem[];
+  history: ModelMessage[];
+  /** Recent user messages of earlier turns, newest first, for the overlap signal. */
+  olderUserTexts: string[];
+  recheck: RecheckSettings;
+  tools: string[];
+  /** Tools an interrupt may stop mid-way. */
+  cancellableTools: string[];
+  /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
+  autoStart?: boolean;
+  /** Model calls one turn may make (default 25); a model that keeps asking for tools is stopped. */
+  maxModelCalls?: number;
+  /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
+  storedMessageIds?: string[];
+}
+
+export interface CallModelInput {
+  runId: string;
+  session: string;
+  call: number;
+  recheck: boolean;
+  recovery: boolean;
+  context: ModelMessage[];
+  turnStart: number;
+  tools: string[];
+  /** Journal items not yet durable; stored before the call. */
+  unpersisted: TurnItem[];
+  /** Index in the journal of `unpersisted[0]`, so a store that already took them never takes them twice. */
+  journalOffset: number;
+}
+
+export interface CallModelOutput {
+  text: string;
+  toolCalls: ToolCallRequest[];
+  persisted: number;
+}
+
+export interface RunToolInput {
+  runId: string;
+  session: string;
+  call: ToolCallRequest;
+  /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
+  unpersisted: TurnItem[];
+  journalOffset: number;
+}
+
+export interface RunToolOutput {
+  status: "done" | "failed";
+  result: unknown;
+  persisted: number;
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface RunContext {
+  input: Omit<RunInput, "history">;
+  history: ModelMessage[];
+  journal: TurnItem[];
+  persisted: number;
+  owned: OwnedMessage[];
+  /** Arrived, not yet shown to the model. */
+  steerBuffer: OwnedMessage[];
+  call: number;
+  passes: number;
+  recheckPending: boolean;
+  pendingCalls: ToolCallRequest[];
+  toolIndex: number;
+  /** Tools that completed in this turn: effects that already happened. */
+  completedTools: string[];
+  draft: string;
+  verdict: { stale: boolean; reason?: StaleReason; detail?: string };
+  abortReason: string | null;
+  error: RunError | null;
+  status: "running" | "done" | "aborted" | "failed";
+}
+
+export type RunEvent =
+  | { type: "run.start" }
+  | { type: "run.steer"; message: OwnedMessage }
+  | { type: "run.abort"; reason: string };
+
+export type RunEmitted =
+  | { type: "steer.injected"; messageIds: string[] }
+  | { type: "tool.started"; callId: string; name: string; args: unknown }
+  | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }
+  | { type: "tool.skipped"; callId: string; name: string; args: unknown; reason: string }
+  | { type: "recheck.fired"; reason: StaleReason; detail: string; pass: number }
+  | { type: "recheck.skipped"; reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+
+export interface RunOutput {
+  runId: string;
+  status: "done" | "aborted" | "failed";
+  final: string;
+  /** Ids of the user messages the model saw in this turn. */
+  answered: string[];
+  /** Messages that reached the turn too late to be shown to the model; the session re-queues them. */
+  leftover: OwnedMessage[];
+  journal: TurnItem[];
+  persisted: number;
+  passes: number;
+  completedTools: string[];
+  error: RunError | null;
+  abortReason: string | null;
+}

@@ -1,0 +1,50 @@
+import type { OwnedMessage } from "../turn.js";
+import type { RunOutput } from "./run.types.js";
+import type { SessionDecision, SessionEvent } from "./session.types.js";
+
+// Pure helpers of the session machine's actions.
+
+/** Messages in arrival order (stable for equal times). */
+export function byArrival(messages: OwnedMessage[]): OwnedMessage[] {
+  return messages
+    .map((message, index) => ({ message, index }))
+    .sort((a, b) => a.message.at - b.message.at || a.index - b.index)
+    .map(({ message }) => message);
+}
+
+/** The decision the ack is built from. */
+export function decision(
+  event: Extract<SessionEvent, { type: "session.message" }>,
+  disposition: SessionDecision["disposition"],
+  reason?: string,
+  dropped?: string[],
+): SessionDecision {
+  return {
+    messageId: event.message.id,
+    disposition,
+    setting: event.setting,
+    ...(reason ? { reason } : {}),
+    ...(dropped && dropped.length > 0 ? { dropped } : {}),
+  };
+}
+
+/** The output of a turn whose run failed (or never started). */
+export function failedOutput(runId: string, error: unknown): RunOutput {
+  return {
+    runId,
+    status: "failed",
+    final: "",
+    answered: [],
+    leftover: [],
+    journal: [],
+    persisted: 0,
+    passes: 0,
+    completedTools: [],
+    error: {
+      code: "RUN_FAILED",
+      message: error instanceof Error ? error.message : String(error),
+      retryable: true,
+    },
+    abortReason: null,
+  };
+}
