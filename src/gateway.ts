@@ -204,6 +204,7 @@ export function createGateway(options: GatewayOptions) {
         setting,
       };
       // Acknowledged means durable: the message is in the saved state (or the transcript) first.
+      persistence.flush(message.session, entry);
       await entry.saving;
     }
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.

@@ -2,6 +2,7 @@ import type { RecordBody, TranscriptRecord } from "./adapters/store.js";
 import { UNDELIVERED_FINAL } from "./adapters/store.js";
 import type { PendingTurn, QueueItem } from "./machines/session.types.js";
 import { isSubstantive, markerDeliveryMode, type VisibleReplies } from "./policy/delivery.js";
+import type { OwnedMessage } from "./turn.js";
 import { RECOVERED } from "./turn.js";
 
 /**
@@ -65,6 +66,56 @@ export function planResume(
     queue.flatMap((item) => (item.kind === "recovery" ? [item.strandedRunId] : [])),
   );
 
+  /** Recoveries of finals found stranded, queued at the front once the queue has been walked. */
+  const recoveries: QueueItem[] = [];
+  const storedIds = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
+
+  /**
+   * Whether the turn that owns `messages` reached its final (run `runId`, or any run when the start was
+   * never saved); if it did, a missing marker is appended and a stranded final gets its recovery.
+   */
+  function settleTurn(messages: readonly OwnedMessage[], runId: string | null): boolean {
+    const owned = new Set(messages.map((message) => message.id));
+    const turnStart = records.findIndex((record) => record.role === "user" && owned.has(record.messageId));
+    if (turnStart < 0) return false;
+    const finalIndex = records.findIndex(
+      (record, index) =>
+        index > turnStart && record.role === "assistant" && (runId === null || record.runId === runId),
+    );
+    const final = records[finalIndex];
+    if (final?.role !== "assistant") return false;
+    if (final.delivered || final.text.trim().length === 0) return true;
+    const marked = records
+      .slice(finalIndex + 1)
+      .some((record) => record.role === "custom" && record.customType === UNDELIVERED_FINAL);
+    if (!marked) {
+      repairs.push({
+        role: "custom",
+        customType: UNDELIVERED_FINAL,
+        display: false,
+        details: {
+          deliveryMode: markerDeliveryMode(visibleReplies),
+          delivered: false,
+          finalSeq: final.seq,
+          finalTextLength: final.text.length,
+        },
+      });
+      notes.push(`final of ${final.runId} was stored but not marked; marker appended`);
+    }
+    if (isSubstantive(final.text) && !recovered.has(final.runId) && !queuedRecoveries.has(final.runId)) {
+      recoveries.push({
+        kind: "recovery",
+        text: final.text,
+        strandedRunId: final.runId,
+        deliveryMode: markerDeliveryMode(visibleReplies),
+        resumed: true,
+      });
+      queuedRecoveries.add(final.runId);
+      notes.push(`recovery of ${final.runId} queued after restart`);
+    }
+    return true;
+  }
+
   if (pending?.kind === "recovery" && pending.recovery) {
     if (
       !recovered.has(pending.recovery.strandedRunId) &&
@@ -74,49 +125,30 @@ export function planResume(
       notes.push(`recovery of ${pending.recovery.strandedRunId} was cut off; it runs again`);
     }
   } else if (pending && pending.messages.length > 0) {
-    const owned = new Set(pending.messages.map((message) => message.id));
-    const turnStart = records.findIndex((record) => record.role === "user" && owned.has(record.messageId));
-    const finalIndex =
-      state.runId && turnStart >= 0
-        ? records.findIndex(
-            (record, index) =>
-              index > turnStart && record.role === "assistant" && record.runId === state.runId,
-          )
-        : -1;
-    const final = records[finalIndex];
-    if (final?.role !== "assistant") {
+    const settled = settleTurn(pending.messages, state.runId);
+    if (!settled) {
       queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });
       summaries.unshift(...pending.summaries);
       notes.push(`turn ${state.runId ?? "(not started)"} was cut off; it runs again`);
-    } else if (!final.delivered && final.text.trim().length > 0) {
-      const marked = records
-        .slice(finalIndex + 1)
-        .some((record) => record.role === "custom" && record.customType === UNDELIVERED_FINAL);
-      if (!marked) {
-        repairs.push({
-          role: "custom",
-          customType: UNDELIVERED_FINAL,
-          display: false,
-          details: {
-            deliveryMode: markerDeliveryMode(visibleReplies),
-            delivered: false,
-            finalSeq: final.seq,
-            finalTextLength: final.text.length,
-          },
-        });
-        notes.push(`final of ${final.runId} was stored but not marked; marker appended`);
-      }
-      if (isSubstantive(final.text) && !recovered.has(final.runId) && !queuedRecoveries.has(final.runId)) {
-        queue.unshift({
-          kind: "recovery",
-          text: final.text,
-          strandedRunId: final.runId,
-          deliveryMode: markerDeliveryMode(visibleReplies),
-          resumed: true,
-        });
-        notes.push(`recovery of ${final.runId} queued after restart`);
-      }
     }
   }
+
+  // A turn can start, and store its messages, before the saved state says it left the queue: a queued
+  // item whose messages are already in the transcript is a turn that ran (settled like the pending one
+  // above) or was cut off (it runs again, its stored messages not stored twice).
+  for (let index = 0; index < queue.length; index++) {
+    const item = queue[index]!;
+    if (item.kind === "recovery" || (item.kind === "followup" && item.resumed)) continue;
+    if (!item.messages.some((message) => storedIds.has(message.id))) continue;
+    const ids = item.messages.map((message) => message.id).join(", ");
+    if (settleTurn(item.messages, null)) {
+      queue.splice(index--, 1);
+      notes.push(`the turn of ${ids} had ended before its start was saved; it does not run again`);
+    } else {
+      queue[index] = { kind: "followup", messages: item.messages, resumed: true };
+      notes.push(`the turn of ${ids} was cut off before its start was saved; it runs again`);
+    }
+  }
+  queue.unshift(...recoveries);
   return { queue, summaries, repairs, notes };
 }

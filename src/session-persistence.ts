@@ -20,6 +20,8 @@ export interface SessionMemory {
   /** What the last save was made from (references), whether it saved "nothing", and the save in flight. */
   savedFrom: { pending: unknown; queue: unknown; summaries: unknown; runId: string | null } | null;
   savedEmpty: boolean;
+  /** The newest state not yet handed to the store (undefined: none waiting; null: "nothing to resume"). */
+  unsaved?: PersistedSession | null | undefined;
   saving: Promise<void>;
 }
 
@@ -39,8 +41,10 @@ export class SessionPersistence {
   ) {}
 
   /**
-   * Saves what a restart needs (the turn in progress, the queue) whenever it changes. Saves of one
-   * session are chained, so the file always ends at the newest state.
+   * Saves what a restart needs (the turn in progress, the queue) whenever it changes. Changes within one
+   * step (a message that starts a turn and is granted its lane at once) are saved together, at the end
+   * of the step or when `flush` asks. Saves of one session are chained, so the file always ends at the
+   * newest state.
    */
   persist(key: string, entry: SessionMemory, snapshot: ReturnType<SessionActorRef["getSnapshot"]>): void {
     const { context } = snapshot;
@@ -70,6 +74,16 @@ export class SessionPersistence {
             summaries: context.summaries,
           }
         : null;
+    const scheduled = entry.unsaved !== undefined;
+    entry.unsaved = state;
+    if (!scheduled) queueMicrotask(() => this.flush(key, entry));
+  }
+
+  /** Starts saving the newest unsaved state now; `entry.saving` settles when it is durable. */
+  flush(key: string, entry: SessionMemory): void {
+    const state = entry.unsaved;
+    if (state === undefined) return;
+    entry.unsaved = undefined;
     if (state === null && entry.savedEmpty) return;
     entry.savedEmpty = state === null;
     entry.saving = entry.saving
