@@ -1,6 +1,5 @@
-import { availableParallelism } from "node:os";
-import { type Actor, createActor, type InspectionEvent } from "xstate";
-import type { Clock, TimerHandle } from "../adapters/clock.js";
+import { createActor } from "xstate";
+import type { TimerHandle } from "../adapters/clock.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import {
   ConfigError,
@@ -10,63 +9,28 @@ import {
   LaneTimeoutError,
 } from "../errors.js";
 import type { TillerEvent } from "../events.js";
-import { type Logger, silentLogger } from "../logger.js";
-import type { LaneEntryState } from "../machines/lane-entry.machine.js";
+import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
-import { PRIORITIES, type Priority, priorityLevel } from "../policy/lane-priority.js";
+import { priorityLevel } from "../policy/lane-priority.js";
+import type {
+  LaneScheduler,
+  LaneSchedulerOptions,
+  LaneSnapshot,
+  RunOptions,
+} from "./lane-scheduler.types.js";
 import { Entry, SessionLane, WorkloadLane } from "./lanes.js";
+import { checkCapacity, checkRunOptions, defaultMainCapacity, SESSION_PREFIX } from "./run-options.js";
+import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";
 import { WarnList } from "./warn-list.js";
 
-export interface LaneSchedulerOptions {
-  /** Capacity per workload lane. Unconfigured lanes get 1; `main` defaults to max(8, 4 × CPUs). */
-  capacity?: Record<string, number>;
-  /** A waiting entry emits `lane.waitExceeded` after this long (default 2000 ms). */
-  warnAfterMs?: number;
-  clock?: Clock;
-  logger?: Logger;
-  /** Receives every `lane.*` decision. */
-  onEvent?: (event: TillerEvent) => void;
-  /** XState inspection of the scheduler's admission machine. */
-  inspect?: (event: InspectionEvent) => void;
-}
+export type {
+  LaneScheduler,
+  LaneSchedulerOptions,
+  LaneSnapshot,
+  RunOptions,
+} from "./lane-scheduler.types.js";
 
-export interface RunOptions {
-  /** Session key: the task waits in `session:<key>` first; one task per session runs at a time. */
-  session?: string;
-  /** Workload lane (default `main`). */
-  lane?: string;
-  priority?: Priority;
-  /** Rejects the caller with LaneTimeoutError once the task has run this long. */
-  timeoutMs?: number;
-  /** Aborting removes a waiting entry, or is passed on to a running task. */
-  signal?: AbortSignal;
-}
-
-export interface LaneSnapshot {
-  lanes: Record<string, { active: number; queued: number; capacity: number }>;
-}
-
-export interface LaneScheduler {
-  run<T>(options: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T>;
-  clear(lane: string): number;
-  setCapacity(lane: string, capacity: number): void;
-  drain(): Promise<void>;
-  resume(): void;
-  snapshot(): LaneSnapshot;
-  /** Whether `drain()` was called and `resume()` was not. */
-  readonly isDraining: boolean;
-  /** Tasks running now, across all lanes. */
-  readonly activeCount: number;
-  /** Tasks waiting now, across all lanes. */
-  readonly queuedCount: number;
-  /** Where a task stands, by the id `lane.enqueued` reported; undefined once forgotten. */
-  entryState(entryId: number): LaneEntryState | undefined;
-  /** The admission machine's actor, for inspection. */
-  readonly actor: Actor<typeof laneSchedulerMachine>;
-}
-
-const SESSION_PREFIX = "session:";
 // Shared by tasks started with neither a caller signal nor a timeout: nothing can abort them.
 const NEVER_ABORTED = new AbortController().signal;
 
@@ -224,7 +188,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     entry.state = "running";
     warnList.remove(entry);
     if (observed) {
-      if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true));
+      if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, clock.now()));
       emit("lane.started", {
         lane: lane.name,
         session: entry.sessionLane?.key,
@@ -493,7 +457,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     for (let entry = warnList.first; entry && entry.enqueuedAt + warnAfterMs <= now; entry = warnList.first) {
       warnList.remove(entry);
       entry.warned = true;
-      due.push([entry, waitFields(entry, false, memo)]);
+      due.push([entry, waitFields(entry, false, now, memo)]);
     }
     for (const [entry, fields] of due) {
       if (entry.state !== "waitingForSession" && entry.state !== "waitingForSlot") continue;
@@ -501,43 +465,6 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       logger.warn(fields, "lane.waitExceeded");
     }
     armWarnTimer();
-  }
-
-  function waitFields(
-    entry: Entry,
-    starting: boolean,
-    memo?: Map<QueueLinks, number>,
-  ): Record<string, unknown> {
-    const lane = entry.lane;
-    let queueAhead = 0;
-    let activeAhead = lane.active;
-    let queueBehind = 0;
-    if (!starting) {
-      if (entry.state === "waitingForSession") {
-        const session = entry.sessionLane!;
-        queueAhead = session.waiting.countAhead(entry, memo);
-        queueBehind = session.waiting.size - queueAhead - 1;
-        // The session's holder is ahead of this entry: running, or itself still waiting for a slot.
-        const holderRuns = session.holder?.state === "running";
-        activeAhead = holderRuns ? 1 : 0;
-        if (session.holder && !holderRuns) queueAhead++;
-      } else {
-        queueAhead = lane.waiting.countAhead(entry, memo);
-        queueBehind = lane.waiting.size - queueAhead - 1;
-      }
-    }
-    return {
-      lane: lane.name,
-      session: entry.sessionLane?.key,
-      entryId: entry.id,
-      waitedMs: clock.now() - entry.enqueuedAt,
-      waitingFor: entry.state === "waitingForSession" ? "session" : "slot",
-      starting,
-      queueAhead,
-      activeAhead,
-      activeNow: lane.active,
-      queueBehind,
-    };
   }
 
   return {
@@ -561,48 +488,4 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     },
     actor,
   };
-}
-
-function checkCapacity(field: string, capacity: unknown): number {
-  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity < 0) {
-    throw new ConfigError(field, "an integer >= 0 (0 pauses the lane)", capacity);
-  }
-  return capacity;
-}
-
-function checkRunOptions(options: RunOptions): void {
-  if (options === null || typeof options !== "object") {
-    throw new TypeError(`options: expected an object, received ${describe(options)}`);
-  }
-  const lane = options.lane;
-  if (
-    lane !== undefined &&
-    (typeof lane !== "string" || lane.length === 0 || lane.startsWith(SESSION_PREFIX))
-  ) {
-    throw new ConfigError("lane", 'a workload lane name such as "main"', options.lane);
-  }
-  const priority = options.priority;
-  if (priority !== undefined && !PRIORITIES.includes(priority)) {
-    throw new ConfigError("priority", `one of ${PRIORITIES.join(", ")}`, options.priority);
-  }
-  if (options.session !== undefined && typeof options.session !== "string") {
-    throw new ConfigError("session", "a string session key", options.session);
-  }
-  const timeoutMs = options.timeoutMs;
-  // Infinity passed `> 0` and reached setTimeout, which fires non-finite delays after 1 ms.
-  if (
-    timeoutMs !== undefined &&
-    !(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)
-  ) {
-    throw new ConfigError("timeoutMs", "a finite number of milliseconds > 0", options.timeoutMs);
-  }
-  // Checked here, before anything is queued: a non-signal used to throw halfway through enqueueing.
-  const signal = options.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new ConfigError("signal", "an AbortSignal", signal);
-  }
-}
-
-function defaultMainCapacity(): number {
-  return Math.max(8, 4 * availableParallelism());
 }

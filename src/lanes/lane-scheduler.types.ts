@@ -1,0 +1,57 @@
+import type { Actor, InspectionEvent } from "xstate";
+import type { Clock } from "../adapters/clock.js";
+import type { TillerEvent } from "../events.js";
+import type { Logger } from "../logger.js";
+import type { LaneEntryState } from "../machines/lane-entry.machine.js";
+import type { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
+import type { Priority } from "../policy/lane-priority.js";
+
+// The lane scheduler's public shapes (CONTRACTS.md §1).
+
+export interface LaneSchedulerOptions {
+  /** Capacity per workload lane. Unconfigured lanes get 1; `main` defaults to max(8, 4 × CPUs). */
+  capacity?: Record<string, number>;
+  /** A waiting entry emits `lane.waitExceeded` after this long (default 2000 ms). */
+  warnAfterMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** Receives every `lane.*` decision. */
+  onEvent?: (event: TillerEvent) => void;
+  /** XState inspection of the scheduler's admission machine. */
+  inspect?: (event: InspectionEvent) => void;
+}
+
+export interface RunOptions {
+  /** Session key: the task waits in `session:<key>` first; one task per session runs at a time. */
+  session?: string;
+  /** Workload lane (default `main`). */
+  lane?: string;
+  priority?: Priority;
+  /** Rejects the caller with LaneTimeoutError once the task has run this long. */
+  timeoutMs?: number;
+  /** Aborting removes a waiting entry, or is passed on to a running task. */
+  signal?: AbortSignal;
+}
+
+export interface LaneSnapshot {
+  lanes: Record<string, { active: number; queued: number; capacity: number }>;
+}
+
+export interface LaneScheduler {
+  run<T>(options: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T>;
+  clear(lane: string): number;
+  setCapacity(lane: string, capacity: number): void;
+  drain(): Promise<void>;
+  resume(): void;
+  snapshot(): LaneSnapshot;
+  /** Whether `drain()` was called and `resume()` was not. */
+  readonly isDraining: boolean;
+  /** Tasks running now, across all lanes. */
+  readonly activeCount: number;
+  /** Tasks waiting now, across all lanes. */
+  readonly queuedCount: number;
+  /** Where a task stands, by the id `lane.enqueued` reported; undefined once forgotten. */
+  entryState(entryId: number): LaneEntryState | undefined;
+  /** The admission machine's actor, for inspection. */
+  readonly actor: Actor<typeof laneSchedulerMachine>;
+}
