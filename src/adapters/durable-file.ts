@@ -15,6 +15,46 @@ export async function readIfExists(file: string): Promise<Buffer | undefined> {
   }
 }
 
+/**
+ * Reads a whole file, handing `buf[0, filled)` to `onChunk` as each chunk arrives while the next one is
+ * being read, so work on the bytes overlaps the disk. Undefined when the file does not exist.
+ */
+export async function readChunked(
+  file: string,
+  onChunk: (buf: Buffer, filled: number) => void,
+): Promise<Buffer | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  try {
+    const buf = Buffer.allocUnsafe((await handle.stat()).size);
+    const readFrom = (offset: number) =>
+      handle.read(buf, offset, Math.min(READ_CHUNK, buf.length - offset), offset);
+    let filled = 0;
+    let reading = readFrom(0);
+    for (;;) {
+      const { bytesRead } = await reading;
+      filled += bytesRead;
+      if (bytesRead === 0 || filled === buf.length) return buf.subarray(0, filled);
+      reading = readFrom(filled);
+      try {
+        onChunk(buf, filled);
+      } catch (error) {
+        await reading.catch(() => undefined); // not left in flight, nor its failure unhandled
+        throw error;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+const READ_CHUNK = 1024 * 1024;
+
 /** Writes all of `data` at the handle's position (a short write is legal for `write(2)`). */
 export async function writeFully(handle: FileHandle, data: Buffer): Promise<void> {
   let offset = 0;

@@ -3,15 +3,15 @@ import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../errors.js";
 import { DirLock } from "./dir-lock.js";
-import { appendDurable, fsyncDir, readIfExists, replaceDurable } from "./durable-file.js";
+import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
 import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
 import {
   encodeLine,
   encodeState,
   readFileKey,
+  readLines,
   readState,
   replayTranscript,
-  scanLines,
   TRANSCRIPT_FORMAT,
 } from "./jsonl-file.js";
 import { assertSessionKey, sessionFileName } from "./session-key.js";
@@ -266,12 +266,11 @@ export class JsonlStore implements TranscriptStore {
   private async loadFromDisk(session: string): Promise<Entry | undefined> {
     const base = sessionFileName(session);
     const path = join(this.dir, `${base}.jsonl`);
-    const buf = await readIfExists(path);
-    if (!buf) return undefined;
-    const scan = scanLines(buf);
+    const scan = await readLines(path);
+    if (!scan) return undefined;
     // Replay first: a corrupt middle throws before anything on disk changes.
     const log = replayTranscript(scan, path, session);
-    if (scan.validEnd < buf.length) await this.repairTail(path, buf, scan.validEnd);
+    if (scan.validEnd < scan.bytes.length) await this.repairTail(path, scan.bytes, scan.validEnd);
     if (!log) return undefined;
     this.keysByName.set(base, session);
     return { key: session, path, log, tip: log.head() };

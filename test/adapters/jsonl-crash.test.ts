@@ -167,8 +167,8 @@ describe("JsonlStore under SIGKILL", () => {
         const from = checkedUpTo.get(file) ?? 0;
         const scan = scanLines(await readFrom(file, from));
         tally.unreadableLines += scan.corrupt.length;
-        for (const { text } of scan.lines) {
-          const id = parseLine(text).id; // every whole line must also parse
+        for (const line of scan.lines) {
+          const id = parseLine(scan, line).id; // every whole line must also parse
           if (typeof id === "string") onDisk.add(id);
         }
         checkedUpTo.set(file, from + scan.validEnd);
