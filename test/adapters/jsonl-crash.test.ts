@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseLine, scanLines } from "../../src/adapters/jsonl-file.js";
 import { JsonlStore } from "../../src/adapters/jsonl-store.js";
+import { nodeEntry } from "../support/node-entry.js";
 import { mulberry32 } from "../support/random.js";
 
 /**
@@ -25,36 +26,13 @@ const live = new Set<ChildProcessWithoutNullStreams>();
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "tiller-crash-"));
   dir = join(tmp, "store");
-  command = await writerCommand();
+  command = await nodeEntry(WRITER, join(tmp, "crash-writer.mjs"));
 });
 afterAll(async () => {
   for (const proc of live) proc.kill("SIGKILL"); // writers left waiting if the test failed midway
   if (!process.env.TILLER_CRASH_KEEP) await rm(tmp, { recursive: true, force: true });
   else console.log("kept", tmp);
 });
-
-/**
- * `node --import tsx` costs ~0.4 s of startup per process; 200 of them would take the whole budget. The
- * writer is bundled once with esbuild (tsx's own compiler) so a restart costs a plain `node` start.
- */
-async function writerCommand(): Promise<string[]> {
-  try {
-    const esbuild = await import("esbuild");
-    const outfile = join(tmp, "crash-writer.mjs");
-    await esbuild.build({
-      entryPoints: [WRITER],
-      outfile,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      logLevel: "silent",
-    });
-    return [outfile];
-  } catch {
-    return ["--import", "tsx", WRITER];
-  }
-}
 
 interface Writer {
   proc: ChildProcessWithoutNullStreams;

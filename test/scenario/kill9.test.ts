@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
+import { nodeEntry } from "../support/node-entry.js";
 import { mulberry32 } from "../support/random.js";
 
 // A real kill -9 (DESIGN.md §6, invariant 5): a gateway on a JSONL store with a system clock and a model
@@ -40,8 +40,8 @@ beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "tiller-kill9-"));
   await writeFile(join(tmp, "resume.yaml"), RESUME_SCENARIO);
   [driverCommand, cliCommand] = await Promise.all([
-    command(DRIVER, "kill9-driver.mjs"),
-    command(CLI, "cli.mjs"),
+    nodeEntry(DRIVER, join(tmp, "kill9-driver.mjs")),
+    nodeEntry(CLI, join(tmp, "cli.mjs")),
   ]);
 }, 30_000);
 
@@ -49,45 +49,6 @@ afterAll(async () => {
   for (const proc of live) proc.kill("SIGKILL");
   await rm(tmp, { recursive: true, force: true });
 });
-
-/**
- * `node --import tsx` compiles on every start (seconds on a busy machine); bundling each entry once with
- * esbuild (tsx's own compiler) makes a start cost a plain `node` start. `recheck` and `pino` stay
- * outside the bundle, imported from this repository's node_modules by absolute path.
- */
-async function command(entry: string, outName: string): Promise<string[]> {
-  try {
-    const esbuild = await import("esbuild");
-    const require = createRequire(join(ROOT, "package.json"));
-    const outfile = join(tmp, outName);
-    await esbuild.build({
-      entryPoints: [entry],
-      outfile,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      logLevel: "silent",
-      banner: {
-        js: 'import { createRequire as __kill9Require } from "node:module"; const require = __kill9Require(import.meta.url);',
-      },
-      plugins: [
-        {
-          name: "repository-externals",
-          setup(build) {
-            build.onResolve({ filter: /^(recheck|pino)$/ }, (args) => ({
-              path: require.resolve(args.path),
-              external: true,
-            }));
-          },
-        },
-      ],
-    });
-    return [outfile];
-  } catch {
-    return ["--import", "tsx", entry];
-  }
-}
 
 interface Killed {
   seed: number;
