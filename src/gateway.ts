@@ -183,6 +183,7 @@ export function createGateway(options: GatewayOptions) {
         setting,
         actor: () => registry.actor(message.session, entry),
       });
+      registry.keepWindow(message.session, entry, false);
       emit("message.acked", { ...ack, session: message.session });
       return ack;
     } else if (draining) {
