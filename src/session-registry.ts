@@ -118,13 +118,7 @@ export class SessionRegistry {
   /** Stops every actor (the gateway is stopping); the memories stay. */
   stopAll(): void {
     this.liveIdle.clear();
-    for (const [key, entry] of this.entries) {
-      entry.subscription?.unsubscribe();
-      entry.actor?.stop();
-      entry.actor = null;
-      entry.subscription = null;
-      this.deps.writer.keepWindow(key, false);
-    }
+    for (const [key, entry] of this.entries) this.stopActor(key, entry);
   }
 
   /** An idle session joins the live-idle set; past the limit the least recently used one retires. */
@@ -146,11 +140,16 @@ export class SessionRegistry {
       const snapshot = actor.getSnapshot();
       if (snapshot.value !== "idle" || snapshot.context.queue.length > 0) return;
       entry.turnSeq = snapshot.context.turnSeq;
-      entry.subscription?.unsubscribe();
-      actor.stop();
-      entry.actor = null;
-      entry.subscription = null;
-      this.deps.writer.keepWindow(key, false);
+      this.stopActor(key, entry);
     });
+  }
+
+  /** Stops the session's actor and lets its cached window go; its memory stays. */
+  private stopActor(key: string, entry: SessionMemory): void {
+    entry.subscription?.unsubscribe();
+    entry.actor?.stop();
+    entry.actor = null;
+    entry.subscription = null;
+    this.deps.writer.keepWindow(key, false);
   }
 }
