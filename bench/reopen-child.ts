@@ -1,7 +1,7 @@
 /**
  * One restart of the store bench's reopen figure, in a fresh process as a real restart is:
  *
- *   node --import tsx bench/reopen-child.ts DIR KEY
+ *   node --import tsx bench/reopen-child.ts DIR KEY   (or the compiled tmp/bench-build/bench/reopen-child.js)
  *
  * Opens the store at DIR, opens KEY and reads its whole window, and prints
  * `{"ms":…,"cpuMs":…,"records":…}` (the timing starts after the process and its modules are up).

@@ -1,5 +1,8 @@
 /**
  * Runs every benchmark module that exists (`npm run bench`) and prints one table of figures per module.
+ * `npm run bench` compiles src/ and bench/ with tsc first (tsconfig.bench.json) and runs the output, so
+ * the figures are those of the JavaScript that ships; run from source (`npx tsx bench/run-all.ts`),
+ * tsx's function-name wrappers make the turn path about a third slower.
  * A module that is missing is reported and skipped; one that throws is reported, the others still run,
  * and the exit status is 1. A figure `<key>.target` is printed next to `<key>` with ok / MISSED.
  *
@@ -9,7 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, extname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -23,6 +26,8 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** `.js` when running the compiled benches, `.ts` under tsx. */
+const extension = extname(fileURLToPath(import.meta.url));
 const global = globalThis as { gc?: () => void };
 
 function enableGc(): boolean {
@@ -37,7 +42,7 @@ function enableGc(): boolean {
 }
 
 if (!enableGc() && process.env.TILLER_BENCH_CHILD !== "1") {
-  // process.execArgv carries tsx's loader flags, so the child runs this same TypeScript file.
+  // process.execArgv carries tsx's loader flags, if any, so the child runs this same file.
   const child = spawnSync(
     process.execPath,
     [...process.execArgv, "--expose-gc", fileURLToPath(import.meta.url)],
@@ -88,9 +93,9 @@ console.log(
 );
 let failed = 0;
 for (const bench of BENCHES) {
-  const path = join(here, bench.file);
+  const path = join(here, bench.file.replace(/\.ts$/, extension));
   if (!existsSync(path)) {
-    console.log(`\n${bench.title}: skipped, bench/${bench.file} does not exist`);
+    console.log(`\n${bench.title}: skipped, ${path} does not exist`);
     continue;
   }
   const t0 = performance.now();

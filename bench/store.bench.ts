@@ -98,6 +98,8 @@ async function benchBurst(dir: string): Promise<Record<string, number>> {
  * case), a cached read(), and a restart once the transcript was rotated. A restart is a new process, so
  * the headline figure is measured in fresh processes (REOPEN_RUNS of them: median, min and max); the
  * same reopen inside this process, whose heap is full of the earlier benches, is reported beside it.
+ * The headline restart follows a clean stop, whose close() indexed the transcript; the restart after a
+ * crash that left no index (a full scan) is measured too.
  */
 async function benchReopen(dir: string): Promise<Record<string, number | string>> {
   const key = "telegram:long-running";
@@ -110,13 +112,23 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
       head,
     );
   }
-  await writer.close();
-  const { size } = await stat(join(dir, `${sessionFileName(key)}.jsonl`));
+  const closeStarted = performance.now();
+  await writer.close(); // indexes the transcript
+  const closeMs = performance.now() - closeStarted;
+  const file = join(dir, `${sessionFileName(key)}.jsonl`);
+  const { size } = await stat(file);
 
   const fresh: Array<{ ms: number; cpuMs: number }> = [];
   for (let run = 0; run < REOPEN_RUNS; run++) fresh.push(await reopenInChild(dir, key));
   fresh.sort((a, b) => a.ms - b.ms);
   const middle = fresh[fresh.length >> 1]!;
+  // After a crash with no index yet: each load scans every line (and writes an index, removed again).
+  const scanned: Array<{ ms: number; cpuMs: number }> = [];
+  for (let run = 0; run < REOPEN_RUNS; run++) {
+    await rm(`${file}.index`, { force: true });
+    scanned.push(await reopenInChild(dir, key));
+  }
+  scanned.sort((a, b) => a.ms - b.ms);
 
   (globalThis as { gc?: () => void }).gc?.(); // run-all exposes gc(): start from a clean heap
   const started = performance.now();
@@ -156,6 +168,10 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
     "reopen.openAndReadWindowMs.max": Math.round(fresh.at(-1)!.ms),
     // CPU time is the figure to compare on a shared machine, where wall time includes waiting for a core.
     "reopen.openAndReadWindowCpuMs.median": Math.round(middle.cpuMs),
+    "reopen.noIndex.openAndReadWindowMs.median": Math.round(scanned[scanned.length >> 1]!.ms),
+    "reopen.noIndex.openAndReadWindowMs.min": Math.round(scanned[0]!.ms),
+    "reopen.noIndex.openAndReadWindowMs.max": Math.round(scanned.at(-1)!.ms),
+    "reopen.writerCloseWithIndexMs": Math.round(closeMs),
     "reopen.sameProcessMs": Math.round(reopenMs),
     "reopen.cachedReadMs": Math.round(readMs),
     "reopen.rotated.openAndReadWindowMs": Math.round(rotatedMs),
@@ -163,10 +179,15 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
   };
 }
 
-/** One reopen in a new node process (tsx compiles on start; the child times only the reopen). */
+/**
+ * One reopen in a new node process, running the same build as this bench (compiled, or TypeScript under
+ * tsx); the child times only the reopen.
+ */
 async function reopenInChild(dir: string, key: string): Promise<{ ms: number; cpuMs: number }> {
-  const child = fileURLToPath(new URL("./reopen-child.ts", import.meta.url));
-  const { stdout } = await run(process.execPath, ["--import", "tsx", child, dir, key]);
+  const compiled = import.meta.url.endsWith(".js");
+  const child = fileURLToPath(new URL(`./reopen-child.${compiled ? "js" : "ts"}`, import.meta.url));
+  const args = compiled ? [child, dir, key] : ["--import", "tsx", child, dir, key];
+  const { stdout } = await run(process.execPath, args);
   const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
     ms: number;
     cpuMs: number;

@@ -1,13 +1,14 @@
-// The checksum of every JSONL line (docs/store.md).
+// The checksum of every JSONL line, and of whole transcripts in their index (docs/store.md).
+import * as zlib from "node:zlib";
 
 /**
  * CRC-32 (zlib's) of `bytes[start, end)`, eight bytes per step ("slicing-by-8"). A reopen checks
  * 100k short lines: in JavaScript that is about twice as fast as one native `zlib.crc32` call per line,
  * whose cost is the call, not the checksum.
  */
-export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {
+export function crc32(bytes: Uint8Array, start = 0, end = bytes.length, seed = 0): number {
   const t = CRC_TABLES;
-  let crc = ~0;
+  let crc = ~seed;
   let i = start;
   for (; i + 8 <= end; i += 8) {
     const low = crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
@@ -24,6 +25,16 @@ export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number 
   for (; i < end; i++) crc = t[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8);
   return ~crc >>> 0;
 }
+
+/**
+ * The CRC-32 of `bytes` continued from `seed`, the CRC of the bytes before them: one call over
+ * megabytes, where zlib's native CRC (Node 20.15+) is three times faster than the table version.
+ */
+export function crc32Run(bytes: Uint8Array, seed = 0): number {
+  return nativeCrc32 ? nativeCrc32(bytes, seed) : crc32(bytes, 0, bytes.length, seed);
+}
+
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
 
 /** `CRC_TABLES[k * 256 + b]`: the CRC of byte `b` followed by `k` zero bytes. */
 const CRC_TABLES = new Int32Array(8 * 256);

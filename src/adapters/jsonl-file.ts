@@ -1,17 +1,14 @@
 /**
  * The on-disk format of the JSONL store (docs/store.md): checksummed lines, the scan that tells whole
- * lines from torn or corrupt ones, the replay of a transcript file into a {@link TranscriptLog}, and the
- * header and state lines that carry session keys. A reopen reads every line of a transcript, so the
- * scan and the replay work on the file's bytes: they decode and parse nothing but control lines.
+ * lines from torn or corrupt ones, and the header and state lines that carry session keys. A reopen
+ * reads every line of a transcript, so the scan works on the file's bytes and decodes nothing (nor does
+ * the replay into a log that follows it, transcript-replay.ts).
  */
 import { open } from "node:fs/promises";
 import { TillerError } from "../errors.js";
-import { crc32 } from "./crc32.js";
+import { crc32, crc32Run } from "./crc32.js";
 import { readChunked, readIfExists } from "./durable-file.js";
 import { sessionFileName } from "./session-key.js";
-import type { TranscriptRecord } from "./store.js";
-import { UNDELIVERED_FINAL } from "./store.js";
-import { metaOf, type RecordMeta, TranscriptLog } from "./transcript-log.js";
 
 /** Written in every transcript header; a reader refuses formats it does not know. */
 export const TRANSCRIPT_FORMAT = "tiller.transcript/1";
@@ -54,7 +51,23 @@ export interface LineScan {
   corrupt: number[];
   /** Byte offset just past the last valid line; everything after it is a torn tail. */
   validEnd: number;
+  /** Number of the last line read (valid or not). */
+  lastLine: number;
+  /** CRC-32 of all the bytes as read (before the scan cut checksum tails), continued from `seed`. */
+  crc: number;
 }
+
+/** Where a scan starts: past a prefix already verified (see transcript-index.ts). */
+export interface ScanFrom {
+  /** Byte offset of the first line to scan. */
+  offset: number;
+  /** Lines before it. */
+  lines: number;
+  /** CRC-32 of the bytes before it. */
+  crc: number;
+}
+
+const START: ScanFrom = { offset: 0, lines: 0, crc: 0 };
 
 const HEX = new Int8Array(256).fill(-1);
 for (let i = 0; i < 16; i++) HEX["0123456789abcdef".charCodeAt(i)] = i;
@@ -69,8 +82,8 @@ for (let i = 0; i < 16; i++) HEX["0123456789abcdef".charCodeAt(i)] = i;
  * so the line begins with exactly the JSON the checksum covers, one range to check and, later, to
  * decode. Bytes from `validEnd` on are left as read.
  */
-export function scanLines(buf: Buffer): LineScan {
-  const scanner = new LineScanner();
+export function scanLines(buf: Buffer, from: ScanFrom = START): LineScan {
+  const scanner = new LineScanner(from);
   scanner.scan(buf, buf.length, true);
   return scanner.result(buf);
 }
@@ -80,7 +93,7 @@ export function scanLines(buf: Buffer): LineScan {
  * the checksums overlap the disk; undefined when the file does not exist.
  */
 export async function readLines(file: string): Promise<LineScan | undefined> {
-  const scanner = new LineScanner();
+  const scanner = new LineScanner(START);
   const buf = await readChunked(file, (bytes, filled) => scanner.scan(bytes, filled, false));
   if (!buf) return undefined;
   scanner.scan(buf, buf.length, true);
@@ -91,13 +104,24 @@ export async function readLines(file: string): Promise<LineScan | undefined> {
 class LineScanner {
   private readonly lines: ValidLine[] = [];
   private readonly invalid: number[] = [];
-  private validEnd = 0;
-  private start = 0;
-  private lineNo = 0;
+  private validEnd: number;
+  private start: number;
+  private lineNo: number;
+  private crc: number;
+  /** Bytes the CRC covers: everything read so far, before the scan changes any of it. */
+  private crcEnd: number;
+
+  constructor(from: ScanFrom) {
+    this.validEnd = this.start = this.crcEnd = from.offset;
+    this.lineNo = from.lines;
+    this.crc = from.crc;
+  }
 
   /** Scans the lines of `buf[0, filled)` not scanned yet; a last line without newline only `atEnd`. */
   scan(buf: Buffer, filled: number, atEnd: boolean): void {
     const bytes = filled === buf.length ? buf : buf.subarray(0, filled);
+    this.crc = crc32Run(bytes.subarray(this.crcEnd, filled), this.crc);
+    this.crcEnd = filled;
     while (this.start < filled) {
       const nl = bytes.indexOf(NEWLINE, this.start);
       const end = nl === -1 ? filled : nl;
@@ -114,7 +138,14 @@ class LineScanner {
   result(bytes: Buffer): LineScan {
     const lastValid = this.lines.at(-1)?.line ?? 0;
     const corrupt = this.invalid.filter((line) => line < lastValid);
-    return { bytes, lines: this.lines, corrupt, validEnd: this.validEnd };
+    return {
+      bytes,
+      lines: this.lines,
+      corrupt,
+      validEnd: this.validEnd,
+      lastLine: this.lineNo,
+      crc: this.crc,
+    };
   }
 }
 
@@ -164,148 +195,6 @@ export function isHeader(
 /** `STORE_CORRUPT`, naming the file and the line so an operator can inspect it. */
 export function corruptError(file: string, line: number, reason: string): TillerError {
   return new TillerError("STORE_CORRUPT", `${file} line ${line}: ${reason}`);
-}
-
-/**
- * Rebuilds a transcript from its scanned lines. Returns undefined when the file holds no whole line at
- * all (a creation cut short); throws `STORE_CORRUPT` on damage before the last whole line, a missing
- * header, a header for another key, or a line that does not continue the transcript.
- */
-export function replayTranscript(scan: LineScan, file: string, key: string): TranscriptLog | undefined {
-  const first = scan.corrupt[0];
-  if (first !== undefined)
-    throw corruptError(file, first, "checksum mismatch or unreadable line before whole lines");
-  const header = scan.lines[0];
-  if (!header) return undefined;
-  const value = parseOrThrow(scan, header, file);
-  if (!isHeader(value)) throw corruptError(file, header.line, `expected a ${TRANSCRIPT_FORMAT} header`);
-  if (value.sessionKey !== key)
-    throw corruptError(file, header.line, "header belongs to another session key");
-  // The log keeps the file's bytes and decodes a record when it is read.
-  const log = new TranscriptLog(value.sessionId, 1, scan.bytes);
-  const prefixes = new RecordPrefixReader(scan, log.sessionId);
-  for (let i = 1; i < scan.lines.length; i++) {
-    const entry = scan.lines[i]!;
-    const meta = prefixes.read(entry);
-    if (meta) {
-      if (!log.pushBytes(entry.start, entry.end, meta)) throw notContinuing(file, entry.line, log);
-      continue;
-    }
-    const line = parseOrThrow(scan, entry, file);
-    if (typeof line.role === "string") {
-      if (!log.pushBytes(entry.start, entry.end, metaOf(line as unknown as TranscriptRecord)))
-        throw notContinuing(file, entry.line, log);
-    } else if (line.type === "reset" && line.revision === log.revision + 1) log.reset();
-    else if (line.type === "rotate" && typeof line.afterSeq === "number") log.rotate(line.afterSeq);
-    else throw corruptError(file, entry.line, `unexpected line type ${JSON.stringify(line.type)}`);
-  }
-  return log;
-}
-
-function parseOrThrow(scan: LineScan, entry: ValidLine, file: string): Record<string, unknown> {
-  try {
-    return parseLine(scan, entry);
-  } catch (cause) {
-    throw corruptError(
-      file,
-      entry.line,
-      `checksum matches but the line is not JSON (${(cause as Error).message})`,
-    );
-  }
-}
-
-function notContinuing(file: string, line: number, log: TranscriptLog): TillerError {
-  return corruptError(
-    file,
-    line,
-    `record does not continue the transcript (expected seq ${log.lastSeq + 1})`,
-  );
-}
-
-const ascii = (text: string) => Buffer.from(text, "latin1");
-const ID_OPEN = ascii('{"id":"');
-const SEQ_KEY = ascii('","seq":');
-const AT_KEY = ascii(',"at":');
-const MARKER_NEEDLE = ascii(`"customType":${JSON.stringify(UNDELIVERED_FINAL)}`);
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/**
- * Reads seq and revision from the fixed prefix the store writes on each record line
- * (`{"id":…,"seq":…,"at":…,"sessionId":…,"revision":…,`), checking the session id in place. It reads
- * the bytes, so a reopen decodes, slices and parses no record line. Undefined for a line that does not
- * start that way (a control line, or a record from another writer): the caller then parses it.
- */
-class RecordPrefixReader {
-  /** `,"sessionId":"…","revision":` for this transcript, matched as one literal. */
-  private readonly sessionKeys: Uint8Array;
-  /** What `read` returns, reused: valid until the next call (100k allocations are a reopen's GC). */
-  private readonly meta: RecordMeta;
-  /** Offset of the next marker needle at or after the line being read (-1: not searched yet). */
-  private nextMarker = -1;
-
-  constructor(
-    private readonly scan: LineScan,
-    sessionId: string,
-  ) {
-    this.sessionKeys = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"revision":`);
-    this.meta = { seq: 0, sessionId, revision: 0, marker: false };
-  }
-
-  read(line: ValidLine): RecordMeta | undefined {
-    const { bytes } = this.scan;
-    const { end } = line;
-    let pos = matchAt(bytes, line.start, end, ID_OPEN);
-    if (pos < 0) return undefined;
-    // The id is a JSON string: it ends at the first quote that no backslash escapes.
-    while (pos < end && bytes[pos] !== QUOTE) pos += bytes[pos] === BACKSLASH ? 2 : 1;
-    pos = matchAt(bytes, pos, end, SEQ_KEY);
-    const seqStart = pos;
-    let seq = 0;
-    for (; isDigit(bytes[pos]) && pos - seqStart < MAX_DIGITS; pos++) seq = seq * 10 + bytes[pos]! - 0x30;
-    if (pos === seqStart) return undefined;
-    pos = matchAt(bytes, pos, end, AT_KEY);
-    if (pos < 0) return undefined;
-    while (pos < end && bytes[pos] !== COMMA) pos++; // the timestamp
-    pos = matchAt(bytes, pos, end, this.sessionKeys);
-    const revisionStart = pos;
-    let revision = 0;
-    for (; isDigit(bytes[pos]) && pos - revisionStart < MAX_DIGITS; pos++)
-      revision = revision * 10 + bytes[pos]! - 0x30;
-    if (pos <= revisionStart || bytes[pos] !== COMMA) return undefined;
-    this.meta.seq = seq;
-    this.meta.revision = revision;
-    this.meta.marker = this.isMarker(line);
-    return this.meta;
-  }
-
-  /**
-   * One search for the needle runs through the file, moved on as lines pass it, instead of one search
-   * per line. The needle can also sit inside nested data (tool args): a hit is confirmed on the parse.
-   */
-  private isMarker(line: ValidLine): boolean {
-    if (this.nextMarker < line.start) {
-      const found = this.scan.bytes.indexOf(MARKER_NEEDLE, line.start);
-      this.nextMarker = found === -1 ? Number.POSITIVE_INFINITY : found;
-    }
-    return (
-      this.nextMarker < line.end && metaOf(parseLine(this.scan, line) as unknown as TranscriptRecord).marker
-    );
-  }
-}
-
-/** The offset just past `literal` when the bytes at `pos` (before `end`) spell it, else -1. */
-function matchAt(bytes: Uint8Array, pos: number, end: number, literal: Uint8Array): number {
-  if (pos < 0 || pos + literal.length > end) return -1;
-  for (let i = 0; i < literal.length; i++) if (bytes[pos + i] !== literal[i]) return -1;
-  return pos + literal.length;
-}
-
-/** At most this many digits are read for a number, so its value stays exact. */
-const MAX_DIGITS = 15;
-
-function isDigit(byte: number | undefined): boolean {
-  return byte !== undefined && byte >= 0x30 && byte <= 0x39;
 }
 
 /** Reads just the first line of a file (a header) without loading the whole transcript. */

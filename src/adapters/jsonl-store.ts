@@ -5,17 +5,11 @@ import { ConfigError } from "../errors.js";
 import { DirLock } from "./dir-lock.js";
 import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
 import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
-import {
-  encodeLine,
-  encodeState,
-  readFileKey,
-  readLines,
-  readState,
-  replayTranscript,
-  TRANSCRIPT_FORMAT,
-} from "./jsonl-file.js";
+import { encodeLine, encodeState, readFileKey, readState, TRANSCRIPT_FORMAT } from "./jsonl-file.js";
 import { assertSessionKey, sessionFileName } from "./session-key.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
+import { writeIndex } from "./transcript-index.js";
+import { INDEX_AFTER_BYTES, loadTranscript } from "./transcript-load.js";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
 
 export interface JsonlStoreOptions {
@@ -34,6 +28,8 @@ interface Entry extends CommitTarget {
   readonly key: string;
   readonly log: TranscriptLog;
   readonly tip: TranscriptHead;
+  /** Bytes of the file its index does not cover (close() indexes it past INDEX_AFTER_BYTES). */
+  unindexed: number;
 }
 
 /**
@@ -127,6 +123,7 @@ export class JsonlStore implements TranscriptStore {
     tip.lastSeq += stamped.length;
     const data = stamped.map(({ json }) => encodeLine(json)).join("");
     await this.commit.write(entry!, data, stamped.length, () => {
+      entry!.unindexed += Buffer.byteLength(data);
       for (const { record, json } of stamped) {
         // Cannot fail while seqs come from the tip; if it ever did, the disk is the truth: reload it.
         if (!entry!.log.push(json, metaOf(record))) this.evict(session);
@@ -223,6 +220,7 @@ export class JsonlStore implements TranscriptStore {
       await this.commit.drain();
     }
     await this.commit.closeFiles();
+    await this.indexGrown();
     // A closed store answers nothing: let its caches go even if the instance is still referenced.
     this.loaded.clear();
     this.loading.clear();
@@ -266,14 +264,31 @@ export class JsonlStore implements TranscriptStore {
   private async loadFromDisk(session: string): Promise<Entry | undefined> {
     const base = sessionFileName(session);
     const path = join(this.dir, `${base}.jsonl`);
-    const scan = await readLines(path);
-    if (!scan) return undefined;
-    // Replay first: a corrupt middle throws before anything on disk changes.
-    const log = replayTranscript(scan, path, session);
+    // A corrupt middle throws before anything on disk changes.
+    const loaded = await loadTranscript(path, `${path}.index`, session);
+    if (!loaded) return undefined;
+    const { log, scan, index } = loaded;
     if (scan.validEnd < scan.bytes.length) await this.repairTail(path, scan.bytes, scan.validEnd);
     if (!log) return undefined;
+    if (index) void this.track(writeIndex(`${path}.index`, index)).catch(() => {}); // a cache: best effort
     this.keysByName.set(base, session);
-    return { key: session, path, log, tip: log.head() };
+    return { key: session, path, log, tip: log.head(), unindexed: loaded.unindexed };
+  }
+
+  /**
+   * Indexes the transcripts that grew by INDEX_AFTER_BYTES or more since their index, so the next
+   * process loads them without a full scan. Runs at close(), once their appends are on disk.
+   */
+  private async indexGrown(): Promise<void> {
+    for (const entry of this.loaded.values()) {
+      if (entry.unindexed < INDEX_AFTER_BYTES || entry.broken) continue;
+      try {
+        const loaded = await loadTranscript(entry.path, `${entry.path}.index`, entry.key);
+        if (loaded?.index) await writeIndex(`${entry.path}.index`, loaded.index);
+      } catch {
+        // A cache: a transcript that cannot be indexed now is scanned on its next load.
+      }
+    }
   }
 
   /** Moves a torn tail into `<file>.quarantine` (durably) before cutting it off the transcript. */
@@ -286,6 +301,7 @@ export class JsonlStore implements TranscriptStore {
     );
     this.counters.fsyncs++;
     if (validEnd === 0) {
+      await rm(`${path}.index`, { force: true }); // nothing left to index
       await unlink(path);
       await fsyncDir(this.dir);
     } else {
@@ -310,7 +326,7 @@ export class JsonlStore implements TranscriptStore {
     this.counters.fsyncs += 2;
     this.keysByName.set(base, session);
     const log = new TranscriptLog(sessionId);
-    return { key: session, path, log, tip: log.head() };
+    return { key: session, path, log, tip: log.head(), unindexed: 0 };
   }
 
   private serializeState<T>(session: string, work: () => Promise<T>): Promise<T> {

@@ -1,13 +1,16 @@
-import { constants, isAscii } from "node:buffer";
 import { ConfigError, StaleWriterError } from "../errors.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord } from "./store.js";
 import { UNDELIVERED_FINAL } from "./store.js";
+import type { LogIndexState } from "./transcript-index.js";
 
 const ROLES = new Set(["user", "assistant", "toolCall", "toolResult", "custom"]);
-const OPEN_BRACKET = 0x5b; // [
-const CLOSE_BRACKET = 0x5d; // ]
 const COMMA = 0x2c;
 const SPACE = 0x20;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const NEWLINE = 0x0a;
+/** Bytes of records per `JSON.parse` (see parseReplayed); a larger record is parsed on its own. */
+const PARSE_SLICE = 32 * 1024;
 
 /** What the log needs to know about a record without parsing it. */
 export interface RecordMeta {
@@ -23,8 +26,8 @@ export interface RecordMeta {
  * and the start of the context window. Shared by the memory store (as its whole state) and the JSONL
  * store (as the cache of what is durable), so both answer alike. Records are kept as JSON, never as
  * objects: parsing on read is the copy callers need anyway. A log replayed from a file keeps that
- * file's bytes, arranged so that its records read as one JSON array: a reopen decodes and parses
- * nothing, and a read of many records is one decode and one `JSON.parse` (see {@link pushBytes}).
+ * file's bytes, arranged so that consecutive records read as a JSON array: a reopen decodes and parses
+ * nothing, and a read of many records is one `JSON.parse` per slice of them (see {@link pushBytes}).
  *
  * @example
  * ```ts
@@ -48,15 +51,72 @@ export class TranscriptLog {
   /** The window holds the records with seq greater than this (the last reset or rotation point). */
   windowAfterSeq = 0;
 
-  /** The file replayed with {@link pushBytes}: its bytes, or their text once read (see decode). */
-  private source: Buffer | string | undefined;
-  private sourceIsAscii: boolean | undefined;
+  /** The bytes of the file replayed with {@link pushBytes}. */
+  private readonly source: Buffer | undefined;
 
   /** `source`: the bytes of the transcript file the log is replayed from (see {@link pushBytes}). */
   constructor(sessionId: string, revision = 1, source?: Buffer) {
     this.sessionId = sessionId;
     this.revision = revision;
     this.source = source;
+  }
+
+  /**
+   * A log resumed from an index (transcript-index.ts) over `source`, the file's bytes as read, whose
+   * first `covered` bytes the caller verified against the index; undefined when the index does not
+   * describe records inside them (then the caller scans the file). Lays the bytes out as the scan and
+   * {@link pushBytes} would have.
+   */
+  static fromIndex(index: LogIndexState, source: Buffer, covered: number): TranscriptLog | undefined {
+    const { starts, ends, markers, revision, windowAfterSeq } = index;
+    const count = starts.length;
+    if (revision < 1 || windowAfterSeq > count || starts.length !== ends.length) return undefined;
+    for (let i = 0; i < count; i++) {
+      const start = starts[i]!;
+      const end = ends[i]!;
+      const inOrder = start >= 1 && start < end && end + 18 <= covered && (i === 0 || ends[i - 1]! < start);
+      // Each range must still be a line's JSON up to its checksum tail (`,"crc":"…"}` and a newline).
+      if (
+        !inOrder ||
+        source[start - 1] !== NEWLINE ||
+        source[start] !== OPEN_BRACE ||
+        source[end - 1] !== COMMA ||
+        source[end + 17] !== NEWLINE
+      )
+        return undefined;
+    }
+    for (let i = 0; i < markers.length; i++)
+      if (!(markers[i]! >= 1 && markers[i]! <= count && (i === 0 || markers[i - 1]! < markers[i]!)))
+        return undefined;
+    const log = new TranscriptLog(index.sessionId, revision, source);
+    for (let i = 0; i < count; i++) {
+      const end = ends[i]!;
+      source[end - 1] = CLOSE_BRACE; // where the scan ends a record's JSON (see scanLines)
+      if (i > 0) {
+        const previousEnd = ends[i - 1]!;
+        source[previousEnd] = COMMA;
+        for (let j = previousEnd + 1; j < starts[i]!; j++) source[j] = SPACE;
+      }
+      log.starts.push(starts[i]!);
+      log.ends.push(end);
+    }
+    for (const marker of markers) log.markers.push(marker);
+    log.windowAfterSeq = windowAfterSeq;
+    return log;
+  }
+
+  /** What an index needs to resume this log: only for a log replayed from a file, before any push. */
+  indexState(): LogIndexState | undefined {
+    if (this.source === undefined || this.texts.length > 0) return undefined;
+    const { sessionId, revision, windowAfterSeq } = this;
+    return {
+      sessionId,
+      revision,
+      windowAfterSeq,
+      markers: [...this.markers],
+      starts: this.starts,
+      ends: this.ends,
+    };
   }
 
   get lastSeq(): number {
@@ -76,21 +136,18 @@ export class TranscriptLog {
 
   /**
    * Adds the next record, whose JSON is `source[start, end)`; only before any {@link push}. The log
-   * takes the bytes around its records over (what lies between them has been replayed already): it
-   * writes `[` before the first record, `,` and spaces between records (checksum tails and control
-   * lines), and `]` after the last, so all of them read as one JSON array.
+   * takes the bytes between its records over (they have been replayed already): a comma and spaces
+   * replace them (checksum tails and control lines), so any run of records reads as the inside of one
+   * JSON array.
    */
   pushBytes(start: number, end: number, meta: RecordMeta): boolean {
     const { source, ends } = this;
-    if (typeof source !== "object" || this.texts.length > 0 || start < 1 || !this.continues(meta))
-      return false;
+    if (source === undefined || this.texts.length > 0 || start < 1 || !this.continues(meta)) return false;
     const previousEnd = ends.at(-1);
-    if (previousEnd === undefined) source[start - 1] = OPEN_BRACKET;
-    else {
+    if (previousEnd !== undefined) {
       source[previousEnd] = COMMA;
       for (let i = previousEnd + 1; i < start; i++) source[i] = SPACE; // cheaper than a fill() call
     }
-    source[end] = CLOSE_BRACKET;
     this.starts.push(start);
     ends.push(end);
     return true;
@@ -153,28 +210,32 @@ export class TranscriptLog {
   }
 
   /**
-   * The replayed records from index `from` on, in one decode and one parse of their JSON array (see
-   * pushBytes): for a long transcript that is ~20% cheaper than a `JSON.parse` call per record. A text
+   * The replayed records from index `from` on, one `JSON.parse` per slice of up to PARSE_SLICE bytes
+   * (see pushBytes): for a long transcript that is ~20% cheaper than a parse per record. A slice text is
+   * small enough for V8's young generation; one string of a whole 100k-record window was not, and in a
+   * fresh process, which pays for each page of memory it touches first, cost 70 ms more. A record text
    * that is not one JSON value on its own (only a broken writer could checksum one) could shift the
-   * split; the seqs would show it, and then each record is parsed alone, failing as it always did.
+   * split; the seqs would show it, and then that slice is parsed record by record, failing as it always
+   * did.
    */
   private parseReplayed(from: number): TranscriptRecord[] {
-    const last = this.ends.length - 1;
-    // V8 caps the length of a string: a larger array is parsed record by record.
-    if (this.ends[last]! + 1 - this.starts[from]! < constants.MAX_STRING_LENGTH) {
-      // The whole array has its brackets in place; a part of it needs its own.
-      const json =
-        from === 0
-          ? this.decode(this.starts[0]! - 1, this.ends[last]! + 1)
-          : `[${this.decode(this.starts[from]!, this.ends[last]!)}]`;
+    const { starts, ends } = this;
+    const out: TranscriptRecord[] = [];
+    for (let first = from; first < starts.length; ) {
+      let last = first;
+      while (last + 1 < starts.length && ends[last + 1]! - starts[first]! <= PARSE_SLICE) last++;
+      let records: TranscriptRecord[] | undefined;
       try {
-        const records = JSON.parse(json) as TranscriptRecord[];
-        if (records.length === last + 1 - from && seqsFollow(records, from + 1)) return records;
+        records = JSON.parse(`[${this.decode(starts[first]!, ends[last]!)}]`) as TranscriptRecord[];
       } catch {
         // parsed one by one below
       }
+      if (records?.length === last + 1 - first && seqsFollow(records, first + 1))
+        for (const record of records) out.push(record);
+      else for (let i = first; i <= last; i++) out.push(parseRecord(this.text(i + 1)!));
+      first = last + 1;
     }
-    return this.starts.slice(from).map((_, i) => parseRecord(this.text(from + i + 1)!));
+    return out;
   }
 
   /** The JSON of the record with this seq. */
@@ -184,22 +245,9 @@ export class TranscriptLog {
     return i >= 0 ? this.decode(this.starts[i]!, this.ends[i]!) : undefined;
   }
 
-  /**
-   * The text of `source[start, end)`. When the records are all ASCII (the usual case), the file becomes
-   * text the first time a read covers most of it: a latin1 decode, a plain copy with the same offsets,
-   * which then replaces the bytes, so later reads decode nothing. Short reads, and records with other
-   * characters, are decoded per read.
-   */
+  /** The text of `source[start, end)`. */
   private decode(start: number, end: number): string {
-    const source = this.source!;
-    if (typeof source === "string") return source.slice(start, end);
-    if (2 * (end - start) < source.length || source.length > constants.MAX_STRING_LENGTH)
-      return source.toString("utf8", start, end);
-    // Only the records' bytes matter (a header with a non-ASCII session key need not slow reads down).
-    this.sourceIsAscii ??= isAscii(source.subarray(this.starts[0]! - 1, this.ends.at(-1)! + 1));
-    if (!this.sourceIsAscii) return source.toString("utf8", start, end);
-    this.source = source.toString("latin1");
-    return this.source.slice(start, end);
+    return this.source!.toString("utf8", start, end);
   }
 
   /** The seq of the assistant final a marker points at: `details.finalSeq`, else the record before it. */

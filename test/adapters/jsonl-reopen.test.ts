@@ -109,6 +109,95 @@ describe("JsonlStore reopening a transcript", () => {
     await again.close();
   });
 
+  it("reads records of every size around the 32 KiB parse slices, across resets and rotations", async () => {
+    // Sizes from a few bytes to four slices, so slices hold one record, many, or one record too large.
+    const sizes = [3, 40_000, 10, 32_700, 32_800, 131_072, 500, 65_000, 1, 20_000];
+    const body = (n: number) => user(`${n}:${"é😀x".repeat(sizes[n % sizes.length]! / 3)}`);
+    const key = "A";
+    const store = await JsonlStore.openDir({ dir });
+    let head = await store.open(key);
+    for (let n = 0; n < 60; n += 6) {
+      await store.append(
+        key,
+        Array.from({ length: 6 }, (_, i) => body(n + i)),
+        head,
+      );
+      if (n === 24) head = await store.reset(key, head);
+      if (n === 42) await store.rotate(key, head);
+    }
+    const all = await store.read(key);
+    const window = await store.readWindow(key);
+    await store.close();
+    expect(all).toHaveLength(60);
+    expect(window.map((record) => record.seq)).toEqual(all.slice(48).map((record) => record.seq));
+
+    const again = await JsonlStore.openDir({ dir });
+    expect(await again.readWindow(key)).toEqual(window);
+    expect(await again.read(key)).toEqual(all);
+    await again.close();
+  });
+
+  it("finds undelivered-final markers anywhere in a file of several read chunks, even across chunk edges", async () => {
+    const key = "A";
+    const { file } = await writeRecords(key, 1500, long); // over 1 MiB, under 2
+    const store = await JsonlStore.openDir({ dir });
+    let head = await store.open(key);
+    const size = async () => (await stat(file)).size;
+    // A final and its marker with a rotation between them, the marker line across the 2 MiB chunk edge.
+    const pair = async (text: string, edge: number) => {
+      const [final] = await store.append(
+        key,
+        [{ role: "assistant", text, runId: "r", delivered: false }],
+        head,
+      );
+      head = await store.rotate(key, head);
+      const before = await size();
+      const pad = (text: string): RecordBody => ({ role: "user", text, messageId: "pad" });
+      await store.append(key, [pad("x")], head);
+      const probe = (await size()) - before; // the line length of a record with a 1-character text
+      await store.append(key, [pad("x".repeat(Math.max(1, edge - 40 - (await size()) - probe + 1)))], head);
+      const [marker] = await store.append(
+        key,
+        [
+          {
+            role: "custom",
+            customType: UNDELIVERED_FINAL,
+            display: false,
+            details: {
+              deliveryMode: "automatic",
+              delivered: false,
+              finalSeq: final!.seq,
+              finalTextLength: text.length,
+            },
+          },
+        ],
+        head,
+      );
+      return {
+        final: final!,
+        marker: marker!,
+        markerAt: (await size()) - JSON.stringify(marker).length - 18,
+      };
+    };
+    const first = await pair("the first answer", 2 * 1024 * 1024);
+    expect(first.markerAt).toBe(2 * 1024 * 1024 - 40);
+    await store.append(
+      key,
+      Array.from({ length: 1000 }, (_, i) => long(i)),
+      head,
+    );
+    const second = await pair("the second answer", 3 * 1024 * 1024);
+    expect(second.markerAt).toBe(3 * 1024 * 1024 - 40);
+    const window = await store.readWindow(key);
+    await store.close();
+    expect(window[0]).toEqual(second.final);
+    expect(window.at(-1)).toEqual(second.marker);
+
+    const again = await JsonlStore.openDir({ dir });
+    expect(await again.readWindow(key)).toEqual(window);
+    await again.close();
+  });
+
   it("returns fresh objects after a restart: changing what a read returned changes nothing", async () => {
     const { records } = await writeRecords("A", 50, (n) => user(`m${n}`));
     const store = await JsonlStore.openDir({ dir });

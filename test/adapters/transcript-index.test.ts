@@ -1,0 +1,195 @@
+import { copyFile, mkdtemp, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { JsonlStore } from "../../src/adapters/jsonl-store.js";
+import { sessionFileName } from "../../src/adapters/session-key.js";
+import type { RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
+import { UNDELIVERED_FINAL } from "../../src/adapters/store.js";
+import { decodeIndex, encodeIndex } from "../../src/adapters/transcript-index.js";
+import { loadTranscript } from "../../src/adapters/transcript-load.js";
+
+const user = (n: number): RecordBody => ({
+  role: "user",
+  text: `${n} ${"the deploy failed again, can you look at it? ".repeat(8)}`,
+  messageId: `m${n}`,
+});
+const final = (text: string): RecordBody => ({ role: "assistant", text, runId: "r", delivered: false });
+const marker = (finalSeq: number): RecordBody => ({
+  role: "custom",
+  customType: UNDELIVERED_FINAL,
+  display: false,
+  details: { deliveryMode: "automatic", delivered: false, finalSeq, finalTextLength: 6 },
+});
+
+describe("the transcript index", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "tiller-index-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const fileOf = (key: string) => join(dir, `${sessionFileName(key)}.jsonl`);
+  const indexOf = (key: string) => `${fileOf(key)}.index`;
+
+  /** Appends `count` records in batches through a store, then closes it (which indexes a grown file). */
+  async function write(key: string, count: number, body: (n: number) => RecordBody = user) {
+    const store = await JsonlStore.openDir({ dir });
+    const head = await store.open(key);
+    for (let n = 0; n < count; n += 500) {
+      const batch = Array.from({ length: Math.min(500, count - n) }, (_, i) => body(n + i));
+      await store.append(key, batch, head);
+    }
+    await store.close();
+  }
+
+  /** Everything a store opened on `dir` reads for `key`: all records, the window and the head. */
+  async function readBack(key: string) {
+    const store = await JsonlStore.openDir({ dir });
+    const head = await store.open(key);
+    const result = { head, all: await store.read(key), window: await store.readWindow(key) };
+    await store.close();
+    return result;
+  }
+
+  /** The same, with no index on disk: a full scan, the reference. */
+  async function readBackScanned(key: string) {
+    await rm(indexOf(key), { force: true });
+    return readBack(key);
+  }
+
+  it("is written when a store closes after a transcript grew by 1 MiB, and the next load scans only what follows it", async () => {
+    await write("A", 3000);
+    const { size } = await stat(fileOf("A"));
+    expect(size).toBeGreaterThan(1024 * 1024);
+    const index = decodeIndex(await readFile(indexOf("A")), "A");
+    expect(index).toMatchObject({ covered: size, lines: 3001 });
+
+    const indexed = await loadTranscript(fileOf("A"), indexOf("A"), "A");
+    expect(indexed!.scan.lines).toHaveLength(0);
+    expect(indexed!.log!.records()).toHaveLength(3000);
+
+    // Ten more records: not worth a new index, so the next load scans just those ten lines.
+    const store = await JsonlStore.openDir({ dir });
+    const head = await store.open("A");
+    await store.append(
+      "A",
+      Array.from({ length: 10 }, (_, i) => user(3000 + i)),
+      head,
+    );
+    await store.close();
+    expect(decodeIndex(await readFile(indexOf("A")), "A")!.covered).toBe(size);
+    const tail = await loadTranscript(fileOf("A"), indexOf("A"), "A");
+    expect(tail!.scan.lines.map((line) => line.line)).toEqual(Array.from({ length: 10 }, (_, i) => 3002 + i));
+
+    const viaIndex = await readBack("A");
+    expect(viaIndex.all).toHaveLength(3010);
+    expect(viaIndex).toEqual(await readBackScanned("A"));
+  });
+
+  it("is written by a load that had to scan 1 MiB or more, and then used by the next load", async () => {
+    await write("A", 3000);
+    await rm(indexOf("A"));
+    const scanned = await loadTranscript(fileOf("A"), indexOf("A"), "A");
+    expect(scanned!.scan.lines).toHaveLength(3001);
+    expect(scanned!.index).toBeDefined(); // what the store writes after this load
+    const before = await readBack("A"); // this load writes it
+    expect(decodeIndex(await readFile(indexOf("A")), "A")).toBeDefined();
+    expect((await loadTranscript(fileOf("A"), indexOf("A"), "A"))!.scan.lines).toHaveLength(0);
+    expect(await readBack("A")).toEqual(before);
+  });
+
+  it("keeps resets, rotations and final–marker pairs, inside the indexed bytes and after them", async () => {
+    const key = "A";
+    let store = await JsonlStore.openDir({ dir });
+    let head = await store.open(key);
+    const phase = async (n: number) => {
+      await store.append(
+        key,
+        Array.from({ length: 3000 }, (_, i) => user(n + i)),
+        head,
+      );
+      const [answer] = await store.append(key, [final(`answer ${n}`)], head);
+      head = await store.rotate(key, head); // the rotation falls between the final and its marker
+      await store.append(key, [marker(answer!.seq), user(n + 3000)], head);
+    };
+    await phase(0);
+    head = await store.reset(key, head);
+    await phase(4000);
+    await store.close(); // indexed here
+    const indexed = decodeIndex(await readFile(indexOf(key)), key)!;
+    expect(indexed.revision).toBe(2);
+    expect(indexed.markers).toHaveLength(2);
+
+    store = await JsonlStore.openDir({ dir });
+    head = await store.open(key);
+    await phase(8000); // after the index: over 1 MiB more, so closing indexes again
+    await store.close();
+    const again = decodeIndex(await readFile(indexOf(key)), key)!;
+    expect(again.covered).toBe((await stat(fileOf(key))).size);
+    expect(again.markers).toHaveLength(3);
+    const viaIndex = await readBack(key);
+    expect(viaIndex.window.map((record) => record.role)).toEqual(["assistant", "custom", "user"]);
+    expect(viaIndex.head).toMatchObject({ revision: 2 });
+    expect(viaIndex).toEqual(await readBackScanned(key));
+  });
+
+  it("hides no damage: a byte changed under it makes the load scan every line and name the bad one", async () => {
+    await write("A", 3000);
+    const bytes = await readFile(fileOf("A"));
+    const at = bytes.indexOf('"seq":2000,');
+    const damaged = Buffer.from(bytes);
+    damaged[damaged.indexOf("deploy", at)] = "D".charCodeAt(0);
+    await writeFile(fileOf("A"), damaged);
+
+    const store = await JsonlStore.openDir({ dir });
+    const error = await store.open("A").catch((e: unknown) => e);
+    await store.close();
+    expect(error).toMatchObject({ code: "STORE_CORRUPT" });
+    expect((error as Error).message).toContain("line 2001:");
+  });
+
+  it("is ignored when torn, written for another key, left from another file, or pointing outside records", async () => {
+    await write("A", 3000);
+    await write("B", 3000);
+    const reference = await readBack("A");
+    const full = async () => (await loadTranscript(fileOf("A"), indexOf("A"), "A"))!.scan.lines.length;
+    const good = await readFile(indexOf("A"));
+
+    await truncate(indexOf("A"), good.length - 5); // torn
+    expect(await full()).toBe(3001);
+    await copyFile(indexOf("B"), indexOf("A")); // B's index under A's name
+    expect(await full()).toBe(3001);
+
+    // An index whose checksums hold but whose ranges are not records of the file.
+    const index = decodeIndex(good, "A")!;
+    const shifted = { ...index, starts: index.starts.map((start) => start + 1) };
+    await writeFile(indexOf("A"), encodeIndex(shifted));
+    expect(await full()).toBe(3001);
+    const outside = { ...index, ends: index.ends.map((end, i) => (i === 5 ? index.covered + 10 : end)) };
+    await writeFile(indexOf("A"), encodeIndex(outside));
+    expect(await full()).toBe(3001);
+    expect(await readBack("A")).toEqual(reference);
+
+    // The transcript written again from scratch under the same name: same key, other bytes.
+    await writeFile(indexOf("A"), good);
+    await rm(fileOf("A"));
+    await write("A", 2000);
+    const rewritten = await readBack("A");
+    expect(rewritten.all).toHaveLength(2000);
+    expect(rewritten).toEqual(await readBackScanned("A"));
+  });
+
+  it("survives a torn tail after the indexed bytes: the tail is cut as without an index", async () => {
+    await write("A", 3000);
+    const torn = '{"id":"x","seq":3001,"at":7,"sessionId":"';
+    const bytes = await readFile(fileOf("A"));
+    await writeFile(fileOf("A"), Buffer.concat([bytes, Buffer.from(torn)]));
+    const { all } = await readBack("A");
+    expect(all.map((record: TranscriptRecord) => record.seq).at(-1)).toBe(3000);
+    expect((await readFile(fileOf("A"))).equals(bytes)).toBe(true);
+    expect(await readFile(`${fileOf("A")}.quarantine`, "utf8")).toContain(torn);
+  });
+});
