@@ -20,7 +20,8 @@
  * `calibration.*` times (best of 7 runs) two tiny operations every turn performs several times: an XState
  * actor's life and an AbortController with a listener, to compare machines; plus the load average.
  *
- * Run alone with `npx tsx bench/gateway.bench.ts` (gc() is enabled through V8 flags when missing).
+ * Run alone with `node tmp/bench-build/bench/gateway.bench.js` after `npm run bench` compiled it, or
+ * `npx tsx bench/gateway.bench.ts` from source (gc() is enabled through V8 flags when missing).
  */
 import { loadavg } from "node:os";
 import { pathToFileURL } from "node:url";

@@ -1,8 +1,8 @@
 /**
  * Runs every benchmark module that exists (`npm run bench`) and prints one table of figures per module.
  * `npm run bench` compiles src/ and bench/ with tsc first (tsconfig.bench.json) and runs the output, so
- * the figures are those of the JavaScript that ships; run from source (`npx tsx bench/run-all.ts`),
- * tsx's function-name wrappers make the turn path about a third slower.
+ * the figures are those of the JavaScript that ships. Run from source (`npx tsx bench/run-all.ts`), the
+ * same benches include tsx's function-name wrappers (about 10% on the turn path here).
  * A module that is missing is reported and skipped; one that throws is reported, the others still run,
  * and the exit status is 1. A figure `<key>.target` is printed next to `<key>` with ok / MISSED.
  *

@@ -88,6 +88,11 @@ export const configSchema = z
          * hundred bytes and are rebuilt on demand. 0 stops every actor as soon as it is idle.
          */
         liveIdleSessions: nonNegativeInt.default(1000),
+        /**
+         * Messages `explain()` can answer for, across sessions: past this, the sessions whose messages
+         * were least recently touched are forgotten first (each session keeps its last 500).
+         */
+        explainMessages: nonNegativeInt.default(20_000),
       })
       .strict()
       .default({
@@ -97,6 +102,7 @@ export const configSchema = z
         maxModelCallsPerTurn: 25,
         maxWindowRecords: 2000,
         liveIdleSessions: 1000,
+        explainMessages: 20_000,
       }),
   })
   .strict();

@@ -22,14 +22,30 @@ export interface MessageExplanation {
 }
 
 const MAX_PER_SESSION = 500;
+/** Runs whose messages are remembered until their final (far more than can run at once). */
+const MAX_RUNS = 10_000;
 
 /** An entry noted before its ack (a turn can start, and call the model, inside `receive`). */
 type Entry = MessageExplanation & { acked?: false };
 
+/**
+ * The explanations of recent messages, bounded: each session keeps its last 500, and past `maxMessages`
+ * in all, the sessions least recently touched are forgotten whole (a long-running gateway sees
+ * sessions come and go; it must not keep every one it ever saw).
+ */
 export class MessageLog {
+  /** Sessions in the order they were last touched, oldest first. */
   private readonly bySession = new Map<string, Map<string, Entry>>();
   /** runId → message ids the run owns, to attribute model calls and finals. */
   private readonly runMessages = new Map<string, Set<string>>();
+  private total = 0;
+
+  constructor(private readonly maxMessages = 20_000) {}
+
+  /** Messages held, across sessions. */
+  get size(): number {
+    return this.total;
+  }
 
   observe(event: TillerEvent): void {
     const session = event.session;
@@ -103,7 +119,7 @@ export class MessageLog {
 
   private acked(session: string, event: TillerEvent): void {
     const id = String(event.messageId);
-    const early = this.bySession.get(session)?.get(id);
+    const early = this.touch(session).get(id);
     if (early && early.acked !== false) {
       this.note(session, id, event.at, `redelivered: acked ${event.disposition}`);
       return;
@@ -128,11 +144,7 @@ export class MessageLog {
 
   /** A new entry, in the session's bounded log; its ack fills in what the gateway decided. */
   private entry(session: string, id: string, at: number): Entry {
-    let messages = this.bySession.get(session);
-    if (!messages) {
-      messages = new Map();
-      this.bySession.set(session, messages);
-    }
+    const messages = this.touch(session);
     const entry: Entry = {
       session,
       messageId: id,
@@ -145,9 +157,27 @@ export class MessageLog {
       timeline: [],
       acked: false,
     };
+    if (!messages.has(id)) this.total++;
     messages.set(id, entry);
-    if (messages.size > MAX_PER_SESSION) messages.delete(messages.keys().next().value as string);
+    if (messages.size > MAX_PER_SESSION) {
+      messages.delete(messages.keys().next().value as string);
+      this.total--;
+    }
+    // The session just touched is the newest, so it is never the one forgotten.
+    for (const [oldest, old] of this.bySession) {
+      if (this.total <= this.maxMessages || oldest === session) break;
+      this.bySession.delete(oldest);
+      this.total -= old.size;
+    }
     return entry;
+  }
+
+  /** The session's messages, moved to the newest end of the order. */
+  private touch(session: string): Map<string, Entry> {
+    const messages = this.bySession.get(session);
+    this.bySession.delete(session);
+    this.bySession.set(session, messages ?? new Map());
+    return this.bySession.get(session)!;
   }
 
   private claim(runId: string, messageId: string): void {
@@ -155,6 +185,8 @@ export class MessageLog {
     if (!ids) {
       ids = new Set();
       this.runMessages.set(runId, ids);
+      // A final forgets its run; a run that failed has none, so the oldest runs are forgotten too.
+      if (this.runMessages.size > MAX_RUNS) this.runMessages.delete(this.runMessages.keys().next().value!);
     }
     ids.add(messageId);
   }
@@ -167,7 +199,7 @@ export class MessageLog {
     update?: (entry: MessageExplanation) => void,
   ): void {
     // A turn can start, and call the model, before `receive` returns the message's ack.
-    const entry = this.bySession.get(session)?.get(id) ?? this.entry(session, id, at);
+    const entry = this.touch(session).get(id) ?? this.entry(session, id, at);
     entry.timeline.push({ at, what });
     update?.(entry);
   }

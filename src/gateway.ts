@@ -72,7 +72,7 @@ export function createGateway(options: GatewayOptions) {
   const logger = options.logger ?? createLogger();
   const store = options.store ?? new MemoryStore({ now: () => clock.now() });
   const hub = new EventHub();
-  const messageLog = new MessageLog();
+  const messageLog = new MessageLog(config.limits.explainMessages);
   const writer = new TranscriptWriter(store);
   let draining = false;
 

@@ -194,3 +194,39 @@ describe("tiller run FILE --explain ID", () => {
     expect(JSON.parse(missing.stdout.trim().split("\n")[1]!)).toEqual({ messageId: "nope", found: false });
   }, 60_000);
 });
+
+describe("gateway.explain memory", () => {
+  const inbound = (sessions: number, perSession: number) =>
+    Array.from({ length: sessions * perSession }, (_, i) => {
+      const session = `u${Math.floor(i / perSession)}`;
+      return `  - { at: ${i * 1000}, session: "${session}", channel: telegram, id: m${i % perSession}, text: "question ${i}" }`;
+    }).join("\n");
+  const scenario = (explainMessages: number, sessions: number, perSession: number) => `
+name: bounded
+model:
+  - reply: { delayMs: 10, text: "Re: {{latestUser}}" }
+config: { limits: { explainMessages: ${explainMessages} } }
+inbound:
+${inbound(sessions, perSession)}
+`;
+
+  it("forgets the sessions least recently active first once limits.explainMessages are held", async () => {
+    const { gateway } = await runScenario(parseScenario(scenario(6, 4, 3), "bounded.yaml"));
+    // 12 messages in 4 sessions of 3, one session after the other: the last two sessions fit.
+    expect(gateway.explain("u0", "m0")).toBeUndefined();
+    expect(gateway.explain("u1", "m2")).toBeUndefined();
+    for (const session of ["u2", "u3"])
+      for (const id of ["m0", "m1", "m2"])
+        expect(gateway.explain(session, id)).toMatchObject({ answeredBy: { delivered: true } });
+  });
+
+  it("keeps the newest session's messages even past the limit, and the default keeps thousands", async () => {
+    const tight = await runScenario(parseScenario(scenario(1, 2, 3), "tight.yaml"));
+    expect(tight.gateway.explain("u0", "m2")).toBeUndefined();
+    expect(tight.gateway.explain("u1", "m0")).toMatchObject({ disposition: "started" });
+    expect(tight.gateway.explain("u1", "m2")).toMatchObject({ disposition: "started" });
+
+    const roomy = await runScenario(parseScenario(scenario(20_000, 40, 3), "roomy.yaml"));
+    expect(roomy.gateway.explain("u0", "m0")).toMatchObject({ answeredBy: { delivered: true } });
+  });
+});
