@@ -54,6 +54,24 @@ export function historyToModel(records: readonly TranscriptRecord[]): ModelMessa
   return out;
 }
 
+/**
+ * {@link historyToModel} of a context window, remembered with the window: a cached window only grows
+ * (by push) until it is replaced, so the next turn converts just the records appended since. Returns a
+ * new array whenever the window grew, never one handed out before with more messages in it.
+ */
+export function windowToModel(records: readonly TranscriptRecord[]): ModelMessage[] {
+  const known = converted.get(records);
+  if (known?.records === records.length) return known.messages;
+  const messages =
+    known && known.records < records.length
+      ? known.messages.concat(historyToModel(records.slice(known.records)))
+      : historyToModel(records);
+  converted.set(records, { records: records.length, messages });
+  return messages;
+}
+
+const converted = new WeakMap<readonly TranscriptRecord[], { records: number; messages: ModelMessage[] }>();
+
 /** The current turn's journal as the model sees it (re-check notes and discarded drafts included). */
 export function journalToModel(items: readonly TurnItem[]): ModelMessage[] {
   const out: ModelMessage[] = [];

@@ -1,7 +1,7 @@
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
-import { DROPPED_SUMMARY, historyToModel, TURN_NOTE, type TurnItem } from "../turn.js";
+import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
 
 const RECENT_USER_MESSAGES = 3;
@@ -81,7 +81,7 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     kind: pending.kind,
     messages: pending.messages,
     preamble,
-    history: historyToModel(records),
+    history: windowToModel(records),
     olderUserTexts,
     recheck: {
       // A recovery turn only re-sends; re-drafting it would defeat its purpose.

@@ -1,12 +1,12 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as zlib from "node:zlib";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 import { sessionFileName } from "../../src/adapters/session-key.js";
 import type { RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
 import { UNDELIVERED_FINAL } from "../../src/adapters/store.js";
+import { useTempDir } from "../support/temp-dir.js";
 
 /** A store line as any writer of the format produces it, checksummed with zlib's CRC-32. */
 function line(value: object): string {
@@ -21,16 +21,10 @@ const long = (n: number): RecordBody =>
   user(`${n} ${"the deploy failed again, can you look at it? ".repeat(8)}`);
 
 describe("JsonlStore reopening a transcript", () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "tiller-reopen-"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const temp = useTempDir("tiller-reopen");
 
   async function writeRecords(key: string, count: number, body: (n: number) => RecordBody) {
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const head = await store.open(key);
     for (let n = 0; n < count; n += 500) {
       const batch = Array.from({ length: Math.min(500, count - n) }, (_, i) => body(n + i));
@@ -38,7 +32,7 @@ describe("JsonlStore reopening a transcript", () => {
     }
     const records = await store.read(key);
     await store.close();
-    return { file: join(dir, `${sessionFileName(key)}.jsonl`), records };
+    return { file: join(temp.path, `${sessionFileName(key)}.jsonl`), records };
   }
 
   it("opens a file written with zlib's checksums, in another writer's key order", async () => {
@@ -63,7 +57,7 @@ describe("JsonlStore reopening a transcript", () => {
       details: { deliveryMode: "automatic", delivered: false, finalSeq: 3, finalTextLength: 6 },
     });
     const after = record(5, 2, { role: "user", text: "next", messageId: "m5" });
-    const file = join(dir, `${sessionFileName("A")}.jsonl`);
+    const file = join(temp.path, `${sessionFileName("A")}.jsonl`);
     await writeFile(
       file,
       [
@@ -78,7 +72,7 @@ describe("JsonlStore reopening a transcript", () => {
       ].join(""),
     );
 
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     expect(await store.open("A")).toEqual({ sessionId, revision: 2, lastSeq: 5 });
     expect(await store.read("A")).toEqual([ours, theirs, final, marker, after]);
     // The rotation fell between the final and its marker: the window keeps them together.
@@ -94,7 +88,7 @@ describe("JsonlStore reopening a transcript", () => {
     // ASCII records under a non-ASCII session key (in the header line).
     const { records: plain } = await writeRecords("café ☕", 3000, (n) => user(`m${n}`));
 
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     expect(await store.readWindow("café ☕")).toEqual(plain);
     expect(await store.readWindow("A")).toEqual(records);
     expect(await store.read("A")).toEqual(records);
@@ -103,7 +97,7 @@ describe("JsonlStore reopening a transcript", () => {
     const [tail] = await store.append("A", [body(3000)], head);
     await store.close();
 
-    const again = await JsonlStore.openDir({ dir });
+    const again = await JsonlStore.openDir({ dir: temp.path });
     expect(await again.readWindow("A")).toEqual([tail]);
     expect(await again.read("A")).toEqual([...records, tail]);
     await again.close();
@@ -114,7 +108,7 @@ describe("JsonlStore reopening a transcript", () => {
     const sizes = [3, 40_000, 10, 32_700, 32_800, 131_072, 500, 65_000, 1, 20_000];
     const body = (n: number) => user(`${n}:${"é😀x".repeat(sizes[n % sizes.length]! / 3)}`);
     const key = "A";
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     let head = await store.open(key);
     for (let n = 0; n < 60; n += 6) {
       await store.append(
@@ -131,7 +125,7 @@ describe("JsonlStore reopening a transcript", () => {
     expect(all).toHaveLength(60);
     expect(window.map((record) => record.seq)).toEqual(all.slice(48).map((record) => record.seq));
 
-    const again = await JsonlStore.openDir({ dir });
+    const again = await JsonlStore.openDir({ dir: temp.path });
     expect(await again.readWindow(key)).toEqual(window);
     expect(await again.read(key)).toEqual(all);
     await again.close();
@@ -140,7 +134,7 @@ describe("JsonlStore reopening a transcript", () => {
   it("finds undelivered-final markers anywhere in a file of several read chunks, even across chunk edges", async () => {
     const key = "A";
     const { file } = await writeRecords(key, 1500, long); // over 1 MiB, under 2
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     let head = await store.open(key);
     const size = async () => (await stat(file)).size;
     // A final and its marker with a rotation between them, the marker line across the 2 MiB chunk edge.
@@ -193,14 +187,14 @@ describe("JsonlStore reopening a transcript", () => {
     expect(window[0]).toEqual(second.final);
     expect(window.at(-1)).toEqual(second.marker);
 
-    const again = await JsonlStore.openDir({ dir });
+    const again = await JsonlStore.openDir({ dir: temp.path });
     expect(await again.readWindow(key)).toEqual(window);
     await again.close();
   });
 
   it("returns fresh objects after a restart: changing what a read returned changes nothing", async () => {
     const { records } = await writeRecords("A", 50, (n) => user(`m${n}`));
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const window = await store.readWindow("A");
     for (const record of window) (record as { text: string }).text = "changed";
     (await store.read("A")).length = 0;
@@ -219,7 +213,7 @@ describe("JsonlStore reopening a transcript", () => {
     damaged[damaged.indexOf("deploy", at)] = "D".charCodeAt(0);
     await writeFile(file, damaged);
 
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const error = await store.readWindow("A").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "STORE_CORRUPT" });
     expect((error as Error).message).toContain(`${file} line 4001:`);
@@ -234,7 +228,7 @@ describe("JsonlStore reopening a transcript", () => {
     const torn = '{"id":"x","seq":6001,"at":7,"sessionId":"';
     await writeFile(file, Buffer.concat([bytes, Buffer.from(torn)]));
 
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const window: TranscriptRecord[] = await store.readWindow("A");
     expect(window).toEqual(records);
     await store.close();

@@ -1,13 +1,13 @@
-import { copyFile, mkdtemp, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { copyFile, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 import { sessionFileName } from "../../src/adapters/session-key.js";
 import type { RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
 import { UNDELIVERED_FINAL } from "../../src/adapters/store.js";
 import { decodeIndex, encodeIndex } from "../../src/adapters/transcript-index.js";
 import { loadTranscript } from "../../src/adapters/transcript-load.js";
+import { useTempDir } from "../support/temp-dir.js";
 
 const user = (n: number): RecordBody => ({
   role: "user",
@@ -23,20 +23,14 @@ const marker = (finalSeq: number): RecordBody => ({
 });
 
 describe("the transcript index", () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "tiller-index-"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const temp = useTempDir("tiller-index");
 
-  const fileOf = (key: string) => join(dir, `${sessionFileName(key)}.jsonl`);
+  const fileOf = (key: string) => join(temp.path, `${sessionFileName(key)}.jsonl`);
   const indexOf = (key: string) => `${fileOf(key)}.index`;
 
   /** Appends `count` records in batches through a store, then closes it (which indexes a grown file). */
   async function write(key: string, count: number, body: (n: number) => RecordBody = user) {
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const head = await store.open(key);
     for (let n = 0; n < count; n += 500) {
       const batch = Array.from({ length: Math.min(500, count - n) }, (_, i) => body(n + i));
@@ -45,9 +39,9 @@ describe("the transcript index", () => {
     await store.close();
   }
 
-  /** Everything a store opened on `dir` reads for `key`: all records, the window and the head. */
+  /** Everything a store opened on `temp.path` reads for `key`: all records, the window and the head. */
   async function readBack(key: string) {
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const head = await store.open(key);
     const result = { head, all: await store.read(key), window: await store.readWindow(key) };
     await store.close();
@@ -72,7 +66,7 @@ describe("the transcript index", () => {
     expect(indexed!.log!.records()).toHaveLength(3000);
 
     // Ten more records: not worth a new index, so the next load scans just those ten lines.
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const head = await store.open("A");
     await store.append(
       "A",
@@ -103,7 +97,7 @@ describe("the transcript index", () => {
 
   it("keeps resets, rotations and final–marker pairs, inside the indexed bytes and after them", async () => {
     const key = "A";
-    let store = await JsonlStore.openDir({ dir });
+    let store = await JsonlStore.openDir({ dir: temp.path });
     let head = await store.open(key);
     const phase = async (n: number) => {
       await store.append(
@@ -123,7 +117,7 @@ describe("the transcript index", () => {
     expect(indexed.revision).toBe(2);
     expect(indexed.markers).toHaveLength(2);
 
-    store = await JsonlStore.openDir({ dir });
+    store = await JsonlStore.openDir({ dir: temp.path });
     head = await store.open(key);
     await phase(8000); // after the index: over 1 MiB more, so closing indexes again
     await store.close();
@@ -144,7 +138,7 @@ describe("the transcript index", () => {
     damaged[damaged.indexOf("deploy", at)] = "D".charCodeAt(0);
     await writeFile(fileOf("A"), damaged);
 
-    const store = await JsonlStore.openDir({ dir });
+    const store = await JsonlStore.openDir({ dir: temp.path });
     const error = await store.open("A").catch((e: unknown) => e);
     await store.close();
     expect(error).toMatchObject({ code: "STORE_CORRUPT" });
