@@ -9,10 +9,14 @@ import type { SessionMemory } from "./session-persistence.js";
 
 /** What the session's run is doing now (its state and the context the ack reads), if one runs. */
 export function runViewOf(actor: SessionActorRef | null): RunView | undefined {
-  const runRef = actor?.getSnapshot().children.run as AnyActorRef | undefined;
+  const runRef = runRefOf(actor);
   if (!runRef) return undefined;
   const runSnapshot = runRef.getSnapshot();
   return { state: stateName(runSnapshot.value), context: runSnapshot.context };
+}
+
+function runRefOf(actor: SessionActorRef | null): AnyActorRef | undefined {
+  return actor?.getSnapshot().children.run as AnyActorRef | undefined;
 }
 
 export interface ControlRequest {
@@ -76,11 +80,13 @@ export function applyControl(request: ControlRequest): Ack {
 function stop(actor: SessionActorRef | null): string {
   const run = runViewOf(actor);
   let dropped = 0;
-  const counting = actor?.on("message.dropped", () => {
+  const count = () => {
     dropped++;
-  });
+  };
+  // The session drops what waits in its queue, the run the steering it holds back.
+  const counting = [actor?.on("message.dropped", count), runRefOf(actor)?.on("message.dropped", count)];
   actor?.send({ type: "session.stop" });
-  counting?.unsubscribe();
+  for (const subscription of counting) subscription?.unsubscribe();
   const call = run?.context.pendingCalls[run.context.toolIndex];
   const stuck =
     run?.state.startsWith("toolBatch.toolRunning") &&

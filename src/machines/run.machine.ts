@@ -216,7 +216,14 @@ export const runMachine = setup({
       status: (_, params: { status: "done" | "aborted" | "failed" }) => params.status,
     }),
     noteAbort: assign({
-      abortReason: ({ event }) => (event.type === "run.abort" ? event.reason : "aborted"),
+      abortReason: ({ event }) =>
+        event.type === "run.abort" || event.type === "run.stop" ? event.reason : "aborted",
+    }),
+    dropHeld: enqueueActions(({ context, enqueue }) => {
+      // A /stop drops the steering the model never saw; the session drops what still waits in its queue.
+      for (const message of context.steerBuffer)
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+      enqueue.assign({ steerBuffer: [] });
     }),
     releaseUnshown: assign(({ context }) => ({
       // Aborted before any model call: the model saw nothing, so nothing is answered or stored for this
@@ -310,6 +317,10 @@ export const runMachine = setup({
   initial: "idle",
   on: {
     "run.steer": { actions: "bufferSteer", description: "Held until the next model call or the re-check." },
+    "run.stop": {
+      actions: "dropHeld",
+      description: "Already stopping (a tool that cannot be cancelled): held steering is dropped.",
+    },
   },
   states: {
     idle: {
@@ -318,6 +329,7 @@ export const runMachine = setup({
       on: {
         "run.start": { target: "streaming" },
         "run.abort": { target: "aborted", actions: ["noteAbort", "releaseUnshown"] },
+        "run.stop": { target: "aborted", actions: ["dropHeld", "noteAbort", "releaseUnshown"] },
       },
     },
     streaming: {
@@ -341,6 +353,7 @@ export const runMachine = setup({
       },
       on: {
         "run.abort": { target: "aborted", actions: "noteAbort", description: "The model call is cancelled." },
+        "run.stop": { target: "aborted", actions: ["dropHeld", "noteAbort"] },
       },
     },
     toolBatch: {
@@ -401,6 +414,14 @@ export const runMachine = setup({
                     description: "A cancellable tool is stopped and gets a synthetic result.",
                   },
                   { target: "aborting", actions: "noteAbort" },
+                ],
+                "run.stop": [
+                  {
+                    guard: "currentToolCancellable",
+                    target: "#run.aborted",
+                    actions: ["dropHeld", "noteAbort", "recordToolCancelled", "emitToolEnded"],
+                  },
+                  { target: "aborting", actions: ["dropHeld", "noteAbort"] },
                 ],
               },
             },

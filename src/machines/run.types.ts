@@ -100,10 +100,13 @@ export interface RunContext {
 export type RunEvent =
   | { type: "run.start" }
   | { type: "run.steer"; message: OwnedMessage }
-  | { type: "run.abort"; reason: string };
+  | { type: "run.abort"; reason: string }
+  /** `/stop`: abort, and drop the steering messages the run still holds back (never shown to the model). */
+  | { type: "run.stop"; reason: string };
 
 export type RunEmitted =
   | { type: "steer.injected"; messageIds: string[] }
+  | { type: "message.dropped"; messageId: string; reason: string }
   | { type: "tool.started"; callId: string; name: string; args: unknown }
   | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }
   | { type: "tool.skipped"; callId: string; name: string; args: unknown; reason: string }

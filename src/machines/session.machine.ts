@@ -1,6 +1,5 @@
 import {
   type ActorRefFrom,
-  type AnyActorRef,
   assign,
   emit,
   enqueueActions,
@@ -146,17 +145,11 @@ export const sessionMachine = setup({
         reason: `${INTERRUPTED} ${event.message.id}`,
       } as RunEvent);
     }),
-    abortRun: enqueueActions(({ context, enqueue, self }) => {
-      // Steering the run still holds back (never shown to the model) is dropped with the turn now, so it
-      // is reported even if the run never ends (a /new right after). The stopped turn owns nothing more:
-      // a restart does not run it again, and only messages steered after the stop come back later.
-      const run = (self.getSnapshot()?.children as Record<string, AnyActorRef | undefined> | undefined)?.run;
-      const held =
-        (run?.getSnapshot()?.context as { steerBuffer?: OwnedMessage[] } | undefined)?.steerBuffer ?? [];
-      for (const message of held) {
-        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
-      }
-      enqueue.sendTo("run", { type: "run.abort", reason: STOPPED } as RunEvent);
+    abortRun: enqueueActions(({ context, enqueue }) => {
+      // The run drops the steering it still holds back (never shown to the model) and says so. The
+      // stopped turn owns nothing more: a restart does not run it again, and only messages steered after
+      // the stop come back later.
+      enqueue.sendTo("run", { type: "run.stop", reason: STOPPED } as RunEvent);
       if (context.pending) enqueue.assign({ pending: { ...context.pending, messages: [] } });
     }),
     clearWaiting: enqueueActions(({ context, enqueue }) => {

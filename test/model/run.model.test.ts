@@ -134,6 +134,7 @@ function graphEvents(config: GraphConfig): GraphEvent[] {
     { type: "run.start" },
     { type: "run.steer", message: { id: "steer", text: STEER_TEXT, channel: "telegram", at: 10 } },
     { type: "run.abort", reason: "stopped by the test" },
+    { type: "run.stop", reason: "stopped by /stop" },
     {
       type: "xstate.done.actor.callModel",
       output: { text: "Let me update the file.", toolCalls: TOOL_CALLS, persisted: 0 },
@@ -247,6 +248,8 @@ function eventLabel(event: GraphEvent): string {
       return "steer";
     case "run.abort":
       return "abort";
+    case "run.stop":
+      return "/stop";
     case "xstate.done.actor.callModel":
       return event.output.toolCalls.length > 0 ? "model asks for tools" : "model drafts a final";
     case "xstate.error.actor.callModel":
@@ -378,6 +381,7 @@ class Replay {
     switch (event.type) {
       case "run.start":
       case "run.abort":
+      case "run.stop":
         this.actor.send(event);
         break;
       case "run.steer": {
@@ -469,11 +473,17 @@ function stepViolations(replay: Replay, previousPasses: number): string[] {
   if (context.passes < previousPasses)
     problems.push(`passes went down from ${previousPasses} to ${context.passes}`);
 
-  // Invariant 5: every message given to the run is owned or waiting, never both, never lost.
+  // Invariant 5: every message given to the run is owned, waiting, or dropped by a /stop (and said so):
+  // exactly one of them, never lost.
   const owned = ids(context.owned);
   const waiting = ids(context.steerBuffer);
-  if (!sameList(sorted([...owned, ...waiting]), sorted(ids(replay.given)))) {
-    problems.push(`owned ${owned} + waiting ${waiting} is not exactly the given ${ids(replay.given)}`);
+  const dropped = replay.emitted.flatMap((event) =>
+    event.type === "message.dropped" ? [event.messageId] : [],
+  );
+  if (!sameList(sorted([...owned, ...waiting, ...dropped]), sorted(ids(replay.given)))) {
+    problems.push(
+      `owned ${owned} + waiting ${waiting} + dropped ${dropped} is not exactly the given ${ids(replay.given)}`,
+    );
   }
 
   // What a model call saw, it saw once, and every later call still sees it: no message is shown twice
@@ -525,17 +535,22 @@ function outputViolations(replay: Replay, path: Path): string[] {
   check((output.error !== null) === (output.status === "failed"), "error set iff failed");
   check((output.abortReason !== null) === (output.status === "aborted"), "abortReason set iff aborted");
 
-  // Invariant 5: each given message is answered (shown to a model call) or left over, never both.
+  // Invariant 5: each given message is answered (shown to a model call), left over, or dropped by a
+  // /stop while still held back: exactly one of the three.
   const shown = replay.shown();
   const leftover = ids(output.leftover);
+  const dropped = replay.emitted.flatMap((event) =>
+    event.type === "message.dropped" ? [event.messageId] : [],
+  );
   check(
     sameList(sorted(output.answered), sorted([...shown])),
     `answered ${output.answered}, shown ${[...shown]}`,
   );
   for (const id of leftover) check(!shown.has(id), `${id} is both answered and left over`);
+  for (const id of dropped) check(!shown.has(id) && !leftover.includes(id), `${id} was dropped and kept`);
   check(
-    sameList(sorted([...shown, ...leftover]), sorted(ids(replay.given))),
-    `answered ${[...shown]} + leftover ${leftover} is not exactly the given ${ids(replay.given)}`,
+    sameList(sorted([...shown, ...leftover, ...dropped]), sorted(ids(replay.given))),
+    `answered ${[...shown]} + leftover ${leftover} + dropped ${dropped} is not exactly the given ${ids(replay.given)}`,
   );
   // The journal holds the answered messages, once each, in the order the model saw them.
   const journalUsers = output.journal.flatMap((item) => (item.role === "user" ? [item.messageId] : []));

@@ -255,6 +255,10 @@ const fakeRun = setup({
         "run.abort": {
           actions: assign({ aborts: ({ context, event }) => [...context.aborts, event.reason] }),
         },
+        // The real run also drops the steering it holds back; this one holds none.
+        "run.stop": {
+          actions: assign({ aborts: ({ context, event }) => [...context.aborts, event.reason] }),
+        },
         "fake.finish": { target: "finished" },
         "fake.crash": {
           actions: () => {

@@ -758,6 +758,8 @@ describe("control commands", () => {
       ),
     );
     expect(events(result, "message.dropped").map((event) => event.messageId)).toEqual(["m2"]);
+    // The run held it back, and said so at once: the /stop's ack counts it.
+    expect(ack(result, "x1").text).toContain("dropping 1 waiting message(s)");
     expect(userTextsByTurn(result)).toEqual([["deploy the app"]]);
     expect(replies(result)).toEqual([]);
   });
