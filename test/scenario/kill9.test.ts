@@ -136,7 +136,14 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
 }
 
 function check(killed: Killed): void {
-  const context = `seed ${killed.seed}, acked ${killed.acked.join(",")}\n${killed.stderr}${killed.driverStderr}`;
+  const context = [
+    `seed ${killed.seed}, acked ${killed.acked.join(",")}`,
+    killed.stderr + killed.driverStderr,
+    // Enough to tell what happened from a failure report alone.
+    `driver: ${killed.driverLines.join(" | ").slice(0, 2_000)}`,
+    `resumed events: ${resumedEvents(killed.stdout)}`,
+    ...[...killed.files].map(([name, text]) => `${name}:\n${text.slice(0, 4_000)}`),
+  ].join("\n");
   expect(killed.driverStderr, context).toBe("");
   expect(killed.driverSignal, context).toBe("SIGKILL");
   expect(killed.acked.length, context).toBeGreaterThanOrEqual(1);
@@ -189,6 +196,18 @@ function check(killed: Killed): void {
     const results = records.filter((other) => other.role === "toolResult" && other.callId === record.callId);
     expect(results, context).toHaveLength(1);
     expect(records.indexOf(results[0]!), context).toBeGreaterThan(index);
+  }
+}
+
+function resumedEvents(stdout: string): string {
+  try {
+    const result = JSON.parse(stdout) as ScenarioResult;
+    return result.events
+      .map((event) => [event.type, event.status, event.note, event.reason].filter(Boolean).join(" "))
+      .join(" | ")
+      .slice(0, 4_000);
+  } catch {
+    return `(no JSON result) ${stdout.slice(0, 500)}`;
   }
 }
 

@@ -1,0 +1,264 @@
+// The run machine's implementations: its types, the actors the gateway provides, guards and actions
+// (the machine itself, its states and transitions, is in run.machine.ts).
+import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
+import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
+import type { TurnItem } from "../turn.js";
+import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../turn.js";
+import type {
+  CallModelInput,
+  CallModelOutput,
+  RunContext,
+  RunEmitted,
+  RunEvent,
+  RunInput,
+  RunOutput,
+  RunToolInput,
+  RunToolOutput,
+} from "./run.types.js";
+import {
+  assistantNote,
+  isCancellable,
+  maxCalls,
+  toolResultItem,
+  toRunError,
+  userItem,
+} from "./run-context.js";
+
+const SKIPPED_RESULT = "skipped for an incoming message";
+
+export const runSetup = setup({
+  types: {} as {
+    input: RunInput;
+    context: RunContext;
+    events: RunEvent;
+    emitted: RunEmitted;
+    output: RunOutput;
+  },
+  actors: {
+    callModel: fromPromise<CallModelOutput, CallModelInput>(async () => {
+      throw new Error("callModel is provided by the gateway");
+    }),
+    runTool: fromPromise<RunToolOutput, RunToolInput>(async () => {
+      throw new Error("runTool is provided by the gateway");
+    }),
+  },
+  guards: {
+    autoStart: ({ context }) => context.input.autoStart === true,
+    callLimitReached: ({ context, event }) =>
+      (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0 &&
+      context.call >= maxCalls(context),
+    hasToolCalls: ({ event }) =>
+      (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0,
+    steerPending: ({ context }) => context.steerBuffer.length > 0,
+    moreTools: ({ context }) => context.toolIndex < context.pendingCalls.length,
+    abortRequested: ({ context }) => context.abortReason !== null,
+    currentToolCancellable: ({ context }) => isCancellable(context),
+    staleWithPassesLeft: ({ context }) =>
+      context.verdict.stale &&
+      context.input.recheck.enabled &&
+      context.passes < context.input.recheck.maxPasses,
+    staleButDisabled: ({ context }) => context.verdict.stale && !context.input.recheck.enabled,
+    staleAtLimit: ({ context }) => context.verdict.stale,
+  },
+  actions: {
+    injectSteer: enqueueActions(({ context, enqueue }) => {
+      if (context.steerBuffer.length === 0) return;
+      enqueue.emit({ type: "steer.injected", messageIds: context.steerBuffer.map((message) => message.id) });
+      enqueue.assign({
+        owned: [...context.owned, ...context.steerBuffer],
+        journal: [...context.journal, ...context.steerBuffer.map(userItem)],
+        steerBuffer: [],
+      });
+    }),
+    countCall: assign(({ context }) => ({ call: context.call + 1 })),
+    bufferSteer: assign({
+      steerBuffer: ({ context, event }) =>
+        event.type === "run.steer" ? [...context.steerBuffer, event.message] : context.steerBuffer,
+    }),
+    recordToolCalls: assign(({ context, event }) => {
+      const output = (event as unknown as { output: CallModelOutput }).output;
+      return {
+        persisted: context.persisted + output.persisted,
+        pendingCalls: output.toolCalls,
+        toolIndex: 0,
+        recheckPending: false,
+        journal: output.text ? [...context.journal, assistantNote(output.text)] : context.journal,
+      };
+    }),
+    recordDraft: assign(({ context, event }) => {
+      const output = (event as unknown as { output: CallModelOutput }).output;
+      return { persisted: context.persisted + output.persisted, draft: output.text, recheckPending: false };
+    }),
+    recordCallLimit: assign(({ context, event }) => ({
+      persisted: context.persisted + (event as unknown as { output: CallModelOutput }).output.persisted,
+      error: {
+        code: "MODEL_CALL_LIMIT",
+        message: `the model asked for tools on each of ${context.call} calls; the turn allows ${maxCalls(context)}`,
+        retryable: false,
+      },
+    })),
+    recordCallError: assign({
+      error: ({ event }) => toRunError((event as unknown as { error: unknown }).error),
+    }),
+    announceTool: assign(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        journal: [
+          ...context.journal,
+          {
+            role: "toolCall" as const,
+            callId: call.callId,
+            name: call.name,
+            args: call.args,
+            runId: context.input.runId,
+          },
+        ],
+      };
+    }),
+    emitToolStarted: emit(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return { type: "tool.started" as const, callId: call.callId, name: call.name, args: call.args };
+    }),
+    recordToolResult: assign(({ context, event }) => {
+      const output = (event as unknown as { output: RunToolOutput }).output;
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        persisted: context.persisted + output.persisted,
+        toolIndex: context.toolIndex + 1,
+        completedTools:
+          output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
+        journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
+      };
+    }),
+    recordToolFailure: assign(({ context, event }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      const error = toRunError((event as unknown as { error: unknown }).error);
+      return {
+        toolIndex: context.toolIndex + 1,
+        journal: [...context.journal, toolResultItem(context, call, "failed", { error: error.message })],
+      };
+    }),
+    emitToolEnded: emit(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex - 1]!;
+      const last = context.journal[context.journal.length - 1];
+      const status = last?.role === "toolResult" ? last.status : "done";
+      return { type: "tool.ended" as const, callId: call.callId, name: call.name, args: call.args, status };
+    }),
+    recordToolCancelled: assign(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        toolIndex: context.toolIndex + 1,
+        journal: [
+          ...context.journal,
+          toolResultItem(
+            context,
+            call,
+            "cancelled",
+            "cancelled: the turn was interrupted by a newer message",
+          ),
+        ],
+      };
+    }),
+    skipRemainingTools: assign(({ context }) => {
+      const skipped = context.pendingCalls.slice(context.toolIndex);
+      const items: TurnItem[] = [];
+      for (const call of skipped) {
+        items.push({
+          role: "toolCall",
+          callId: call.callId,
+          name: call.name,
+          args: call.args,
+          runId: context.input.runId,
+        });
+        items.push(toolResultItem(context, call, "skipped", SKIPPED_RESULT));
+      }
+      return { journal: [...context.journal, ...items], toolIndex: context.pendingCalls.length };
+    }),
+    emitToolsSkipped: enqueueActions(({ context, enqueue }) => {
+      // Runs before skipRemainingTools, so pendingCalls[toolIndex..] are the calls being skipped.
+      for (const call of context.pendingCalls.slice(context.toolIndex)) {
+        enqueue.emit({
+          type: "tool.skipped",
+          callId: call.callId,
+          name: call.name,
+          args: call.args,
+          reason: SKIPPED_RESULT,
+        });
+      }
+    }),
+    markStatus: assign({
+      status: (_, params: { status: "done" | "aborted" | "failed" }) => params.status,
+    }),
+    noteAbort: assign({
+      abortReason: ({ event }) =>
+        event.type === "run.abort" || event.type === "run.stop" ? event.reason : "aborted",
+    }),
+    dropHeld: enqueueActions(({ context, enqueue }) => {
+      // A /stop drops the steering the model never saw; the session drops what still waits in its queue.
+      for (const message of context.steerBuffer)
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+      enqueue.assign({ steerBuffer: [] });
+    }),
+    releaseUnshown: assign(({ context }) => ({
+      // Aborted before any model call: the model saw nothing, so nothing is answered or stored for this
+      // turn; every message goes back to the session as leftover.
+      owned: [],
+      steerBuffer: [...context.owned, ...context.steerBuffer],
+      journal: context.journal.filter((item) => item.role !== "user"),
+    })),
+    assess: assign({
+      verdict: ({ context }) => {
+        const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+        const older = [
+          ...context.owned
+            .slice(0, -1)
+            .reverse()
+            .map((message) => message.text),
+          ...context.input.olderUserTexts,
+        ];
+        return assessDraft(
+          { draft: context.draft, newest, older, newerArrived: context.steerBuffer.length > 0 },
+          {
+            complaintPatterns: compilePatterns(context.input.recheck.complaintPatterns),
+            minOverlap: context.input.recheck.minOverlap,
+          },
+        );
+      },
+    }),
+    startRecheck: assign(({ context }) => {
+      const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+      const reason = context.verdict.reason ?? "newer-message";
+      return {
+        passes: context.passes + 1,
+        recheckPending: true,
+        journal: [
+          ...context.journal,
+          {
+            role: "custom" as const,
+            customType: SUPERSEDED_DRAFT,
+            display: false,
+            details: { text: context.draft, runId: context.input.runId },
+          },
+          {
+            role: "custom" as const,
+            customType: RECHECK_NOTE,
+            display: false,
+            details: { reason, instruction: reanchorInstruction(reason, newest), runId: context.input.runId },
+          },
+        ],
+      };
+    }),
+    emitRecheckFired: emit(({ context }) => ({
+      type: "recheck.fired" as const,
+      reason: context.verdict.reason ?? "newer-message",
+      detail: context.verdict.detail ?? "",
+      pass: context.passes + 1,
+    })),
+    emitRecheckSkipped: emit(({ context }) => ({
+      type: "recheck.skipped" as const,
+      reason: context.input.recheck.enabled ? ("limit" as const) : ("disabled" as const),
+      signal: context.verdict.reason ?? "newer-message",
+      detail: context.verdict.detail ?? "",
+    })),
+  },
+});

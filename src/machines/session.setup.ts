@@ -1,0 +1,251 @@
+// The session machine's implementations: its types, the actors the gateway provides, guards and
+// actions (the machine itself, its states and transitions, is in session.machine.ts).
+import { assign, emit, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
+import type { OwnedMessage } from "../turn.js";
+import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
+import type {
+  DeliverInput,
+  DeliverOutput,
+  PendingTurn,
+  QueueItem,
+  SessionContext,
+  SessionEmitted,
+  SessionEvent,
+  SessionInput,
+} from "./session.types.js";
+import { byArrival, decision, failedOutput } from "./session-context.js";
+import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
+
+/** Where a message waits when it cannot join the running turn; the ack says it. */
+export const EARLIER_FIRST = "messages sent earlier are answered first; this one is answered after them";
+export const RESETTING = "a fresh conversation is being started; this is answered in it";
+const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
+const STOPPED = "stopped by /stop";
+const INTERRUPTED = "interrupted by message";
+
+export const sessionSetup = setup({
+  types: {} as {
+    input: SessionInput;
+    context: SessionContext;
+    events: SessionEvent;
+    emitted: SessionEmitted;
+  },
+  actors: {
+    run: runMachine,
+    laneSlot: fromCallback<SessionEvent, { session: string; pending: PendingTurn }>(() => {
+      throw new Error("laneSlot is provided by the gateway");
+    }),
+    deliver: fromPromise<DeliverOutput, DeliverInput>(async () => {
+      throw new Error("deliver is provided by the gateway");
+    }),
+    resetTranscript: fromPromise<void, { session: string }>(async () => {
+      throw new Error("resetTranscript is provided by the gateway");
+    }),
+  },
+  guards: {
+    // A recovery turn only resends an earlier reply: a message steered into it would never be answered.
+    isSteer: ({ event, context }) =>
+      event.type === "session.message" && event.setting.mode === "steer" && context.pending?.kind === "turn",
+    isInterrupt: ({ event }) => event.type === "session.message" && event.setting.mode === "interrupt",
+    joinsPendingTurn: ({ event, context }) =>
+      event.type === "session.message" &&
+      context.pending?.kind === "turn" &&
+      (event.setting.mode === "steer" || event.setting.mode === "interrupt"),
+    headIsCollect: ({ context }) => context.queue[0]?.kind === "collect",
+    hasQueued: ({ context }) => context.queue.length > 0,
+    isResend: ({ context }) => context.pending?.recovery?.deliveryMode === "automatic",
+    isCollectMessage: ({ event }) => event.type === "session.message" && event.setting.mode === "collect",
+  },
+  actions: {
+    startWith: assign(({ context, event }) => {
+      if (event.type !== "session.message") return {};
+      return {
+        pending: { kind: "turn" as const, messages: [event.message], summaries: context.summaries },
+        summaries: [],
+        lastDecision: decision(event, "started"),
+      };
+    }),
+    joinPending: assign(({ context, event }) => {
+      if (event.type !== "session.message" || !context.pending) return {};
+      return {
+        pending: { ...context.pending, messages: [...context.pending.messages, event.message] },
+        lastDecision: decision(event, "steered", "joins the turn that is about to start"),
+      };
+    }),
+    enqueue: enqueueActions(({ context, event, enqueue }, params?: { waitsBehind?: string }) => {
+      if (event.type !== "session.message") return;
+      const waitsBehind =
+        params?.waitsBehind ?? (context.pending?.kind === "recovery" ? RESENDING : undefined);
+      const result = admitToQueue(
+        context.queue,
+        context.summaries,
+        event.message,
+        event.setting,
+        waitsBehind,
+      );
+      for (const drop of result.dropped) enqueue.emit({ type: "message.dropped", ...drop });
+      enqueue.assign({
+        queue: result.queue,
+        summaries: result.summaries,
+        collectDebounceMs:
+          event.setting.mode === "collect" ? event.setting.debounceMs : context.collectDebounceMs,
+        lastDecision: decision(
+          event,
+          result.rejected ? "rejected" : result.collected ? "collected" : "queued",
+          result.reason,
+          result.dropped.map((drop) => drop.messageId),
+        ),
+      });
+    }),
+    steerIntoRun: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message") return;
+      enqueue.sendTo("run", { type: "run.steer", message: event.message } as RunEvent);
+      enqueue.assign({
+        // The turn owns it now: persisted with the turn, so a crash before it is stored re-runs it.
+        ...(context.pending
+          ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } }
+          : {}),
+        lastDecision: { ...decision(event, "steered"), ...(context.runId ? { runId: context.runId } : {}) },
+      });
+    }),
+    interruptRun: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message") return;
+      // Everything that waited folds into the interrupting turn, so no accepted message is lost.
+      const folded: OwnedMessage[] = [];
+      const kept: QueueItem[] = [];
+      for (const item of context.queue) {
+        if (item.kind === "recovery") kept.push(item);
+        else folded.push(...item.messages);
+      }
+      const messages = [...folded, event.message];
+      enqueue.assign({
+        queue: [{ kind: "followup", messages }, ...kept],
+        lastDecision: decision(event, "interrupted"),
+      });
+      enqueue.sendTo("run", {
+        type: "run.abort",
+        reason: `${INTERRUPTED} ${event.message.id}`,
+      } as RunEvent);
+    }),
+    abortRun: enqueueActions(({ context, enqueue }) => {
+      // The run drops the steering it still holds back (never shown to the model) and says so. The
+      // stopped turn owns nothing more: a restart does not run it again, and only messages steered after
+      // the stop come back later.
+      enqueue.sendTo("run", { type: "run.stop", reason: STOPPED } as RunEvent);
+      if (context.pending) enqueue.assign({ pending: { ...context.pending, messages: [] } });
+    }),
+    clearWaiting: enqueueActions(({ context, enqueue }) => {
+      for (const item of context.queue) {
+        if (item.kind === "recovery") continue;
+        for (const message of item.messages) {
+          enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+        }
+      }
+      enqueue.assign({ queue: context.queue.filter((item) => item.kind === "recovery"), summaries: [] });
+    }),
+    dropPending: enqueueActions(({ context, enqueue }) => {
+      for (const message of context.pending?.messages ?? []) {
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+      }
+      enqueue.assign({ pending: null });
+    }),
+    endTurn: assign({ pending: null }),
+    takeNext: assign(({ context }) => {
+      const { pending, queue, summaries } = takeNextTurn(context.queue, context.summaries);
+      return { pending, queue, summaries };
+    }),
+    beginRun: assign(({ context, event }) => ({
+      turnSeq: context.turnSeq + 1,
+      // The gateway names runs (unique across restarts); a bare machine numbers its turns.
+      runId:
+        (event.type === "lane.granted" ? event.runId : undefined) ?? `${context.key}#${context.turnSeq + 1}`,
+    })),
+    emitTurnStarted: emit(({ context }) => ({
+      type: "turn.started" as const,
+      runId: context.runId ?? "",
+      kind: context.pending?.kind ?? "turn",
+      messageIds: context.pending?.messages.map((message) => message.id) ?? [],
+    })),
+    keepOutput: enqueueActions(({ event, context, enqueue }) => {
+      const output = (event as unknown as { output: RunOutput }).output;
+      // Messages the run took too late to show to the model come back as a follow-up (by arrival),
+      // except those a /stop already dropped (no longer owned by the turn).
+      const owned = new Set(context.pending?.messages.map((message) => message.id));
+      const kept =
+        output.status === "aborted"
+          ? output.leftover.filter((message) => owned.has(message.id))
+          : output.leftover;
+      const leftover = new Set(kept.map((message) => message.id));
+      const head = context.queue[0];
+      const interrupted = output.status === "aborted" && output.abortReason?.startsWith(INTERRUPTED) === true;
+      enqueue.assign({
+        lastOutput: output,
+        // An interrupted run's held-back steering waited too: it folds into the interrupting turn.
+        queue:
+          interrupted && head?.kind === "followup" && kept.length > 0
+            ? [{ ...head, messages: byArrival([...kept, ...head.messages]) }, ...context.queue.slice(1)]
+            : requeueLeftover(context.queue, kept),
+        ...(context.pending && leftover.size > 0
+          ? {
+              pending: {
+                ...context.pending,
+                messages: context.pending.messages.filter((message) => !leftover.has(message.id)),
+              },
+            }
+          : {}),
+      });
+    }),
+    keepFailure: assign(({ event, context }) => ({
+      lastOutput: failedOutput(
+        (event.type === "lane.granted" ? event.runId : undefined) ?? context.runId ?? "",
+        (event as unknown as { error: unknown }).error,
+      ),
+    })),
+    resendOutput: assign(({ context }) => ({
+      // A stranded final in automatic mode is resent as it was: no model call.
+      lastOutput: {
+        ...failedOutput(context.runId ?? "", ""),
+        status: "done" as const,
+        error: null,
+        final: context.pending?.recovery?.text ?? "",
+      },
+    })),
+    emitTurnEnded: emit(({ context }) => ({
+      type: "turn.ended" as const,
+      runId: context.runId ?? "",
+      status: context.lastOutput?.status ?? "failed",
+    })),
+    emitTurnCut: emit(({ context }) => ({
+      type: "turn.ended" as const,
+      runId: context.runId ?? "",
+      status: "aborted",
+    })),
+    queueRecovery: assign(({ event, context }) => {
+      const output = (event as unknown as { output: DeliverOutput }).output;
+      return output.recovery ? { queue: [output.recovery, ...context.queue] } : {};
+    }),
+    requeuePending: enqueueActions(({ context, event, enqueue }) => {
+      if (!context.pending) return;
+      const reason = event.type === "lane.rejected" ? event.reason : "lane unavailable";
+      enqueue.emit({
+        type: "turn.requeued",
+        messageIds: context.pending.messages.map((message) => message.id),
+        reason,
+      });
+      const item: QueueItem | undefined =
+        context.pending.kind === "recovery" && context.pending.recovery
+          ? context.pending.recovery
+          : context.pending.messages.length > 0
+            ? { kind: "followup", messages: context.pending.messages }
+            : undefined;
+      enqueue.assign({
+        queue: item ? [item, ...context.queue] : context.queue,
+        summaries: [...context.pending.summaries, ...context.summaries],
+        pending: null,
+      });
+    }),
+  },
+  delays: {
+    collectWindow: ({ context }) => context.collectDebounceMs,
+  },
+});
