@@ -2,14 +2,16 @@ import { mkdir, readdir, rm, truncate, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../errors.js";
+import { crc32Run } from "./crc32.js";
 import { DirLock } from "./dir-lock.js";
 import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
 import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
+import { IndexTracker } from "./index-tracker.js";
 import { encodeLine, encodeState, readFileKey, readState, TRANSCRIPT_FORMAT } from "./jsonl-file.js";
 import { assertSessionKey, sessionFileName } from "./session-key.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
-import { writeIndex } from "./transcript-index.js";
-import { INDEX_AFTER_BYTES, loadTranscript } from "./transcript-load.js";
+import { encodeIndex, writeIndex, writeIndexBytes } from "./transcript-index.js";
+import { loadTranscript } from "./transcript-load.js";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
 
 export interface JsonlStoreOptions {
@@ -28,8 +30,11 @@ interface Entry extends CommitTarget {
   readonly key: string;
   readonly log: TranscriptLog;
   readonly tip: TranscriptHead;
-  /** Bytes of the file its index does not cover (close() indexes it past INDEX_AFTER_BYTES). */
-  unindexed: number;
+  /**
+   * Follows the file's bytes to index it from memory; undefined for a file loaded with a torn tail (its
+   * next load indexes it).
+   */
+  readonly tracker: IndexTracker | undefined;
 }
 
 /**
@@ -121,13 +126,17 @@ export class JsonlStore implements TranscriptStore {
     const stamped = stampRecords(records, tip, this.now(), nanoid);
     if (stamped.length === 0) return [];
     tip.lastSeq += stamped.length;
-    const data = stamped.map(({ json }) => encodeLine(json)).join("");
-    await this.commit.write(entry!, data, stamped.length, () => {
-      entry!.unindexed += Buffer.byteLength(data);
+    const lines = stamped.map(({ json }) => encodeLine(json));
+    await this.commit.write(entry!, lines.join(""), stamped.length, () => {
       for (const { record, json } of stamped) {
         // Cannot fail while seqs come from the tip; if it ever did, the disk is the truth: reload it.
         if (!entry!.log.push(json, metaOf(record))) this.evict(session);
       }
+      entry!.tracker?.recordsWritten(
+        lines,
+        stamped.map(({ json }) => json),
+      );
+      this.indexIfDue(entry!);
     });
     // The log keeps only the text, so these objects are the caller's own.
     return stamped.map(({ record }) => record);
@@ -150,7 +159,10 @@ export class JsonlStore implements TranscriptStore {
     tip.revision += 1;
     const head = { ...tip };
     const line = encodeLine(JSON.stringify({ type: "reset", revision: tip.revision, at: this.now() }));
-    await this.commit.write(entry!, line, 0, () => entry!.log.reset());
+    await this.commit.write(entry!, line, 0, () => {
+      entry!.log.reset();
+      entry!.tracker?.lineWritten(line);
+    });
     return head;
   }
 
@@ -158,10 +170,13 @@ export class JsonlStore implements TranscriptStore {
     const entry = await this.entry(session, false);
     checkExpect(session, entry?.tip, expect);
     const head = { ...entry!.tip };
-    const rotation = { type: "rotate", revision: head.revision, afterSeq: head.lastSeq, at: this.now() };
-    await this.commit.write(entry!, encodeLine(JSON.stringify(rotation)), 0, () =>
-      entry!.log.rotate(head.lastSeq),
+    const line = encodeLine(
+      JSON.stringify({ type: "rotate", revision: head.revision, afterSeq: head.lastSeq, at: this.now() }),
     );
+    await this.commit.write(entry!, line, 0, () => {
+      entry!.log.rotate(head.lastSeq);
+      entry!.tracker?.lineWritten(line);
+    });
     return head;
   }
 
@@ -270,25 +285,41 @@ export class JsonlStore implements TranscriptStore {
     const { log, scan, index } = loaded;
     if (scan.validEnd < scan.bytes.length) await this.repairTail(path, scan.bytes, scan.validEnd);
     if (!log) return undefined;
-    if (index) void this.track(writeIndex(`${path}.index`, index)).catch(() => {}); // a cache: best effort
+    const whole = scan.validEnd === scan.bytes.length;
+    const tracker = whole
+      ? new IndexTracker(scan.validEnd, scan.crc, scan.lastLine, loaded.indexed)
+      : undefined;
+    if (index) {
+      const write = () => writeIndex(`${path}.index`, index);
+      // A cache: a write that fails leaves the next load to scan.
+      void this.track(tracker ? tracker.write(index.covered, write) : write()).catch(() => {});
+    }
     this.keysByName.set(base, session);
-    return { key: session, path, log, tip: log.head(), unindexed: loaded.unindexed };
+    return { key: session, path, log, tip: log.head(), tracker };
   }
 
   /**
-   * Indexes the transcripts that grew by INDEX_AFTER_BYTES or more since their index, so the next
-   * process loads them without a full scan. Runs at close(), once their appends are on disk.
+   * Writes the index of a transcript when it is due (IndexTracker.due), in the background: a crash
+   * leaves at most a quarter of a long file to scan on the next load.
    */
+  private indexIfDue(entry: Entry, closing = false): Promise<void> | undefined {
+    const tracker = entry.tracker;
+    if (!tracker?.due(closing)) return undefined;
+    const index = tracker.index(entry.key, entry.log);
+    if (!index) return undefined;
+    const bytes = encodeIndex(index); // now: the log goes on growing
+    return this.track(
+      tracker.write(index.covered, () => writeIndexBytes(`${entry.path}.index`, bytes)),
+    ).catch(
+      () => {}, // a cache: the next load scans what no index covers
+    );
+  }
+
+  /** At close(): indexes each transcript of INDEX_AFTER_BYTES or more with anything unindexed, from memory. */
   private async indexGrown(): Promise<void> {
-    for (const entry of this.loaded.values()) {
-      if (entry.unindexed < INDEX_AFTER_BYTES || entry.broken) continue;
-      try {
-        const loaded = await loadTranscript(entry.path, `${entry.path}.index`, entry.key);
-        if (loaded?.index) await writeIndex(`${entry.path}.index`, loaded.index);
-      } catch {
-        // A cache: a transcript that cannot be indexed now is scanned on its next load.
-      }
-    }
+    await Promise.all(
+      [...this.loaded.values()].map((entry) => (entry.broken ? undefined : this.indexIfDue(entry, true))),
+    );
   }
 
   /** Moves a torn tail into `<file>.quarantine` (durably) before cutting it off the transcript. */
@@ -322,11 +353,14 @@ export class JsonlStore implements TranscriptStore {
       sessionId,
       createdAt: this.now(),
     };
-    await replaceDurable(path, this.dir, Buffer.from(encodeLine(JSON.stringify(header)), "utf8"));
+    const headerLine = encodeLine(JSON.stringify(header));
+    await replaceDurable(path, this.dir, Buffer.from(headerLine, "utf8"));
     this.counters.fsyncs += 2;
     this.keysByName.set(base, session);
     const log = new TranscriptLog(sessionId);
-    return { key: session, path, log, tip: log.head(), unindexed: 0 };
+    const headerBytes = Buffer.from(headerLine);
+    const tracker = new IndexTracker(headerBytes.length, crc32Run(headerBytes), 1, 0);
+    return { key: session, path, log, tip: log.head(), tracker };
   }
 
   private serializeState<T>(session: string, work: () => Promise<T>): Promise<T> {

@@ -120,8 +120,13 @@ export async function readIndex(file: string, key: string): Promise<TranscriptIn
 
 /** Replaces the index at `file` by rename, so a reader sees the old one or the new one. */
 export async function writeIndex(file: string, index: TranscriptIndex): Promise<void> {
+  await writeIndexBytes(file, encodeIndex(index));
+}
+
+/** {@link writeIndex} of an index already encoded. */
+export async function writeIndexBytes(file: string, bytes: Buffer): Promise<void> {
   const tmp = `${file}.tmp`;
-  await writeFile(tmp, encodeIndex(index));
+  await writeFile(tmp, bytes);
   await rename(tmp, file);
 }
 

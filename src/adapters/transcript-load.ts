@@ -5,13 +5,11 @@
 
 import { crc32Run } from "./crc32.js";
 import { readChunked } from "./durable-file.js";
+import { INDEX_AFTER_BYTES } from "./index-tracker.js";
 import { type LineScan, readLines, scanLines } from "./jsonl-file.js";
 import { readIndex, type TranscriptIndex } from "./transcript-index.js";
 import { TranscriptLog } from "./transcript-log.js";
 import { replayTranscript } from "./transcript-replay.js";
-
-/** Unindexed bytes from which a load (or a store's close) writes a new index: below, a scan is quick. */
-export const INDEX_AFTER_BYTES = 1024 * 1024;
 
 export interface LoadedTranscript {
   /** Undefined when the file holds no whole line (a creation cut short). */
@@ -19,8 +17,8 @@ export interface LoadedTranscript {
   scan: LineScan;
   /** The index to write now (a new one covering the whole file), when the load found it due. */
   index: TranscriptIndex | undefined;
-  /** Bytes no index covers once `index` (if any) is written. */
-  unindexed: number;
+  /** Bytes the index on disk covers once `index` (if any) is written. */
+  indexed: number;
 }
 
 /**
@@ -44,13 +42,12 @@ export async function loadTranscript(
     loaded = { ...replay(scan, file, key), indexed: 0 };
   }
   const { log, scan, indexed } = loaded;
-  const unindexed = scan.bytes.length - indexed;
   const state = log?.indexState();
   // Only a whole file is indexed: a torn tail is about to be cut, and the CRC would not match then.
-  if (!state || unindexed < INDEX_AFTER_BYTES || scan.validEnd !== scan.bytes.length)
-    return { log, scan, index: undefined, unindexed };
+  if (!state || scan.bytes.length - indexed < INDEX_AFTER_BYTES || scan.validEnd !== scan.bytes.length)
+    return { log, scan, index: undefined, indexed };
   const newIndex = { sessionKey: key, covered: scan.validEnd, crc: scan.crc, lines: scan.lastLine, ...state };
-  return { log, scan, index: newIndex, unindexed: 0 };
+  return { log, scan, index: newIndex, indexed: newIndex.covered };
 }
 
 function replay(scan: LineScan, file: string, key: string) {

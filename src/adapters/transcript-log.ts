@@ -9,6 +9,7 @@ const SPACE = 0x20;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const NEWLINE = 0x0a;
+const NONE = { starts: [], ends: [] };
 /** Bytes of records per `JSON.parse` (see parseReplayed); a larger record is parsed on its own. */
 const PARSE_SLICE = 32 * 1024;
 
@@ -105,17 +106,24 @@ export class TranscriptLog {
     return log;
   }
 
-  /** What an index needs to resume this log: only for a log replayed from a file, before any push. */
-  indexState(): LogIndexState | undefined {
-    if (this.source === undefined || this.texts.length > 0) return undefined;
+  /**
+   * What an index needs to resume this log: the ranges of the records replayed from the file, then
+   * `appended`, the ranges of those pushed as text since (the caller saw them written). Undefined when
+   * `appended` does not account for every pushed record.
+   */
+  indexState(
+    appended: { starts: readonly number[]; ends: readonly number[] } = NONE,
+  ): LogIndexState | undefined {
+    if (appended.starts.length !== this.texts.length || appended.ends.length !== this.texts.length)
+      return undefined;
     const { sessionId, revision, windowAfterSeq } = this;
     return {
       sessionId,
       revision,
       windowAfterSeq,
       markers: [...this.markers],
-      starts: this.starts,
-      ends: this.ends,
+      starts: this.starts.concat(appended.starts),
+      ends: this.ends.concat(appended.ends),
     };
   }
 
