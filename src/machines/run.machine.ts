@@ -2,19 +2,8 @@ import type { ActorRefFrom } from "xstate";
 import { runSetup } from "./run.setup.js";
 import { callModelInput, userItem } from "./run-context.js";
 
-export type {
-  CallModelInput,
-  CallModelOutput,
-  RecheckSettings,
-  RunContext,
-  RunEmitted,
-  RunError,
-  RunEvent,
-  RunInput,
-  RunOutput,
-  RunToolInput,
-  RunToolOutput,
-} from "./run.types.js";
+// The run's input, context, events and output, for its users.
+export type * from "./run.types.js";
 
 /**
  * One turn of one session.
