@@ -1,5 +1,6 @@
 import { copyFile, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl-store.js";
 import { sessionFileName } from "../../src/adapters/session-key.js";
@@ -213,4 +214,80 @@ describe("the transcript index", () => {
     expect((await readFile(fileOf("A"))).equals(bytes)).toBe(true);
     expect(await readFile(`${fileOf("A")}.quarantine`, "utf8")).toContain(torn);
   });
+});
+
+type Op =
+  | { kind: "append"; count: number; size: number }
+  | { kind: "final+marker" }
+  | { kind: "reset" }
+  | { kind: "rotate" }
+  | { kind: "reopen" }
+  | { kind: "dropIndex" };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("append" as const),
+      count: fc.integer({ min: 1, max: 40 }),
+      size: fc.integer({ min: 0, max: 30_000 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "final+marker" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "reset" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "rotate" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "reopen" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "dropIndex" as const }) },
+);
+
+describe("the transcript index, whatever happens to the transcript", () => {
+  const temp = useTempDir("tiller-index-property");
+
+  it("loads exactly what the store holds at any moment, with the index as it is, stale, or gone", async () => {
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 25 }), async (ops) => {
+        const key = `p${++round}`;
+        const file = join(temp.path, `${sessionFileName(key)}.jsonl`);
+        let store = await JsonlStore.openDir({ dir: temp.path });
+        let head = await store.open(key);
+        let n = 0;
+        const body = (size: number): RecordBody => ({
+          role: "user",
+          text: `${n++} ${"é".repeat(size)}`,
+          messageId: `m${n}`,
+        });
+        try {
+          for (const op of ops) {
+            if (op.kind === "append")
+              await store.append(
+                key,
+                Array.from({ length: op.count }, () => body(op.size)),
+                head,
+              );
+            else if (op.kind === "final+marker") {
+              const [answer] = await store.append(key, [final(`answer ${n}`)], head);
+              await store.append(key, [marker(answer!.seq)], head);
+            } else if (op.kind === "reset") head = await store.reset(key, head);
+            else if (op.kind === "rotate") head = await store.rotate(key, head);
+            else if (op.kind === "dropIndex") await rm(`${file}.index`, { force: true });
+            else {
+              await store.close();
+              store = await JsonlStore.openDir({ dir: temp.path });
+              head = await store.open(key);
+            }
+            // What a restart now would load (after a crash: the index as the store left it so far).
+            while (store.isBusy()) await new Promise((resolve) => setImmediate(resolve));
+            const loaded = (await loadTranscript(file, `${file}.index`, key))!;
+            expect(loaded.log!.records()).toEqual(await store.read(key));
+            expect(loaded.log!.window()).toEqual(await store.readWindow(key));
+            expect(loaded.log!.head()).toEqual(await store.open(key));
+          }
+        } finally {
+          await store.close();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  }, 120_000);
 });
