@@ -1,5 +1,4 @@
 import { createActor } from "xstate";
-import type { TimerHandle } from "../adapters/clock.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import {
   ConfigError,
@@ -21,8 +20,7 @@ import type {
 import { Entry, SessionLane, WorkloadLane } from "./lanes.js";
 import { checkCapacity, checkRunOptions, defaultMainCapacity, SESSION_PREFIX } from "./run-options.js";
 import { waitFields } from "./wait-fields.js";
-import type { QueueLinks } from "./wait-list.js";
-import { WarnList } from "./warn-list.js";
+import { WaitWarnings } from "./wait-warnings.js";
 
 export type {
   LaneScheduler,
@@ -64,9 +62,10 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   const workloads = new Map<string, WorkloadLane>();
   const sessions = new Map<string, SessionLane>();
   const entries = new Map<number, Entry>();
-  const warnList = new WarnList();
-  let warnTimer: TimerHandle | null = null;
-  let warnTimerAt = Number.POSITIVE_INFINITY;
+  const warnings = new WaitWarnings(clock, warnAfterMs, (fields) => {
+    emit("lane.waitExceeded", fields);
+    logger.warn(fields, "lane.waitExceeded");
+  });
   let nextId = 1;
   let active = 0;
   let queued = 0;
@@ -153,7 +152,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         } else {
           entry.state = "waitingForSession";
           session.waiting.push(entry);
-          trackWait(entry);
+          warnings.track(entry);
         }
       } else enterWorkload(entry);
     });
@@ -168,7 +167,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       return;
     }
     lane.waiting.push(entry);
-    trackWait(entry);
+    warnings.track(entry);
     pump(lane);
   }
 
@@ -186,7 +185,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     active++;
     queued--;
     entry.state = "running";
-    warnList.remove(entry);
+    warnings.forget(entry);
     if (observed) {
       if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, clock.now()));
       emit("lane.started", {
@@ -303,7 +302,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   function unqueue(entry: Entry): void {
     if (entry.state === "waitingForSession") entry.sessionLane?.waiting.remove(entry);
     else entry.lane.waiting.remove(entry);
-    warnList.remove(entry);
+    warnings.forget(entry);
     queued--;
     entry.lane.bound--;
     entries.delete(entry.id);
@@ -425,46 +424,6 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       };
     }
     return { lanes };
-  }
-
-  // Wait warnings: one timer for the oldest unwarned waiting entry. Entries arrive in time order, so
-  // the warn list is sorted by arrival and each entry is looked at once.
-  function trackWait(entry: Entry): void {
-    if (entry.warned || entry.aLinked) return;
-    warnList.push(entry);
-    armWarnTimer();
-  }
-
-  function armWarnTimer(): void {
-    const oldest = warnList.first;
-    if (!oldest) return;
-    const due = oldest.enqueuedAt + warnAfterMs;
-    if (warnTimer && warnTimerAt <= due) return;
-    if (warnTimer) clock.clearTimeout(warnTimer);
-    warnTimerAt = due;
-    warnTimer = clock.setTimeout(fireWarnings, Math.max(0, due - clock.now()));
-  }
-
-  function fireWarnings(): void {
-    warnTimer = null;
-    warnTimerAt = Number.POSITIVE_INFINITY;
-    const now = clock.now();
-    // All fields are computed before any event goes out (a listener may clear or enqueue), sharing one
-    // memo of queue positions: counting each entry's queue from scratch made a sweep over a large
-    // backlog quadratic (40,000 waiting entries blocked the event loop for 15 s).
-    const memo = new Map<QueueLinks, number>();
-    const due: Array<[Entry, Record<string, unknown>]> = [];
-    for (let entry = warnList.first; entry && entry.enqueuedAt + warnAfterMs <= now; entry = warnList.first) {
-      warnList.remove(entry);
-      entry.warned = true;
-      due.push([entry, waitFields(entry, false, now, memo)]);
-    }
-    for (const [entry, fields] of due) {
-      if (entry.state !== "waitingForSession" && entry.state !== "waitingForSlot") continue;
-      emit("lane.waitExceeded", fields);
-      logger.warn(fields, "lane.waitExceeded");
-    }
-    armWarnTimer();
   }
 
   return {
