@@ -18,6 +18,7 @@ import type {
   PendingTurn,
   SessionEvent,
 } from "../../src/machines/session.types.js";
+import { failedOutput } from "../../src/machines/session-context.js";
 import type { DropPolicy, QueueMode, ResolvedQueueSetting } from "../../src/policy/queue-mode.js";
 import type { OwnedMessage } from "../../src/turn.js";
 
@@ -58,17 +59,10 @@ const GRAPH_RUN_INPUT: RunInput = runInputFor({
 });
 
 const GRAPH_RUN_OUTPUT: RunOutput = {
-  runId: "s#g",
+  ...failedOutput("s#g", ""),
   status: "done",
   final: "answer",
-  answered: [],
-  leftover: [],
-  journal: [],
-  persisted: 0,
-  passes: 0,
-  completedTools: [],
   error: null,
-  abortReason: null,
 };
 
 const COLLECT_WINDOW = "xstate.after.collectWindow.session.collecting";
