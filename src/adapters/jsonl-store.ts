@@ -291,8 +291,12 @@ export class JsonlStore implements TranscriptStore {
       : undefined;
     if (index) {
       const write = () => writeIndex(`${path}.index`, index);
-      // A cache: a write that fails leaves the next load to scan.
-      void this.track(tracker ? tracker.write(index.covered, write) : write()).catch(() => {});
+      // After the caller has its transcript (encoding a long index takes milliseconds). A cache: a
+      // write that fails leaves the next load to scan.
+      const later = new Promise((resolve) => setImmediate(resolve));
+      void this.track(later.then(() => (tracker ? tracker.write(index.covered, write) : write()))).catch(
+        () => {},
+      );
     }
     this.keysByName.set(base, session);
     return { key: session, path, log, tip: log.head(), tracker };

@@ -7,6 +7,7 @@
  * harmless, so it is written without fsync.
  */
 import { readFile, rename, writeFile } from "node:fs/promises";
+import { endianness } from "node:os";
 import { crc32Run } from "./crc32.js";
 import { encodeLine, scanLines } from "./jsonl-file.js";
 
@@ -37,11 +38,12 @@ export interface TranscriptIndex extends LogIndexState {
 /** A header line (checksummed like a transcript line) and the record ranges as little-endian doubles. */
 export function encodeIndex(index: TranscriptIndex): Buffer {
   const { starts, ends, ...header } = index;
-  const ranges = Buffer.alloc(16 * starts.length);
+  const doubles = new Float64Array(2 * starts.length);
   for (let i = 0; i < starts.length; i++) {
-    ranges.writeDoubleLE(starts[i]!, 16 * i);
-    ranges.writeDoubleLE(ends[i]!, 16 * i + 8);
+    doubles[2 * i] = starts[i]!;
+    doubles[2 * i + 1] = ends[i]!;
   }
+  const ranges = littleEndian(Buffer.from(doubles.buffer));
   const line = encodeLine(
     JSON.stringify({
       type: "index",
@@ -98,11 +100,15 @@ export function decodeIndex(buf: Buffer, key: string): TranscriptIndex | undefin
   ) {
     return undefined;
   }
+  // A copy: the view needs 8-byte alignment, and the byte order of this machine.
+  const aligned = new Uint8Array(ranges.length);
+  aligned.set(ranges);
+  const doubles = new Float64Array(littleEndian(Buffer.from(aligned.buffer)).buffer);
   const starts = new Array<number>(records);
   const ends = new Array<number>(records);
   for (let i = 0; i < records; i++) {
-    starts[i] = ranges.readDoubleLE(16 * i);
-    ends[i] = ranges.readDoubleLE(16 * i + 8);
+    starts[i] = doubles[2 * i]!;
+    ends[i] = doubles[2 * i + 1]!;
   }
   return { sessionKey, covered, crc, lines, sessionId, revision, windowAfterSeq, markers, starts, ends };
 }
@@ -128,6 +134,11 @@ export async function writeIndexBytes(file: string, bytes: Buffer): Promise<void
   const tmp = `${file}.tmp`;
   await writeFile(tmp, bytes);
   await rename(tmp, file);
+}
+
+/** The doubles' bytes turned between this machine's order and little-endian (a no-op on most). */
+function littleEndian(bytes: Buffer): Buffer {
+  return endianness() === "LE" ? bytes : bytes.swap64();
 }
 
 function isCount(value: unknown): value is number {

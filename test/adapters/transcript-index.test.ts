@@ -111,6 +111,21 @@ describe("the transcript index", () => {
     await store.close();
   });
 
+  it("holds the record ranges as little-endian doubles after its header line", async () => {
+    await write("A", 3000);
+    const bytes = await readFile(indexOf("A"));
+    const index = decodeIndex(bytes, "A")!;
+    const ranges = bytes.subarray(bytes.indexOf(0x0a) + 1);
+    expect(ranges.length).toBe(16 * 3000);
+    for (const i of [0, 1, 1234, 2999]) {
+      expect(ranges.readDoubleLE(16 * i)).toBe(index.starts[i]);
+      expect(ranges.readDoubleLE(16 * i + 8)).toBe(index.ends[i]);
+    }
+    // In the file a range ends at the comma that opens the checksum tail (the brace's place once read).
+    const text = (await readFile(fileOf("A"), "latin1")).slice(index.starts[1234], index.ends[1234]);
+    expect(JSON.parse(`${text.slice(0, -1)}}`)).toMatchObject({ seq: 1235, messageId: "m1234" });
+  });
+
   it("is written by a load that had to scan 1 MiB or more, and then used by the next load", async () => {
     await write("A", 3000);
     await rm(indexOf("A"));
