@@ -27,25 +27,24 @@ export class IndexTracker {
     private indexed: number,
   ) {}
 
-  /** Record lines written (`lines[i]` holds the record whose JSON is `jsons[i]`). */
-  recordsWritten(lines: readonly string[], jsons: readonly string[]): void {
+  /** Record lines written, as `data` (`lines[i]` holds the record whose JSON is `jsons[i]`). */
+  recordsWritten(data: string, lines: readonly string[], jsons: readonly string[]): void {
+    let at = this.size;
     for (let i = 0; i < lines.length; i++) {
-      const bytes = Buffer.from(lines[i]!);
       // The scan's range of a record: its JSON, with the checksum tail's comma standing for its brace.
-      this.starts.push(this.size);
-      this.ends.push(this.size + Buffer.byteLength(jsons[i]!));
-      this.crc = crc32Run(bytes, this.crc);
-      this.size += bytes.length;
+      this.starts.push(at);
+      this.ends.push(at + Buffer.byteLength(jsons[i]!));
+      at += Buffer.byteLength(lines[i]!);
     }
-    this.lines += lines.length;
+    this.linesWritten(data, lines.length);
   }
 
-  /** A control line (reset, rotate) written. */
-  lineWritten(line: string): void {
-    const bytes = Buffer.from(line);
+  /** `count` whole lines written, as `data` (control lines: reset, rotate). */
+  linesWritten(data: string, count: number): void {
+    const bytes = Buffer.from(data);
     this.crc = crc32Run(bytes, this.crc);
     this.size += bytes.length;
-    this.lines += 1;
+    this.lines += count;
   }
 
   /** Bytes the index on disk does not cover. */

@@ -127,12 +127,14 @@ export class JsonlStore implements TranscriptStore {
     if (stamped.length === 0) return [];
     tip.lastSeq += stamped.length;
     const lines = stamped.map(({ json }) => encodeLine(json));
-    await this.commit.write(entry!, lines.join(""), stamped.length, () => {
+    const data = lines.join("");
+    await this.commit.write(entry!, data, stamped.length, () => {
       for (const { record, json } of stamped) {
         // Cannot fail while seqs come from the tip; if it ever did, the disk is the truth: reload it.
         if (!entry!.log.push(json, metaOf(record))) this.evict(session);
       }
       entry!.tracker?.recordsWritten(
+        data,
         lines,
         stamped.map(({ json }) => json),
       );
@@ -161,7 +163,7 @@ export class JsonlStore implements TranscriptStore {
     const line = encodeLine(JSON.stringify({ type: "reset", revision: tip.revision, at: this.now() }));
     await this.commit.write(entry!, line, 0, () => {
       entry!.log.reset();
-      entry!.tracker?.lineWritten(line);
+      entry!.tracker?.linesWritten(line, 1);
     });
     return head;
   }
@@ -175,7 +177,7 @@ export class JsonlStore implements TranscriptStore {
     );
     await this.commit.write(entry!, line, 0, () => {
       entry!.log.rotate(head.lastSeq);
-      entry!.tracker?.lineWritten(line);
+      entry!.tracker?.linesWritten(line, 1);
     });
     return head;
   }
