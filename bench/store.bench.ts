@@ -123,25 +123,15 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
   const closeMs = performance.now() - closeStarted;
   const { size } = await stat(file);
 
-  const fresh: Array<{ ms: number; cpuMs: number }> = [];
-  for (let run = 0; run < REOPEN_RUNS; run++) fresh.push(await reopenInChild(dir, key));
-  fresh.sort((a, b) => a.ms - b.ms);
+  const fresh = await reopensInChildren(dir, key, async () => {});
   const middle = fresh[fresh.length >> 1]!;
   // After a kill -9 at the end of the writing: the index lags (each load indexes the rest: put back).
-  const crashed: Array<{ ms: number; cpuMs: number }> = [];
   const { covered } = decodeIndex(await readFile(`${file}.index.at-crash`), key) ?? { covered: 0 };
-  for (let run = 0; run < REOPEN_RUNS; run++) {
-    await copyFile(`${file}.index.at-crash`, `${file}.index`);
-    crashed.push(await reopenInChild(dir, key));
-  }
-  crashed.sort((a, b) => a.ms - b.ms);
+  const crashed = await reopensInChildren(dir, key, () =>
+    copyFile(`${file}.index.at-crash`, `${file}.index`),
+  );
   // With no index at all (a transcript from before indexes, or its index lost): every line is scanned.
-  const scanned: Array<{ ms: number; cpuMs: number }> = [];
-  for (let run = 0; run < REOPEN_RUNS; run++) {
-    await rm(`${file}.index`, { force: true });
-    scanned.push(await reopenInChild(dir, key));
-  }
-  scanned.sort((a, b) => a.ms - b.ms);
+  const scanned = await reopensInChildren(dir, key, () => rm(`${file}.index`, { force: true }));
 
   (globalThis as { gc?: () => void }).gc?.(); // run-all exposes gc(): start from a clean heap
   const started = performance.now();
@@ -194,6 +184,20 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
     "reopen.rotated.openAndReadWindowMs": Math.round(rotatedMs),
     "reopen.rotated.openAndReadWindowMs.target": "<= 500",
   };
+}
+
+/** REOPEN_RUNS reopens in fresh processes, each after `before`, fastest first. */
+async function reopensInChildren(
+  dir: string,
+  key: string,
+  before: () => Promise<void>,
+): Promise<Array<{ ms: number; cpuMs: number }>> {
+  const runs: Array<{ ms: number; cpuMs: number }> = [];
+  for (let run = 0; run < REOPEN_RUNS; run++) {
+    await before();
+    runs.push(await reopenInChild(dir, key));
+  }
+  return runs.sort((a, b) => a.ms - b.ms);
 }
 
 /**

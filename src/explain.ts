@@ -38,14 +38,10 @@ export class MessageLog {
   private readonly bySession = new Map<string, Map<string, Entry>>();
   /** runId → message ids the run owns, to attribute model calls and finals. */
   private readonly runMessages = new Map<string, Set<string>>();
+  /** Messages held, across sessions. */
   private total = 0;
 
   constructor(private readonly maxMessages = 20_000) {}
-
-  /** Messages held, across sessions. */
-  get size(): number {
-    return this.total;
-  }
 
   observe(event: TillerEvent): void {
     const session = event.session;
@@ -119,12 +115,13 @@ export class MessageLog {
 
   private acked(session: string, event: TillerEvent): void {
     const id = String(event.messageId);
-    const early = this.touch(session).get(id);
+    const messages = this.touch(session);
+    const early = messages.get(id);
     if (early && early.acked !== false) {
       this.note(session, id, event.at, `redelivered: acked ${event.disposition}`);
       return;
     }
-    const entry = early ?? this.entry(session, id, event.at);
+    const entry = early ?? this.entry(messages, session, id, event.at);
     delete entry.acked;
     entry.disposition = String(event.disposition);
     entry.mode = String(event.mode);
@@ -142,9 +139,11 @@ export class MessageLog {
     if (event.runId && event.disposition === "steered") this.claim(String(event.runId), id);
   }
 
-  /** A new entry, in the session's bounded log; its ack fills in what the gateway decided. */
-  private entry(session: string, id: string, at: number): Entry {
-    const messages = this.touch(session);
+  /**
+   * A new entry in `messages`, the session's log (just touched); its ack fills in what the gateway
+   * decided.
+   */
+  private entry(messages: Map<string, Entry>, session: string, id: string, at: number): Entry {
     const entry: Entry = {
       session,
       messageId: id,
@@ -174,10 +173,10 @@ export class MessageLog {
 
   /** The session's messages, moved to the newest end of the order. */
   private touch(session: string): Map<string, Entry> {
-    const messages = this.bySession.get(session);
+    const messages = this.bySession.get(session) ?? new Map<string, Entry>();
     this.bySession.delete(session);
-    this.bySession.set(session, messages ?? new Map());
-    return this.bySession.get(session)!;
+    this.bySession.set(session, messages);
+    return messages;
   }
 
   private claim(runId: string, messageId: string): void {
@@ -199,7 +198,8 @@ export class MessageLog {
     update?: (entry: MessageExplanation) => void,
   ): void {
     // A turn can start, and call the model, before `receive` returns the message's ack.
-    const entry = this.touch(session).get(id) ?? this.entry(session, id, at);
+    const messages = this.touch(session);
+    const entry = messages.get(id) ?? this.entry(messages, session, id, at);
     entry.timeline.push({ at, what });
     update?.(entry);
   }

@@ -10,7 +10,7 @@ import { IndexTracker } from "./index-tracker.js";
 import { encodeLine, encodeState, readFileKey, readState, TRANSCRIPT_FORMAT } from "./jsonl-file.js";
 import { assertSessionKey, sessionFileName } from "./session-key.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
-import { encodeIndex, writeIndex, writeIndexBytes } from "./transcript-index.js";
+import { encodeIndex, indexFile, writeIndex } from "./transcript-index.js";
 import { loadTranscript } from "./transcript-load.js";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
 
@@ -282,7 +282,7 @@ export class JsonlStore implements TranscriptStore {
     const base = sessionFileName(session);
     const path = join(this.dir, `${base}.jsonl`);
     // A corrupt middle throws before anything on disk changes.
-    const loaded = await loadTranscript(path, `${path}.index`, session);
+    const loaded = await loadTranscript(path, indexFile(path), session);
     if (!loaded) return undefined;
     const { log, scan, index } = loaded;
     if (scan.validEnd < scan.bytes.length) await this.repairTail(path, scan.bytes, scan.validEnd);
@@ -292,7 +292,7 @@ export class JsonlStore implements TranscriptStore {
       ? new IndexTracker(scan.validEnd, scan.crc, scan.lastLine, loaded.indexed)
       : undefined;
     if (index) {
-      const write = () => writeIndex(`${path}.index`, index);
+      const write = () => writeIndex(indexFile(path), encodeIndex(index));
       // After the caller has its transcript (encoding a long index takes milliseconds). A cache: a
       // write that fails leaves the next load to scan.
       const later = new Promise((resolve) => setImmediate(resolve));
@@ -314,9 +314,7 @@ export class JsonlStore implements TranscriptStore {
     const index = tracker.index(entry.key, entry.log);
     if (!index) return undefined;
     const bytes = encodeIndex(index); // now: the log goes on growing
-    return this.track(
-      tracker.write(index.covered, () => writeIndexBytes(`${entry.path}.index`, bytes)),
-    ).catch(
+    return this.track(tracker.write(index.covered, () => writeIndex(indexFile(entry.path), bytes))).catch(
       () => {}, // a cache: the next load scans what no index covers
     );
   }
@@ -338,7 +336,7 @@ export class JsonlStore implements TranscriptStore {
     );
     this.counters.fsyncs++;
     if (validEnd === 0) {
-      await rm(`${path}.index`, { force: true }); // nothing left to index
+      await rm(indexFile(path), { force: true }); // nothing left to index
       await unlink(path);
       await fsyncDir(this.dir);
     } else {

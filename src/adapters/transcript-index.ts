@@ -124,13 +124,13 @@ export async function readIndex(file: string, key: string): Promise<TranscriptIn
   return decodeIndex(buf, key);
 }
 
-/** Replaces the index at `file` by rename, so a reader sees the old one or the new one. */
-export async function writeIndex(file: string, index: TranscriptIndex): Promise<void> {
-  await writeIndexBytes(file, encodeIndex(index));
+/** Where the index of the transcript at `transcriptFile` lives. */
+export function indexFile(transcriptFile: string): string {
+  return `${transcriptFile}.index`;
 }
 
-/** {@link writeIndex} of an index already encoded. */
-export async function writeIndexBytes(file: string, bytes: Buffer): Promise<void> {
+/** Replaces the index at `file` (see {@link encodeIndex}) by rename: a reader sees the old or the new. */
+export async function writeIndex(file: string, bytes: Buffer): Promise<void> {
   const tmp = `${file}.tmp`;
   await writeFile(tmp, bytes);
   await rename(tmp, file);

@@ -9,6 +9,8 @@ const SPACE = 0x20;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const NEWLINE = 0x0a;
+/** `,"crc":"` + 8 hex digits + `"}`: what ends every line of a transcript file, before its newline. */
+const CRC_TAIL = 18;
 const NONE = { starts: [], ends: [] };
 /** Bytes of records per `JSON.parse` (see parseReplayed); a larger record is parsed on its own. */
 const PARSE_SLICE = 32 * 1024;
@@ -75,14 +77,15 @@ export class TranscriptLog {
     for (let i = 0; i < count; i++) {
       const start = starts[i]!;
       const end = ends[i]!;
-      const inOrder = start >= 1 && start < end && end + 18 <= covered && (i === 0 || ends[i - 1]! < start);
+      const inOrder =
+        start >= 1 && start < end && end + CRC_TAIL <= covered && (i === 0 || ends[i - 1]! < start);
       // Each range must still be a line's JSON up to its checksum tail (`,"crc":"…"}` and a newline).
       if (
         !inOrder ||
         source[start - 1] !== NEWLINE ||
         source[start] !== OPEN_BRACE ||
         source[end - 1] !== COMMA ||
-        source[end + 17] !== NEWLINE
+        source[end - 1 + CRC_TAIL] !== NEWLINE
       )
         return undefined;
     }

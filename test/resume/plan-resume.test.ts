@@ -22,19 +22,17 @@ function state(queue: QueueItem[], pending: PersistedSession["pending"] = null):
   return { version: 1, turnSeq: 1, runId: pending ? "s#1" : null, pending, queue, summaries: [] };
 }
 
+/** One queued follow-up per message id, in order. */
+function followups(...ids: string[]): QueueItem[] {
+  return ids.map((id) => ({ kind: "followup", messages: [message(id)] }));
+}
+
 const LONG_FINAL = "This is the long answer. ".repeat(20);
 
 describe("planResume: queued work that had already started", () => {
   it("runs a queued follow-up whose message is stored but unanswered again, as a resumed turn", () => {
     const records = [user("k1"), final("s#1", true), user("k2")];
-    const plan = planResume(
-      state([
-        { kind: "followup", messages: [message("k2")] },
-        { kind: "followup", messages: [message("k3")] },
-      ]),
-      records,
-      "auto",
-    );
+    const plan = planResume(state(followups("k2", "k3")), records, "auto");
     expect(plan.queue).toEqual([
       { kind: "followup", messages: [message("k2")], resumed: true },
       { kind: "followup", messages: [message("k3")] },
@@ -51,14 +49,7 @@ describe("planResume: queued work that had already started", () => {
 
   it("marks a stranded final of such a turn and queues its one recovery first", () => {
     const records = [user("k2"), final("s#2", false, LONG_FINAL)];
-    const plan = planResume(
-      state([
-        { kind: "followup", messages: [message("k2")] },
-        { kind: "followup", messages: [message("k3")] },
-      ]),
-      records,
-      "auto",
-    );
+    const plan = planResume(state(followups("k2", "k3")), records, "auto");
     expect(plan.repairs).toHaveLength(1);
     expect(plan.repairs[0]).toMatchObject({ customType: "tiller.undelivered-final" });
     expect(plan.queue.map((item) => item.kind)).toEqual(["recovery", "followup"]);
