@@ -55,6 +55,10 @@ export interface LineScan {
   lastLine: number;
   /** CRC-32 of all the bytes as read (before the scan cut checksum tails), continued from `seed`. */
   crc: number;
+  /** The same for the bytes before `validEnd`: what the file holds once a torn tail is cut. */
+  validCrc: number;
+  /** Lines before `validEnd`. */
+  validLines: number;
 }
 
 /** Where a scan starts: past a prefix already verified (see transcript-index.ts). */
@@ -111,7 +115,7 @@ class LineScanner {
   /** Bytes the CRC covers: everything read so far, before the scan changes any of it. */
   private crcEnd: number;
 
-  constructor(from: ScanFrom) {
+  constructor(private readonly from: ScanFrom) {
     this.validEnd = this.start = this.crcEnd = from.offset;
     this.lineNo = from.lines;
     this.crc = from.crc;
@@ -136,8 +140,9 @@ class LineScanner {
   }
 
   result(bytes: Buffer): LineScan {
-    const lastValid = this.lines.at(-1)?.line ?? 0;
+    const lastValid = this.lines.at(-1)?.line ?? this.from.lines;
     const corrupt = this.invalid.filter((line) => line < lastValid);
+    const whole = this.validEnd === this.crcEnd;
     return {
       bytes,
       lines: this.lines,
@@ -145,7 +150,20 @@ class LineScanner {
       validEnd: this.validEnd,
       lastLine: this.lineNo,
       crc: this.crc,
+      validCrc: whole ? this.crc : this.validPrefixCrc(bytes),
+      validLines: whole ? this.lineNo : lastValid,
     };
+  }
+
+  /**
+   * CRC-32 of the bytes before `validEnd` as read, after a torn tail: once per crash, so it takes a
+   * second pass over the scanned lines with their checksum tails put back as they were on disk.
+   */
+  private validPrefixCrc(bytes: Buffer): number {
+    for (const line of this.lines) bytes[line.end - 1] = COMMA;
+    const crc = crc32Run(bytes.subarray(this.from.offset, this.validEnd), this.from.crc);
+    for (const line of this.lines) bytes[line.end - 1] = CLOSE_BRACE;
+    return crc;
   }
 }
 

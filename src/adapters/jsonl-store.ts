@@ -30,11 +30,8 @@ interface Entry extends CommitTarget {
   readonly key: string;
   readonly log: TranscriptLog;
   readonly tip: TranscriptHead;
-  /**
-   * Follows the file's bytes to index it from memory; undefined for a file loaded with a torn tail (its
-   * next load indexes it).
-   */
-  readonly tracker: IndexTracker | undefined;
+  /** Follows the file's bytes to index it from memory. */
+  readonly tracker: IndexTracker;
 }
 
 /**
@@ -133,7 +130,7 @@ export class JsonlStore implements TranscriptStore {
         // Cannot fail while seqs come from the tip; if it ever did, the disk is the truth: reload it.
         if (!entry!.log.push(json, metaOf(record))) this.evict(session);
       }
-      entry!.tracker?.recordsWritten(
+      entry!.tracker.recordsWritten(
         data,
         lines,
         stamped.map(({ json }) => json),
@@ -163,7 +160,7 @@ export class JsonlStore implements TranscriptStore {
     const line = encodeLine(JSON.stringify({ type: "reset", revision: tip.revision, at: this.now() }));
     await this.commit.write(entry!, line, 0, () => {
       entry!.log.reset();
-      entry!.tracker?.linesWritten(line, 1);
+      entry!.tracker.linesWritten(line, 1);
     });
     return head;
   }
@@ -177,7 +174,7 @@ export class JsonlStore implements TranscriptStore {
     );
     await this.commit.write(entry!, line, 0, () => {
       entry!.log.rotate(head.lastSeq);
-      entry!.tracker?.linesWritten(line, 1);
+      entry!.tracker.linesWritten(line, 1);
     });
     return head;
   }
@@ -287,18 +284,14 @@ export class JsonlStore implements TranscriptStore {
     const { log, scan, index } = loaded;
     if (scan.validEnd < scan.bytes.length) await this.repairTail(path, scan.bytes, scan.validEnd);
     if (!log) return undefined;
-    const whole = scan.validEnd === scan.bytes.length;
-    const tracker = whole
-      ? new IndexTracker(scan.validEnd, scan.crc, scan.lastLine, loaded.indexed)
-      : undefined;
+    // Past a cut tail, the file is its whole lines: the tracker follows it from there.
+    const tracker = new IndexTracker(scan.validEnd, scan.validCrc, scan.validLines, loaded.indexed);
     if (index) {
       const write = () => writeIndex(indexFile(path), encodeIndex(index));
       // After the caller has its transcript (encoding a long index takes milliseconds). A cache: a
       // write that fails leaves the next load to scan.
       const later = new Promise((resolve) => setImmediate(resolve));
-      void this.track(later.then(() => (tracker ? tracker.write(index.covered, write) : write()))).catch(
-        () => {},
-      );
+      void this.track(later.then(() => tracker.write(index.covered, write))).catch(() => {});
     }
     this.keysByName.set(base, session);
     return { key: session, path, log, tip: log.head(), tracker };
@@ -310,7 +303,7 @@ export class JsonlStore implements TranscriptStore {
    */
   private indexIfDue(entry: Entry, closing = false): Promise<void> | undefined {
     const tracker = entry.tracker;
-    if (!tracker?.due(closing)) return undefined;
+    if (!tracker.due(closing)) return undefined;
     const index = tracker.index(entry.key, entry.log);
     if (!index) return undefined;
     const bytes = encodeIndex(index); // now: the log goes on growing

@@ -43,10 +43,15 @@ export async function loadTranscript(
   }
   const { log, scan, indexed } = loaded;
   const state = log?.indexState();
-  // Only a whole file is indexed: a torn tail is about to be cut, and the CRC would not match then.
-  if (!state || scan.bytes.length - indexed < INDEX_AFTER_BYTES || scan.validEnd !== scan.bytes.length)
-    return { log, scan, index: undefined, indexed };
-  const newIndex = { sessionKey: key, covered: scan.validEnd, crc: scan.crc, lines: scan.lastLine, ...state };
+  // The index covers the whole lines only: a torn tail is cut before the index is written.
+  if (!state || scan.validEnd - indexed < INDEX_AFTER_BYTES) return { log, scan, index: undefined, indexed };
+  const newIndex = {
+    sessionKey: key,
+    covered: scan.validEnd,
+    crc: scan.validCrc,
+    lines: scan.validLines,
+    ...state,
+  };
   return { log, scan, index: newIndex, indexed: newIndex.covered };
 }
 

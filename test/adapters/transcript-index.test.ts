@@ -1,4 +1,4 @@
-import { copyFile, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { appendFile, copyFile, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -229,6 +229,46 @@ describe("the transcript index", () => {
     expect((await readFile(fileOf("A"))).equals(bytes)).toBe(true);
     expect(await readFile(`${fileOf("A")}.quarantine`, "utf8")).toContain(torn);
   });
+
+  it("is written for the whole lines of a file loaded with a torn tail, and kept up after it", async () => {
+    await write("A", 3000);
+    await rm(indexOf("A"));
+    const whole = await readFile(fileOf("A"));
+    await writeFile(fileOf("A"), Buffer.concat([whole, Buffer.from('{"id":"x","seq":3001,"at"')]));
+
+    const store = await JsonlStore.openDir({ dir: temp.path });
+    const head = await store.open("A"); // scans every line, cuts the tail, indexes what is left
+    await store.append(
+      "A",
+      Array.from({ length: 3000 }, (_, i) => user(3000 + i)),
+      head,
+    );
+    await store.close();
+
+    // The store followed the file past the cut: closing indexed it from memory, to its new end.
+    const grown = await stat(fileOf("A"));
+    expect(decodeIndex(await readFile(indexOf("A")), "A")).toMatchObject({
+      covered: grown.size,
+      lines: 6001,
+    });
+    const reloaded = await loadTranscript(fileOf("A"), indexOf("A"), "A");
+    expect(reloaded!.scan.lines).toHaveLength(0);
+    expect(await readBack("A")).toEqual(await readBackScanned("A"));
+  });
+
+  it("written after a torn tail, covers exactly the bytes left on disk", async () => {
+    await write("A", 3000);
+    await rm(indexOf("A"));
+    const whole = await readFile(fileOf("A"));
+    await writeFile(fileOf("A"), Buffer.concat([whole, Buffer.from('{"id":"x","seq":30')]));
+    await readBack("A"); // cuts the tail; its load writes the index
+    expect((await readFile(fileOf("A"))).equals(whole)).toBe(true);
+    expect(decodeIndex(await readFile(indexOf("A")), "A")).toMatchObject({
+      covered: whole.length,
+      lines: 3001,
+    });
+    expect((await loadTranscript(fileOf("A"), indexOf("A"), "A"))!.scan.lines).toHaveLength(0);
+  });
 });
 
 type Op =
@@ -237,6 +277,7 @@ type Op =
   | { kind: "reset" }
   | { kind: "rotate" }
   | { kind: "reopen" }
+  | { kind: "crashTorn"; fragment: number }
   | { kind: "dropIndex" };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -253,6 +294,13 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: "rotate" as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: "reopen" as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: "dropIndex" as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("crashTorn" as const),
+      fragment: fc.integer({ min: 1, max: 400 }),
+    }),
+  },
 );
 
 describe("the transcript index, whatever happens to the transcript", () => {
@@ -286,7 +334,14 @@ describe("the transcript index, whatever happens to the transcript", () => {
             } else if (op.kind === "reset") head = await store.reset(key, head);
             else if (op.kind === "rotate") head = await store.rotate(key, head);
             else if (op.kind === "dropIndex") await rm(`${file}.index`, { force: true });
-            else {
+            else if (op.kind === "crashTorn") {
+              // A crash mid-write: the next store cuts the half line and goes on from the whole ones.
+              await store.close();
+              const line = JSON.stringify({ id: "torn", seq: 1e9, text: "x".repeat(op.fragment) });
+              await appendFile(file, line.slice(0, op.fragment));
+              store = await JsonlStore.openDir({ dir: temp.path });
+              head = await store.open(key);
+            } else {
               await store.close();
               store = await JsonlStore.openDir({ dir: temp.path });
               head = await store.open(key);
