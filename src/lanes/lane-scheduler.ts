@@ -11,13 +11,9 @@ import type { TillerEvent } from "../events.js";
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import type {
-  LaneScheduler,
-  LaneSchedulerOptions,
-  LaneSnapshot,
-  RunOptions,
-} from "./lane-scheduler.types.js";
-import { Entry, SessionLane, WorkloadLane } from "./lanes.js";
+import { LaneQueues } from "./lane-queues.js";
+import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
+import { Entry } from "./lanes.js";
 import { checkCapacity, checkRunOptions, defaultMainCapacity, SESSION_PREFIX } from "./run-options.js";
 import { waitFields } from "./wait-fields.js";
 import { WaitWarnings } from "./wait-warnings.js";
@@ -59,16 +55,12 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   for (const [name, capacity] of Object.entries(options.capacity ?? {})) {
     configured.set(name, checkCapacity(`capacity.${name}`, capacity));
   }
-  const workloads = new Map<string, WorkloadLane>();
-  const sessions = new Map<string, SessionLane>();
-  const entries = new Map<number, Entry>();
   const warnings = new WaitWarnings(clock, warnAfterMs, (fields) => {
     emit("lane.waitExceeded", fields);
     logger.warn(fields, "lane.waitExceeded");
   });
+  const queues = new LaneQueues(configured, warnings, start);
   let nextId = 1;
-  let active = 0;
-  let queued = 0;
   let drainWaiters: Array<() => void> = [];
 
   const actor = createActor(laneSchedulerMachine, options.inspect ? { inspect: options.inspect } : {});
@@ -80,25 +72,6 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     const event: TillerEvent = { at: clock.now(), type, ...fields };
     if (debug) logger.debug(event, type);
     onEvent?.(event);
-  }
-
-  function workload(name: string): WorkloadLane {
-    let lane = workloads.get(name);
-    if (!lane) {
-      lane = new WorkloadLane(name, configured.get(name) ?? 1);
-      workloads.set(name, lane);
-    }
-    return lane;
-  }
-
-  function forgetIfIdle(entry: Entry): void {
-    const session = entry.sessionLane;
-    if (session && session.holder === null && session.waiting.size === 0) sessions.delete(session.key);
-    const lane = entry.lane;
-    // `bound` also counts entries still waiting behind their session: dropping the lane while they point
-    // at it would detach them (clear() would miss them, and a second lane of the same name would double
-    // the capacity).
-    if (lane.bound === 0 && !configured.has(lane.name)) workloads.delete(lane.name);
   }
 
   function run<T>(runOptions: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
@@ -119,7 +92,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     return new Promise<T>((resolve, reject) => {
       const entry = new Entry(
         nextId++,
-        workload(laneName),
+        queues.workload(laneName),
         priorityLevel(priority),
         task as (signal: AbortSignal) => unknown,
         resolve as (value: unknown) => void,
@@ -128,9 +101,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         runOptions.timeoutMs,
         signal,
       );
-      entries.set(entry.id, entry);
-      entry.lane.bound++;
-      queued++;
+      queues.add(entry);
       if (signal) {
         entry.onAbort = () => abortEntry(entry);
         signal.addEventListener("abort", entry.onAbort, { once: true });
@@ -138,54 +109,15 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       if (observed) {
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
       }
-      if (sessionKey !== undefined) {
-        const key = sessionKey;
-        let session = sessions.get(key);
-        if (!session) {
-          session = new SessionLane(key);
-          sessions.set(key, session);
-        }
-        entry.sessionLane = session;
-        if (session.holder === null) {
-          session.holder = entry;
-          enterWorkload(entry);
-        } else {
-          entry.state = "waitingForSession";
-          session.waiting.push(entry);
-          warnings.track(entry);
-        }
-      } else enterWorkload(entry);
+      // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
+      queues.enqueue(entry, sessionKey);
     });
   }
 
-  /** The entry is first in its session (or has none): start it or queue it for a slot. */
-  function enterWorkload(entry: Entry): void {
-    const lane = entry.lane;
-    entry.state = "waitingForSlot";
-    if (lane.active < lane.capacity && lane.waiting.size === 0) {
-      start(entry);
-      return;
-    }
-    lane.waiting.push(entry);
-    warnings.track(entry);
-    pump(lane);
-  }
-
-  function pump(lane: WorkloadLane): void {
-    while (lane.active < lane.capacity) {
-      const next = lane.waiting.shift();
-      if (!next) break;
-      start(next);
-    }
-  }
-
+  /** `queues` gave the entry a slot: run its task, and settle the entry once the task ends. */
   function start(entry: Entry): void {
     const lane = entry.lane;
-    lane.active++;
-    active++;
-    queued--;
     entry.state = "running";
-    warnings.forget(entry);
     if (observed) {
       if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, clock.now()));
       emit("lane.started", {
@@ -200,7 +132,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       const controller = new AbortController();
       entry.controller = controller;
       // The caller's abort reaches this controller through entry.onAbort (see abortEntry), which
-      // release() removes: a long-lived caller signal must not collect one listener per task.
+      // release() removes (LaneQueues.retire): a long-lived caller signal must not collect one listener
+      // per task.
       signal = controller.signal;
       entry.timeoutTimer = clock.setTimeout(() => timeOut(entry), entry.timeoutMs);
     }
@@ -275,38 +208,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
 
   /** A running entry ended: free its slot and its session, let the next ones in. */
   function release(entry: Entry): void {
-    const lane = entry.lane;
-    lane.active--;
-    lane.bound--;
-    active--;
-    entries.delete(entry.id);
-    if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
-    freeSession(entry);
-    pump(lane);
-    forgetIfIdle(entry);
+    queues.retire(entry);
     checkSettled();
-  }
-
-  function freeSession(entry: Entry): void {
-    const session = entry.sessionLane;
-    if (!session || session.holder !== entry) return;
-    session.holder = null;
-    const next = session.waiting.shift();
-    if (next) {
-      session.holder = next;
-      enterWorkload(next);
-    }
-  }
-
-  /** Removes a waiting entry (clear or abort) without starting anything yet. */
-  function unqueue(entry: Entry): void {
-    if (entry.state === "waitingForSession") entry.sessionLane?.waiting.remove(entry);
-    else entry.lane.waiting.remove(entry);
-    warnings.forget(entry);
-    queued--;
-    entry.lane.bound--;
-    entries.delete(entry.id);
-    if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
   }
 
   function abortEntry(entry: Entry): void {
@@ -315,11 +218,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       return;
     }
     if (entry.state !== "waitingForSession" && entry.state !== "waitingForSlot") return;
-    const heldSession = entry.state === "waitingForSlot";
-    unqueue(entry);
-    entry.state = "aborted";
-    if (heldSession) freeSession(entry);
-    forgetIfIdle(entry);
+    queues.abort(entry);
     emit("lane.aborted", { lane: entry.lane.name, session: entry.sessionLane?.key, entryId: entry.id });
     entry.reject(entry.callerSignal?.reason);
     checkSettled();
@@ -328,38 +227,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   function clear(laneName: string): number {
     if (typeof laneName !== "string")
       throw new TypeError(`lane: expected a string, received ${describe(laneName)}`);
-    const victims: Entry[] = [];
-    if (laneName.startsWith(SESSION_PREFIX)) {
-      const session = sessions.get(laneName.slice(SESSION_PREFIX.length));
-      if (!session) return 0;
-      victims.push(...session.waiting);
-      if (session.holder?.state === "waitingForSlot") victims.push(session.holder);
-    } else {
-      const lane = workloads.get(laneName);
-      if (!lane) return 0;
-      victims.push(...lane.waiting);
-      // Entries still behind their session's running task are bound for this lane too.
-      for (const session of sessions.values()) {
-        for (const entry of session.waiting) if (entry.lane === lane) victims.push(entry);
-      }
-    }
-    const freedSessions = new Set<SessionLane>();
-    for (const entry of victims) {
-      if (entry.state === "waitingForSlot" && entry.sessionLane) freedSessions.add(entry.sessionLane);
-      unqueue(entry);
-      entry.state = "cleared";
-    }
-    for (const session of freedSessions) {
-      if (session.holder && session.holder.state === "cleared") {
-        session.holder = null;
-        const next = session.waiting.shift();
-        if (next) {
-          session.holder = next;
-          enterWorkload(next);
-        }
-      }
-    }
-    for (const entry of victims) forgetIfIdle(entry);
+    const victims = queues.clear(laneName);
+    if (!victims) return 0;
     emit("lane.cleared", { lane: laneName, count: victims.length });
     for (const entry of victims) entry.reject(new LaneClearedError(laneName));
     checkSettled();
@@ -374,14 +243,14 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       throw new ConfigError("lane", "a workload lane (session lanes always run one task)", laneName);
     }
     configured.set(laneName, checkCapacity(`capacity.${laneName}`, capacity));
-    const lane = workload(laneName);
+    const lane = queues.workload(laneName);
     lane.capacity = capacity;
     emit("lane.capacityChanged", { lane: laneName, capacity });
-    pump(lane);
+    queues.pump(lane);
   }
 
   function checkSettled(): void {
-    if (active !== 0) return;
+    if (queues.activeCount !== 0) return;
     if (actor.getSnapshot().value === "draining") actor.send({ type: "lanes.settled" });
     // A drain() promise resolves once nothing runs, even if resume() came first or tasks started
     // after `drained` (a paused lane given capacity again): it never hangs, and never resolves early.
@@ -394,9 +263,9 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   function drain(): Promise<void> {
     if (actor.getSnapshot().value === "open") {
       actor.send({ type: "lanes.drain" });
-      emit("lane.draining", { active, queued });
+      emit("lane.draining", { active: queues.activeCount, queued: queues.queuedCount });
     }
-    if (active === 0) {
+    if (queues.activeCount === 0) {
       checkSettled();
       return Promise.resolve();
     }
@@ -409,42 +278,23 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     emit("lane.resumed", {});
   }
 
-  function snapshot(): LaneSnapshot {
-    const lanes: LaneSnapshot["lanes"] = {};
-    for (const [name, capacity] of configured) lanes[name] = { active: 0, queued: 0, capacity };
-    for (const lane of workloads.values()) {
-      lanes[lane.name] = { active: lane.active, queued: lane.waiting.size, capacity: lane.capacity };
-    }
-    for (const session of sessions.values()) {
-      const waitingForSlot = session.holder?.state === "waitingForSlot" ? 1 : 0;
-      lanes[SESSION_PREFIX + session.key] = {
-        active: session.holder?.state === "running" ? 1 : 0,
-        queued: session.waiting.size + waitingForSlot,
-        capacity: 1,
-      };
-    }
-    return { lanes };
-  }
-
   return {
     run,
     clear,
     setCapacity,
     drain,
     resume,
-    snapshot,
+    snapshot: () => queues.snapshot(),
     get isDraining() {
       return !isOpen();
     },
     get activeCount() {
-      return active;
+      return queues.activeCount;
     },
     get queuedCount() {
-      return queued;
+      return queues.queuedCount;
     },
-    entryState(entryId: number) {
-      return entries.get(entryId)?.state;
-    },
+    entryState: (entryId: number) => queues.entryState(entryId),
     actor,
   };
 }

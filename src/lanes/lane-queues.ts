@@ -1,0 +1,224 @@
+import type { LaneEntryState } from "../machines/lane-entry.machine.js";
+import type { LaneSnapshot } from "./lane-scheduler.types.js";
+import { type Entry, SessionLane, WorkloadLane } from "./lanes.js";
+import { SESSION_PREFIX } from "./run-options.js";
+import type { WaitWarnings } from "./wait-warnings.js";
+
+/**
+ * The lane scheduler's queues: its workload and session lanes, the entries not yet ended, and the running
+ * and waiting counts. It decides which entry goes next and hands it to `start`; running, settling and
+ * rejecting tasks, events and drain are `createLaneScheduler`'s.
+ *
+ * @example
+ * ```ts
+ * const warnings = new WaitWarnings(new SystemClock(), 2000, (fields) => console.warn(fields));
+ * const start = (entry: Entry) => entry.task(new AbortController().signal);
+ * const queues = new LaneQueues(new Map([["main", 2]]), warnings, start);
+ * queues.workload("main").capacity; // 2
+ * queues.snapshot(); // { lanes: { main: { active: 0, queued: 0, capacity: 2 } } }
+ * ```
+ */
+export class LaneQueues {
+  private readonly workloads = new Map<string, WorkloadLane>();
+  private readonly sessions = new Map<string, SessionLane>();
+  private readonly entries = new Map<number, Entry>();
+  private active = 0;
+  private queued = 0;
+
+  constructor(
+    /** Capacities set by options or `setCapacity`: the scheduler's map, which it keeps updating. */
+    private readonly configured: ReadonlyMap<string, number>,
+    private readonly warnings: WaitWarnings,
+    /** Runs the task of an entry just given a slot (and counted as running). */
+    private readonly start: (entry: Entry) => void,
+  ) {}
+
+  /** Tasks running now, across all lanes. */
+  get activeCount(): number {
+    return this.active;
+  }
+
+  /** Tasks waiting now, across all lanes. */
+  get queuedCount(): number {
+    return this.queued;
+  }
+
+  /** Where an entry stands; undefined once it ended or was removed. */
+  entryState(entryId: number): LaneEntryState | undefined {
+    return this.entries.get(entryId)?.state;
+  }
+
+  /** The workload lane `name`, made on first use with its configured capacity (1 if none). */
+  workload(name: string): WorkloadLane {
+    let lane = this.workloads.get(name);
+    if (!lane) {
+      lane = new WorkloadLane(name, this.configured.get(name) ?? 1);
+      this.workloads.set(name, lane);
+    }
+    return lane;
+  }
+
+  /** Counts a new entry as waiting; `enqueue` then puts it in line. */
+  add(entry: Entry): void {
+    this.entries.set(entry.id, entry);
+    entry.lane.bound++;
+    this.queued++;
+  }
+
+  /** Puts an added entry behind its session's holder, or in its workload lane if it is first. */
+  enqueue(entry: Entry, sessionKey: string | undefined): void {
+    if (sessionKey === undefined) {
+      this.enterWorkload(entry);
+      return;
+    }
+    let session = this.sessions.get(sessionKey);
+    if (!session) {
+      session = new SessionLane(sessionKey);
+      this.sessions.set(sessionKey, session);
+    }
+    entry.sessionLane = session;
+    if (session.holder === null) {
+      session.holder = entry;
+      this.enterWorkload(entry);
+    } else {
+      entry.state = "waitingForSession";
+      session.waiting.push(entry);
+      this.warnings.track(entry);
+    }
+  }
+
+  /** The entry is first in its session (or has none): start it or queue it for a slot. */
+  private enterWorkload(entry: Entry): void {
+    const lane = entry.lane;
+    entry.state = "waitingForSlot";
+    if (lane.active < lane.capacity && lane.waiting.size === 0) {
+      this.takeSlot(entry);
+      return;
+    }
+    lane.waiting.push(entry);
+    this.warnings.track(entry);
+    this.pump(lane);
+  }
+
+  /** Starts waiting entries while the lane has free slots. */
+  pump(lane: WorkloadLane): void {
+    while (lane.active < lane.capacity) {
+      const next = lane.waiting.shift();
+      if (!next) break;
+      this.takeSlot(next);
+    }
+  }
+
+  /** A running entry ended: free its slot and its session, let the next ones in. */
+  retire(entry: Entry): void {
+    const lane = entry.lane;
+    lane.active--;
+    lane.bound--;
+    this.active--;
+    this.entries.delete(entry.id);
+    if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
+    this.freeSession(entry);
+    this.pump(lane);
+    this.forgetIfIdle(entry);
+  }
+
+  /** Takes a waiting entry out of line (its caller aborted); its session's next entry moves up. */
+  abort(entry: Entry): void {
+    const heldSession = entry.state === "waitingForSlot";
+    this.unqueue(entry);
+    entry.state = "aborted";
+    if (heldSession) this.freeSession(entry);
+    this.forgetIfIdle(entry);
+  }
+
+  /**
+   * Takes every entry waiting in lane `laneName` (`session:<key>` or a workload lane) out of line and
+   * returns them, marked cleared; undefined if there is no such lane.
+   */
+  clear(laneName: string): Entry[] | undefined {
+    const victims: Entry[] = [];
+    if (laneName.startsWith(SESSION_PREFIX)) {
+      const session = this.sessions.get(laneName.slice(SESSION_PREFIX.length));
+      if (!session) return undefined;
+      victims.push(...session.waiting);
+      if (session.holder?.state === "waitingForSlot") victims.push(session.holder);
+    } else {
+      const lane = this.workloads.get(laneName);
+      if (!lane) return undefined;
+      victims.push(...lane.waiting);
+      // Entries still behind their session's running task are bound for this lane too.
+      for (const session of this.sessions.values()) {
+        for (const entry of session.waiting) if (entry.lane === lane) victims.push(entry);
+      }
+    }
+    const freedSessions = new Set<SessionLane>();
+    for (const entry of victims) {
+      if (entry.state === "waitingForSlot" && entry.sessionLane) freedSessions.add(entry.sessionLane);
+      this.unqueue(entry);
+      entry.state = "cleared";
+    }
+    for (const session of freedSessions) {
+      if (session.holder && session.holder.state === "cleared") this.freeSession(session.holder);
+    }
+    for (const entry of victims) this.forgetIfIdle(entry);
+    return victims;
+  }
+
+  snapshot(): LaneSnapshot {
+    const lanes: LaneSnapshot["lanes"] = {};
+    for (const [name, capacity] of this.configured) lanes[name] = { active: 0, queued: 0, capacity };
+    for (const lane of this.workloads.values()) {
+      lanes[lane.name] = { active: lane.active, queued: lane.waiting.size, capacity: lane.capacity };
+    }
+    for (const session of this.sessions.values()) {
+      const waitingForSlot = session.holder?.state === "waitingForSlot" ? 1 : 0;
+      lanes[SESSION_PREFIX + session.key] = {
+        active: session.holder?.state === "running" ? 1 : 0,
+        queued: session.waiting.size + waitingForSlot,
+        capacity: 1,
+      };
+    }
+    return { lanes };
+  }
+
+  /** A waiting entry takes a slot of its lane, stops waiting and starts. */
+  private takeSlot(entry: Entry): void {
+    entry.lane.active++;
+    this.active++;
+    this.queued--;
+    this.warnings.forget(entry);
+    this.start(entry);
+  }
+
+  private freeSession(entry: Entry): void {
+    const session = entry.sessionLane;
+    if (!session || session.holder !== entry) return;
+    session.holder = null;
+    const next = session.waiting.shift();
+    if (next) {
+      session.holder = next;
+      this.enterWorkload(next);
+    }
+  }
+
+  /** Removes a waiting entry (clear or abort) without starting anything yet. */
+  private unqueue(entry: Entry): void {
+    if (entry.state === "waitingForSession") entry.sessionLane?.waiting.remove(entry);
+    else entry.lane.waiting.remove(entry);
+    this.warnings.forget(entry);
+    this.queued--;
+    entry.lane.bound--;
+    this.entries.delete(entry.id);
+    if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
+  }
+
+  private forgetIfIdle(entry: Entry): void {
+    const session = entry.sessionLane;
+    if (session && session.holder === null && session.waiting.size === 0) this.sessions.delete(session.key);
+    const lane = entry.lane;
+    // `bound` also counts entries still waiting behind their session: dropping the lane while they point
+    // at it would detach them (clear() would miss them, and a second lane of the same name would double
+    // the capacity).
+    if (lane.bound === 0 && !this.configured.has(lane.name)) this.workloads.delete(lane.name);
+  }
+}
