@@ -10,7 +10,9 @@
  *     entered; timed from just before `gateway.receive()` on the system clock, each turn left to finish
  *     before the next message. Messages to live sessions (recently active: actor and window in memory),
  *     first messages of new sessions, and live sessions with growing windows. Median and p95 in µs
- *     (target median < 50 µs), with the process CPU time over the same window.
+ *     (target median < 50 µs), with the process CPU time over the same window. Next to it, the floor:
+ *     the bare actor chain of DESIGN.md §1 (session → lane slot → run → model call) with trivial
+ *     machines, measured the same way (bench/actor-chain-floor.ts), and how far Tiller is above it.
  * (c) Heap per idle session: up to 100,000 sessions, one message each, the model answering at once;
  *     once all are idle, (heapUsed after − before) / sessions after gc() (target < 10 KB), split into
  *     the in-memory store's share (the transcripts: the embedded "disk") and the rest. The channel keeps
@@ -39,6 +41,7 @@ import { silentLogger } from "../src/logger.js";
 import { parseScenario } from "../src/scenario/load.js";
 import { runScenario } from "../src/scenario/runner.js";
 import type { Scenario } from "../src/scenario/schema.js";
+import { actorChainFloor } from "./actor-chain-floor.js";
 
 const SCENARIO_SESSIONS = 100;
 const SCENARIO_MESSAGES_PER_SESSION = 10;
@@ -293,6 +296,7 @@ async function benchFirstCall(): Promise<Figures> {
   const cpuOf = (timings: typeof live) => timings.map((timing) => timing.cpu).sort((a, b) => a - b);
   const liveWall = wallOf(live);
   const freshWall = wallOf(fresh);
+  const floor = await actorChainFloor(LATENCY_SESSIONS, LATENCY_WARMUP);
   return {
     "firstCall.liveSession.messages": live.length,
     "firstCall.liveSession.wallUs.median": round(percentile(liveWall, 50), 1),
@@ -303,6 +307,10 @@ async function benchFirstCall(): Promise<Figures> {
     "firstCall.newSession.wallUs.median": round(percentile(freshWall, 50), 1),
     "firstCall.newSession.wallUs.p95": round(percentile(freshWall, 95), 1),
     "firstCall.newSession.cpuUs.median": round(percentile(cpuOf(fresh), 50), 1),
+    // The bare actor chain of DESIGN.md §1 with trivial machines: XState's own cost for it here.
+    "firstCall.actorChainFloor.wallUs.median": round(floor.median, 1),
+    "firstCall.actorChainFloor.wallUs.p95": round(floor.p95, 1),
+    "firstCall.liveSession.aboveFloorUs": round(percentile(liveWall, 50) - floor.median, 1),
     ...(await benchWindowScaling()),
   };
 }
