@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import type { ModelReply } from "../adapters/model.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
 import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
@@ -7,7 +8,8 @@ import type { ActorDeps } from "./deps.js";
  * One model call of a run. The turn's pending journal items are stored while the model works: the call
  * does not wait for the disk, but its reply is only handed back once they are durable, so nothing the
  * run does next (a tool, a final) can be stored or shown ahead of what the model saw. Aborting the
- * actor aborts the call.
+ * actor aborts the call. Text the model streams is reported as `model.delta` events: a draft, which the
+ * stale-reply re-check may still replace, never a delivery.
  */
 export function createCallModel(deps: ActorDeps) {
   return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
@@ -36,13 +38,25 @@ export function createCallModel(deps: ActorDeps) {
       userTexts,
       messageIds,
     });
-    const reply = await deps.model.complete({
-      ...identity,
-      context: input.context,
-      turnStart: input.turnStart,
-      tools: input.tools,
-      signal,
-    });
+    // Drafts as they stream, for UIs that show progress; a delta after the call ended is dropped.
+    let streaming = true;
+    const onDelta = (text: string) => {
+      if (streaming && !signal.aborted && typeof text === "string" && text.length > 0)
+        deps.emit("model.delta", { ...identity, text });
+    };
+    let reply: ModelReply;
+    try {
+      reply = await deps.model.complete({
+        ...identity,
+        context: input.context,
+        turnStart: input.turnStart,
+        tools: input.tools,
+        signal,
+        onDelta,
+      });
+    } finally {
+      streaming = false;
+    }
     await journaled;
     if (signal.aborted) throw signal.reason;
     return { text: reply.text, toolCalls: reply.toolCalls, persisted: input.unpersisted.length };
