@@ -19,7 +19,8 @@ export type TillerErrorCode =
   | "STORE_CORRUPT"
   | "MESSAGE_REJECTED"
   | "SESSION_KEY_INVALID"
-  | "UNKNOWN_EVENT";
+  | "UNKNOWN_EVENT"
+  | "MODEL_REPLY_INVALID";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;

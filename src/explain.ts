@@ -82,6 +82,18 @@ export class MessageLog {
           });
         }
         return;
+      case "turn.ended": {
+        if (event.status === "done") return; // its final.* event tells the end of the story
+        const error = event.error as { message?: string } | undefined;
+        const why =
+          event.status === "failed"
+            ? `failed: ${error?.message ?? "unknown error"}`
+            : `${event.status}: ${event.reason ?? "aborted"}`;
+        for (const id of this.runMessages.get(String(event.runId)) ?? [])
+          this.note(session, id, event.at, `turn ${event.runId} ${why}`);
+        this.runMessages.delete(String(event.runId));
+        return;
+      }
       case "final.delivered":
       case "final.undelivered":
       case "final.silent":

@@ -1,8 +1,8 @@
 import { fromPromise } from "xstate";
-import type { ModelReply } from "../adapters/model.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
 import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
+import { checkModelReply } from "./model-reply.js";
 
 /**
  * One model call of a run. The turn's pending journal items are stored while the model works: the call
@@ -44,7 +44,7 @@ export function createCallModel(deps: ActorDeps) {
       if (streaming && !signal.aborted && typeof text === "string" && text.length > 0)
         deps.emit("model.delta", { ...identity, text });
     };
-    let reply: ModelReply;
+    let reply: unknown;
     try {
       reply = await deps.model.complete({
         ...identity,
@@ -59,6 +59,7 @@ export function createCallModel(deps: ActorDeps) {
     }
     await journaled;
     if (signal.aborted) throw signal.reason;
-    return { text: reply.text, toolCalls: reply.toolCalls, persisted: input.unpersisted.length };
+    const { text, toolCalls } = checkModelReply(reply, input.runId, input.call);
+    return { text, toolCalls, persisted: input.unpersisted.length };
   });
 }

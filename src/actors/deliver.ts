@@ -28,6 +28,7 @@ export function createDeliver(deps: ActorDeps) {
     if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
     if (output.status === "aborted") return { delivered: false, recovery: null };
     if (output.status === "failed") {
+      deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
       await send(
         deps,
         session,

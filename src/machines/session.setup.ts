@@ -22,6 +22,7 @@ export const RESETTING = "a fresh conversation is being started; this is answere
 const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
 const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
+const NEW_CONVERSATION = "cut off by /new";
 
 export const sessionSetup = setup({
   types: {} as {
@@ -210,15 +211,21 @@ export const sessionSetup = setup({
         final: context.pending?.recovery?.text ?? "",
       },
     })),
-    emitTurnEnded: emit(({ context }) => ({
-      type: "turn.ended" as const,
-      runId: context.runId ?? "",
-      status: context.lastOutput?.status ?? "failed",
-    })),
+    emitTurnEnded: emit(({ context }) => {
+      const output = context.lastOutput;
+      return {
+        type: "turn.ended" as const,
+        runId: context.runId ?? "",
+        status: output?.status ?? "failed",
+        ...(output?.status === "failed" && output.error ? { error: output.error } : {}),
+        ...(output?.status === "aborted" && output.abortReason ? { reason: output.abortReason } : {}),
+      };
+    }),
     emitTurnCut: emit(({ context }) => ({
       type: "turn.ended" as const,
       runId: context.runId ?? "",
       status: "aborted",
+      reason: NEW_CONVERSATION,
     })),
     queueRecovery: assign(({ event, context }) => {
       const output = (event as unknown as { output: DeliverOutput }).output;

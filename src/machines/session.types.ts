@@ -1,7 +1,7 @@
 import type { DeliveryMode } from "../policy/delivery.js";
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import type { OwnedMessage } from "../turn.js";
-import type { RunInput, RunOutput } from "./run.machine.js";
+import type { RunError, RunInput, RunOutput } from "./run.machine.js";
 
 /** Work waiting for its own turn in a session. */
 export type QueueItem =
@@ -77,7 +77,15 @@ export type SessionEvent =
 
 export type SessionEmitted =
   | { type: "turn.started"; runId: string; kind: "turn" | "recovery"; messageIds: string[] }
-  | { type: "turn.ended"; runId: string; status: string }
+  | {
+      type: "turn.ended";
+      runId: string;
+      status: string;
+      /** Why a failed turn failed. */
+      error?: RunError;
+      /** Why an aborted turn stopped (`/stop`, an interrupting message, `/new`, a lane timeout). */
+      reason?: string;
+    }
   | { type: "message.dropped"; messageId: string; reason: string; summary?: string }
   | { type: "turn.requeued"; messageIds: string[]; reason: string };
 

@@ -67,8 +67,11 @@ function describeEvent(event: TillerEvent): string {
       return `${event.messageId} ${event.disposition} (${event.mode}, ${event.modeSource}): ${quote(event.text)}`;
     case "turn.started":
       return `${event.runId} ${event.kind} with ${(event.messageIds as string[]).join(", ") || "no new message"}`;
-    case "turn.ended":
-      return `${event.runId} ${event.status}`;
+    case "turn.ended": {
+      const error = event.error as { code: string; message: string } | undefined;
+      const why = error ? `: ${error.code} ${error.message}` : event.reason ? ` (${event.reason})` : "";
+      return `${event.runId} ${event.status}${why}`;
+    }
     case "model.called":
       return `${event.runId} call ${event.call}${event.recheck ? " (re-check)" : ""}${event.recovery ? " (recovery)" : ""} latest=${quote(event.latestUser)}`;
     case "tool.started":
