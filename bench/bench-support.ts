@@ -1,0 +1,51 @@
+/** Helpers the gateway benches share: figures, statistics, gc(), CPU time and a channel that keeps nothing. */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import type { Channel, DeliveryReceipt } from "../src/adapters/channel.js";
+
+export type Figures = Record<string, number | string>;
+
+export function envNumber(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return process.env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
+}
+
+/** Returns gc(), enabling it through V8 flags when node was started without --expose-gc. */
+export function ensureGc(): (() => void) | undefined {
+  const global = globalThis as { gc?: () => void };
+  if (global.gc) return global.gc;
+  try {
+    setFlagsFromString("--expose-gc");
+    global.gc = runInNewContext("gc") as () => void;
+  } catch {
+    // Heap figures are then marked approximate.
+  }
+  return global.gc;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
+
+/** CPU time of the whole process (all threads), in µs. */
+export function cpuMicros(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
+
+/** A channel that commits every send and keeps nothing, so the bench holds no per-session data. */
+export class NullChannel implements Channel {
+  private counter = 0;
+  async send(): Promise<DeliveryReceipt> {
+    return { messageId: `out-${++this.counter}` };
+  }
+}
