@@ -20,7 +20,8 @@ export type TillerErrorCode =
   | "MESSAGE_REJECTED"
   | "SESSION_KEY_INVALID"
   | "UNKNOWN_EVENT"
-  | "MODEL_REPLY_INVALID";
+  | "MODEL_REPLY_INVALID"
+  | "STORE_FAILED";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
@@ -122,4 +123,25 @@ export function describe(value: unknown): string {
   } catch {
     return `${typeof value} (not serializable)`;
   }
+}
+
+/**
+ * The message of anything thrown: an Error's, an object's own `message` (adapters reject with plain
+ * objects such as `{ code: 429, message: "too many requests" }`), a string, or a description.
+ *
+ * @example
+ * ```ts
+ * errorMessage({ code: 429, message: "too many requests" }); // "too many requests"
+ * ```
+ */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === "string") return error;
+  if (
+    error !== null &&
+    typeof error === "object" &&
+    typeof (error as { message?: unknown }).message === "string"
+  )
+    return (error as { message: string }).message;
+  return describe(error);
 }

@@ -45,10 +45,11 @@ export class EventHub {
   }
 
   /**
-   * An async iterator over events from now on; ends when `signal` aborts. Events are buffered, so a
-   * slow consumer sees every one in order.
+   * An async iterator over events from now on: subscribed at once, so events emitted before the first
+   * `next()` are kept too. Events are buffered, so a slow consumer sees every one in order; it ends
+   * when `signal` aborts or the consumer stops (`break`, `return()`).
    */
-  async *stream(signal?: AbortSignal): AsyncGenerator<TillerEvent> {
+  stream(signal?: AbortSignal): AsyncGenerator<TillerEvent> {
     const buffer: TillerEvent[] = [];
     let wake: (() => void) | null = null;
     const off = this.subscribe((event) => {
@@ -57,21 +58,24 @@ export class EventHub {
     });
     const onAbort = () => wake?.();
     signal?.addEventListener("abort", onAbort);
-    try {
-      while (!signal?.aborted) {
-        const next = buffer.shift();
-        if (next) {
-          yield next;
-          continue;
+    async function* drain(): AsyncGenerator<TillerEvent> {
+      try {
+        while (!signal?.aborted) {
+          const next = buffer.shift();
+          if (next) {
+            yield next;
+            continue;
+          }
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+          wake = null;
         }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = null;
+      } finally {
+        off();
+        signal?.removeEventListener("abort", onAbort);
       }
-    } finally {
-      off();
-      signal?.removeEventListener("abort", onAbort);
     }
+    return drain();
   }
 }

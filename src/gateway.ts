@@ -22,7 +22,7 @@ import { EventHub, type EventListener, type TillerEvent } from "./events.js";
 import { type MessageExplanation, MessageLog } from "./explain.js";
 import { type InboundMessage, pruneSeen, stateName, validateInbound } from "./inbound.js";
 import { createLaneScheduler, type LaneScheduler } from "./lanes/lane-scheduler.js";
-import { createLogger, type Logger } from "./logger.js";
+import { createLogger, type Logger, neverThrowing } from "./logger.js";
 import { runMachine } from "./machines/run.machine.js";
 import { sessionMachine } from "./machines/session.machine.js";
 import type { SessionDecision } from "./machines/session.types.js";
@@ -69,7 +69,7 @@ export interface SessionInspection {
 export function createGateway(options: GatewayOptions) {
   const config = parseConfig(options.config ?? {});
   const clock = options.clock ?? new SystemClock();
-  const logger = options.logger ?? createLogger();
+  const logger = neverThrowing(options.logger ?? createLogger());
   const store = options.store ?? new MemoryStore({ now: () => clock.now() });
   const hub = new EventHub();
   const messageLog = new MessageLog(config.limits.explainMessages);
@@ -140,7 +140,7 @@ export function createGateway(options: GatewayOptions) {
   });
 
   async function receive(inbound: InboundMessage): Promise<Ack> {
-    const message = validateInbound(inbound, config);
+    const message = validateInbound(inbound, config, channelNames);
     const entry = registry.memory(message.session, message.channel);
     entry.channel = message.channel;
     // The window read for duplicate detection is the one the session's first turn starts from.
@@ -185,6 +185,7 @@ export function createGateway(options: GatewayOptions) {
       });
       registry.keepWindow(message.session, entry, false);
       emit("message.acked", { ...ack, session: message.session });
+      if (isAckVisible(entry.channel)) void send(deps, message.session, ack.text, "ack");
       return ack;
     } else if (draining) {
       decision = {
@@ -208,6 +209,8 @@ export function createGateway(options: GatewayOptions) {
       persistence.flush(message.session, entry);
       await entry.saving;
     }
+    // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
+    if (decision.disposition === "rejected") entry.seen.delete(message.id);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
     return finishAck(message.session, entry, decision, runBefore);

@@ -11,7 +11,10 @@ export interface InboundMessage {
   mode?: string;
 }
 
-// Control characters in a session key are refused (they corrupt logs and file names).
+// A key or id that cannot be stored as UTF-8 as it is would not survive a restart.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+// Control characters in a session key or message id are refused (they corrupt logs and file names).
 function hasControlChars(value: string): boolean {
   for (let i = 0; i < value.length; i++) {
     const code = value.charCodeAt(i);
@@ -20,7 +23,15 @@ function hasControlChars(value: string): boolean {
   return false;
 }
 
-export function validateInbound(inbound: InboundMessage, config: GatewayConfig): InboundMessage {
+/**
+ * Refuses a malformed message before anything is accepted: `channels` are the gateway's channel names,
+ * so a message never arrives on a channel its replies could not go out on.
+ */
+export function validateInbound(
+  inbound: InboundMessage,
+  config: GatewayConfig,
+  channels: readonly string[],
+): InboundMessage {
   if (inbound === null || typeof inbound !== "object") {
     throw new MessageRejectedError("message", `expected an object, received ${typeof inbound}`);
   }
@@ -28,18 +39,34 @@ export function validateInbound(inbound: InboundMessage, config: GatewayConfig):
   if (typeof session !== "string" || session.length === 0) {
     throw new MessageRejectedError("session", "expected a non-empty string", "SESSION_KEY_INVALID");
   }
-  if (session.length > config.limits.maxSessionKeyChars || hasControlChars(session)) {
+  if (
+    session.length > config.limits.maxSessionKeyChars ||
+    hasControlChars(session) ||
+    LONE_SURROGATE.test(session)
+  ) {
     throw new MessageRejectedError(
       "session",
-      `expected at most ${config.limits.maxSessionKeyChars} characters and no control characters`,
+      `expected at most ${config.limits.maxSessionKeyChars} characters of well-formed Unicode and no control characters`,
       "SESSION_KEY_INVALID",
     );
   }
-  if (typeof channel !== "string" || channel.length === 0)
-    throw new MessageRejectedError("channel", "expected a channel name");
+  if (typeof channel !== "string" || !channels.includes(channel))
+    throw new MessageRejectedError(
+      "channel",
+      `expected one of the gateway's channels (${channels.join(", ")})`,
+    );
   if (typeof text !== "string") throw new MessageRejectedError("text", "expected a string");
-  if (typeof id !== "string" || id.length === 0 || id.length > 256) {
-    throw new MessageRejectedError("id", "expected a non-empty string of at most 256 characters");
+  if (
+    typeof id !== "string" ||
+    id.length === 0 ||
+    id.length > 256 ||
+    hasControlChars(id) ||
+    LONE_SURROGATE.test(id)
+  ) {
+    throw new MessageRejectedError(
+      "id",
+      "expected a non-empty string of at most 256 characters of well-formed Unicode, without control characters",
+    );
   }
   return inbound;
 }

@@ -30,3 +30,37 @@ export const silentLogger: Logger = {
   error() {},
   isLevelEnabled: () => false,
 };
+
+/**
+ * A logger whose calls never throw: a faulty logger (a full pipe, a buggy transport) must not break
+ * the turn it was asked to record.
+ *
+ * @example
+ * ```ts
+ * const logger = neverThrowing(createLogger());
+ * ```
+ */
+export function neverThrowing(logger: Logger): Logger {
+  const guard =
+    (level: "debug" | "info" | "warn" | "error") =>
+    (obj: object, msg?: string): void => {
+      try {
+        logger[level](obj, msg);
+      } catch {
+        // Dropped: the log line is lost, the work goes on.
+      }
+    };
+  return {
+    debug: guard("debug"),
+    info: guard("info"),
+    warn: guard("warn"),
+    error: guard("error"),
+    isLevelEnabled(level: string): boolean {
+      try {
+        return logger.isLevelEnabled?.(level) ?? false;
+      } catch {
+        return false;
+      }
+    },
+  };
+}

@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import { errorMessage, TillerError } from "../errors.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
 import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
@@ -57,7 +58,18 @@ export function createCallModel(deps: ActorDeps) {
     } finally {
       streaming = false;
     }
-    await journaled;
+    try {
+      await journaled;
+    } catch (error) {
+      throw new TillerError(
+        "STORE_FAILED",
+        `the turn's records could not be stored: ${errorMessage(error)}`,
+        {
+          retryable: true,
+          cause: error,
+        },
+      );
+    }
     if (signal.aborted) throw signal.reason;
     const { text, toolCalls } = checkModelReply(reply, input.runId, input.call);
     return { text, toolCalls, persisted: input.unpersisted.length };

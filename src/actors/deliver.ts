@@ -1,10 +1,20 @@
 import { fromPromise } from "xstate";
 import { type DeliveryKind, isCommitted } from "../adapters/channel.js";
 import { type RecordBody, UNDELIVERED_FINAL } from "../adapters/store.js";
+import { errorMessage } from "../errors.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
-import { COULD_NOT_DELIVER_NOTICE, isSubstantive, markerDeliveryMode } from "../policy/delivery.js";
+import { LANE_TIMEOUT_REASON } from "../machines/session.types.js";
+import {
+  COULD_NOT_DELIVER_NOTICE,
+  FAILED_NOTICE,
+  isSubstantive,
+  markerDeliveryMode,
+  TIMED_OUT_NOTICE,
+} from "../policy/delivery.js";
 import { RECOVERED } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
+
+const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };
 
 /**
  * The end of every turn (DESIGN.md §4): stores what the run produced, sends the final, and when a
@@ -12,31 +22,40 @@ import type { ActorDeps } from "./deps.js";
  * before a recovery is handed back to the session. Direct and follow-up turns share this path.
  */
 export function createDeliver(deps: ActorDeps) {
-  return fromPromise<DeliverOutput, DeliverInput>(async ({ input }) => {
+  return fromPromise<DeliverOutput, DeliverInput>(async ({ input, signal }) => {
     const { output, session } = input;
     const facts = deps.runFacts.get(output.runId);
     deps.runFacts.delete(output.runId);
-    await deps.writer.appendJournal(
-      session,
-      output.runId,
-      output.persisted,
-      output.journal.slice(output.persisted),
-    );
-    await deps.writer.append(session, closingResults(input));
-    deps.writer.endJournal(output.runId);
+    try {
+      await deps.writer.appendJournal(
+        session,
+        output.runId,
+        output.persisted,
+        output.journal.slice(output.persisted),
+      );
+      await deps.writer.append(session, closingResults(input));
+    } catch (error) {
+      // What the turn did could not be stored: the user still learns that this reply failed.
+      deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "turn.storeFailed");
+      deps.emit("turn.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
+      if (!signal.aborted) await send(deps, session, FAILED_NOTICE, "notice", output.runId);
+      return UNDELIVERED;
+    } finally {
+      deps.writer.endJournal(output.runId);
+    }
+    // The session left this turn meanwhile (`/new`): nothing more of it may reach the new conversation.
+    if (signal.aborted) return UNDELIVERED;
 
     if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
-    if (output.status === "aborted") return { delivered: false, recovery: null };
+    if (output.status === "aborted") {
+      if (output.abortReason === LANE_TIMEOUT_REASON)
+        await send(deps, session, TIMED_OUT_NOTICE, "notice", output.runId);
+      return UNDELIVERED;
+    }
     if (output.status === "failed") {
       deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
-      await send(
-        deps,
-        session,
-        "I could not finish this reply because of an internal error. Please try again.",
-        "notice",
-        output.runId,
-      );
-      return { delivered: false, recovery: null };
+      await send(deps, session, FAILED_NOTICE, "notice", output.runId);
+      return UNDELIVERED;
     }
     if (output.final.trim().length === 0) {
       deps.emit("final.silent", { session, runId: output.runId });
@@ -50,16 +69,27 @@ export function createDeliver(deps: ActorDeps) {
       messageId = await send(deps, session, output.final, "reply", output.runId);
       delivered = messageId !== undefined;
     } else delivered = (facts?.messageSends ?? 0) > 0;
+    if (signal.aborted) return UNDELIVERED;
 
-    const [final] = await deps.writer.append(session, [
-      {
-        role: "assistant",
-        text: output.final,
-        runId: output.runId,
-        delivered,
-        ...(messageId ? { deliveryMessageId: messageId } : {}),
-      },
-    ]);
+    let final: { seq: number } | undefined;
+    try {
+      [final] = await deps.writer.append(session, [
+        {
+          role: "assistant",
+          text: output.final,
+          runId: output.runId,
+          delivered,
+          ...(messageId ? { deliveryMessageId: messageId } : {}),
+        },
+      ]);
+    } catch (error) {
+      // The user has the reply (or not) whatever the disk says; the operator learns the history lacks it.
+      deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "final.storeFailed");
+      deps.emit("final.storeFailed", { session, runId: output.runId, delivered, error: errorMessage(error) });
+      if (delivered)
+        deps.emit("final.delivered", { session, runId: output.runId, ...(messageId ? { messageId } : {}) });
+      return { delivered, recovery: null };
+    }
     if (delivered) {
       deps.emit("final.delivered", { session, runId: output.runId, ...(messageId ? { messageId } : {}) });
       return { delivered: true, recovery: null };
@@ -156,7 +186,7 @@ export async function send(
       session,
       runId,
       kind,
-      reason: error instanceof Error ? error.message : String(error),
+      reason: errorMessage(error),
     });
   }
   return undefined;

@@ -38,11 +38,22 @@ function toolCall(request: unknown, index: number, runId: string, call: number):
     invalid(`${field}.callId`, "a non-empty string", callId);
   if (args !== undefined && (args === null || typeof args !== "object" || Array.isArray(args)))
     invalid(`${field}.args`, "an object", args);
+  // The call is stored before the tool runs: arguments with no JSON form could never be.
+  if (args !== undefined && !hasJsonForm(args)) invalid(`${field}.args`, "JSON-serializable", args);
   return {
     callId: (callId as string | undefined) ?? `${runId}-c${call}-${index + 1}`,
     name,
     args: (args as Record<string, unknown> | undefined) ?? {},
   };
+}
+
+function hasJsonForm(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function invalid(field: string, expected: string, received: unknown): never {

@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
 import type { ActorDeps } from "./deps.js";
 
@@ -23,14 +24,30 @@ export function createRunTool(deps: ActorDeps) {
         callId: input.call.callId,
         signal: toolSignal,
       });
-      return { status: "done", result, persisted };
+      return { ...storedResult(result), persisted };
     } catch (error) {
       if (signal.aborted && tool.cancellable) throw error;
       return {
         status: "failed",
-        result: { error: error instanceof Error ? error.message : String(error) },
+        result: { error: errorMessage(error) },
         persisted,
       };
     }
   });
+}
+
+/**
+ * A tool's result as the transcript stores it and later turns read it: its JSON form (a Date becomes
+ * a string, `undefined` null). A result with no JSON form (a BigInt, a cycle) is the tool's failure,
+ * reported to the model like a thrown error, so the turn goes on and nothing unstorable reaches the
+ * journal.
+ */
+function storedResult(result: unknown): { status: "done" | "failed"; result: unknown } {
+  try {
+    const json = JSON.stringify(result);
+    return { status: "done", result: json === undefined ? null : JSON.parse(json) };
+  } catch (error) {
+    const reason = errorMessage(error);
+    return { status: "failed", result: { error: `the tool's result cannot be stored as JSON: ${reason}` } };
+  }
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from "../errors.js";
 import type { OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
 import { INTERIM_TEXT, journalToModel } from "../turn.js";
 import type { CallModelInput, RunContext, RunError } from "./run.types.js";
@@ -47,11 +48,7 @@ export function toRunError(error: unknown): RunError {
     const e = error as { code: string; message?: string; retryable?: boolean };
     return { code: e.code, message: String(e.message ?? e.code), retryable: Boolean(e.retryable) };
   }
-  return {
-    code: "MODEL_FAILED",
-    message: error instanceof Error ? error.message : String(error),
-    retryable: true,
-  };
+  return { code: "MODEL_FAILED", message: errorMessage(error), retryable: true };
 }
 
 export function maxCalls(context: RunContext): number {

@@ -1,3 +1,4 @@
+import { errorMessage } from "../errors.js";
 import type { OwnedMessage } from "../turn.js";
 import type { RunOutput } from "./run.types.js";
 import type { SessionDecision, SessionEvent } from "./session.types.js";
@@ -42,7 +43,7 @@ export function failedOutput(runId: string, error: unknown): RunOutput {
     completedTools: [],
     error: {
       code: "RUN_FAILED",
-      message: error instanceof Error ? error.message : String(error),
+      message: errorMessage(error),
       retryable: true,
     },
     abortReason: null,

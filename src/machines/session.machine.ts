@@ -1,7 +1,7 @@
 import { type ActorRefFrom, sendTo } from "xstate";
 import type { RunEvent } from "./run.machine.js";
 import { EARLIER_FIRST, RESETTING, sessionSetup } from "./session.setup.js";
-import type { SessionEvent } from "./session.types.js";
+import { LANE_TIMEOUT_REASON, type SessionEvent } from "./session.types.js";
 
 /**
  * One session: routes each inbound message by its resolved queue mode and runs one turn at a time.
@@ -128,10 +128,7 @@ export const sessionMachine = sessionSetup.createMachine({
               description: "The started turn is cut off; its end is announced like any other.",
             },
             "lane.timeout": {
-              actions: sendTo("run", {
-                type: "run.abort",
-                reason: "the turn ran past the lane timeout",
-              } as RunEvent),
+              actions: sendTo("run", { type: "run.abort", reason: LANE_TIMEOUT_REASON } as RunEvent),
             },
           },
         },

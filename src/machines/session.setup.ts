@@ -24,6 +24,11 @@ const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
 const NEW_CONVERSATION = "cut off by /new";
 
+/** Why waiting messages were dropped: the command that dropped them. */
+function clearedBy(event: SessionEvent): string {
+  return event.type === "session.new" ? "cleared by /new" : "cleared by /stop";
+}
+
 export const sessionSetup = setup({
   types: {} as {
     input: SessionInput;
@@ -135,18 +140,20 @@ export const sessionSetup = setup({
       enqueue.sendTo("run", { type: "run.stop", reason: STOPPED } as RunEvent);
       if (context.pending) enqueue.assign({ pending: { ...context.pending, messages: [] } });
     }),
-    clearWaiting: enqueueActions(({ context, enqueue }) => {
+    clearWaiting: enqueueActions(({ context, event, enqueue }) => {
+      const reason = clearedBy(event);
       for (const item of context.queue) {
         if (item.kind === "recovery") continue;
         for (const message of item.messages) {
-          enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+          enqueue.emit({ type: "message.dropped", messageId: message.id, reason });
         }
       }
       enqueue.assign({ queue: context.queue.filter((item) => item.kind === "recovery"), summaries: [] });
     }),
-    dropPending: enqueueActions(({ context, enqueue }) => {
+    dropPending: enqueueActions(({ context, event, enqueue }) => {
+      const reason = clearedBy(event);
       for (const message of context.pending?.messages ?? []) {
-        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason });
       }
       enqueue.assign({ pending: null });
     }),

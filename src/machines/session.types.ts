@@ -75,6 +75,9 @@ export type SessionEvent =
   | { type: "lane.rejected"; reason: string }
   | { type: "lane.timeout" };
 
+/** The reason a run aborted by the lane timeout records; the user is told the turn ran out of time. */
+export const LANE_TIMEOUT_REASON = "the turn ran past the lane timeout";
+
 export type SessionEmitted =
   | { type: "turn.started"; runId: string; kind: "turn" | "recovery"; messageIds: string[] }
   | {

@@ -51,10 +51,11 @@ function parseQueue(args: string[]): ControlCommand {
     switch (key.toLowerCase()) {
       case "debounce": {
         const ms = parseDuration(value);
-        if (ms === undefined)
+        // A user's own command must not park their messages for days (or forever: Infinity).
+        if (ms === undefined || !Number.isFinite(ms) || ms > MAX_DEBOUNCE_MS)
           return {
             command: "invalid",
-            error: `debounce: expected a duration like 500ms or 2s, got "${value}"`,
+            error: `debounce: expected a duration like 500ms or 2s, at most 10m, got "${value}"`,
           };
         settings.debounceMs = ms;
         break;
@@ -81,6 +82,8 @@ function parseQueue(args: string[]): ControlCommand {
   }
   return { command: "queue", settings };
 }
+
+const MAX_DEBOUNCE_MS = 10 * 60_000;
 
 function parseDuration(value: string): number | undefined {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(value.trim());

@@ -25,3 +25,10 @@ export function isSubstantive(text: string): boolean {
 
 export const COULD_NOT_DELIVER_NOTICE =
   "I wrote a reply but could not deliver it. Please ask again if you still need it.";
+
+/** A turn failed (the model, a store write): the user is told, never left waiting. */
+export const FAILED_NOTICE = "I could not finish this reply because of an internal error. Please try again.";
+
+/** A turn ran past the lane timeout and was stopped. */
+export const TIMED_OUT_NOTICE =
+  "I could not finish this reply in time and stopped working on it. Please try again.";

@@ -144,6 +144,7 @@ export async function runScenario(
       // kill -9: nothing of the old process runs again; only the store survives.
       incarnation.kill();
       events.push({ at: clock.now(), type: "process.restarted" });
+      booting = true;
       pendingRestart = (async () => {
         if (store instanceof JsonlStore) {
           await store.close();
@@ -151,11 +152,15 @@ export async function runScenario(
         }
         incarnation = new ScopedClock(clock);
         gateway = await boot();
+        booting = false;
       })();
     }, restart.at);
   }
   let pendingRestart: Promise<void> | null = null;
-  const isBusy = () => gateway.isBusy;
+  // A restart's start-up (reopening the store, resuming sessions) is real I/O: simulated time waits for
+  // it, so a message due after the restart reaches the new gateway, as it would in a real process.
+  let booting = false;
+  const isBusy = () => booting || gateway.isBusy;
   await clock.runUntilIdle({ ...(scenario.until ? { until: scenario.until } : {}), isBusy });
   while (pendingRestart) {
     const waiting: Promise<void> = pendingRestart;

@@ -136,3 +136,53 @@ describe("how a turn ends", () => {
     await gateway.stop();
   });
 });
+
+describe("what the gateway reports, whatever its observers do", () => {
+  it("a logger that throws breaks nothing: the failed turn still sends its notice and its events", async () => {
+    const clock = new SimulatedClock();
+    const channel = new LoopbackChannel({ now: () => clock.now() });
+    const broken = () => {
+      throw new Error("log pipe closed");
+    };
+    const gateway = createGateway({
+      model: {
+        async complete() {
+          throw new Error("provider down");
+        },
+      },
+      channels: { web: channel },
+      clock,
+      logger: { debug: broken, info: broken, warn: broken, error: broken },
+    });
+    const events: TillerEvent[] = [];
+    gateway.subscribe((event) => events.push(event));
+    await gateway.start();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hello" });
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({ status: "failed" });
+    expect(channel.sent.map((sent) => sent.kind)).toEqual(["notice"]);
+    await gateway.stop();
+  });
+
+  it("events() keeps what happens between the call and the first read", async () => {
+    const clock = new SimulatedClock();
+    const gateway = createGateway({
+      model: new ScriptedModel([{ reply: { text: "hi" } }], clock),
+      channels: { web: new LoopbackChannel({ now: () => clock.now() }) },
+      clock,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+    });
+    await gateway.start();
+    const stream = gateway.events();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hello" });
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    const seen: string[] = [];
+    for await (const event of stream) {
+      seen.push(event.type);
+      if (event.type === "final.delivered") break;
+    }
+    expect(seen).toContain("message.acked");
+    expect(seen.at(-1)).toBe("final.delivered");
+    await gateway.stop();
+  });
+});

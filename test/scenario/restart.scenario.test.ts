@@ -481,6 +481,28 @@ inbound:
     expectNoCrash(second);
   });
 
+  it("hands messages due while a restarted process starts to that process, on a JSONL store as in memory", async () => {
+    const yaml = `
+name: inbound right after a restart
+config: { queue: { mode: followup } }
+model: [ { reply: { delayMs: 100, text: "Re: {{latestUser}}" } } ]
+channels: { web: {} }
+inbound:
+  - { at: 0, session: s, channel: web, id: m1, text: "one" }
+  - { at: 10, session: s, channel: web, id: m2, text: "two" }
+  - { at: 51, session: s, channel: web, id: m3, text: "three" }
+  - { at: 52, session: t, channel: web, id: n1, text: "other session" }
+restart: [ { at: 50 } ]
+`;
+    const replies = (result: ScenarioResult) =>
+      result.deliveries.filter((delivery) => delivery.kind === "reply").map((delivery) => delivery.text);
+    const inMemory = await play(yaml);
+    const onDisk = await play(yaml, await tempDir());
+    expect(replies(inMemory).sort()).toEqual(["Re: one", "Re: other session", "Re: three", "Re: two"]);
+    expect(replies(onDisk)).toEqual(replies(inMemory));
+    expect(onDisk.acks).toEqual(inMemory.acks);
+  });
+
   it("resumes on a JSONL store a turn cut off mid-tool, leaving only whole lines on disk", async () => {
     const dir = await tempDir();
     const result = await play(await readFile("examples/06-restart-mid-tool.yaml", "utf8"), dir);

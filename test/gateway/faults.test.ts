@@ -1,0 +1,172 @@
+import { describe, expect, it } from "vitest";
+import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import { MemoryStore } from "../../src/adapters/memory-store.js";
+import type { ModelProvider, ModelRequest } from "../../src/adapters/model.js";
+import { ScriptedModel } from "../../src/adapters/scripted-model.js";
+import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import type { ExpectedHead, RecordBody } from "../../src/adapters/store.js";
+import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { TillerEvent } from "../../src/events.js";
+import { createGateway } from "../../src/gateway.js";
+import { silentLogger } from "../../src/logger.js";
+
+// Faulty adapters and racing commands: whatever breaks, the user hears back, the transcript holds
+// only what belongs to its conversation, and the operator sees why.
+
+const FAILED = "I could not finish this reply because of an internal error. Please try again.";
+
+/** A memory store whose appends fail while `failing` says so. */
+class FlakyStore extends MemoryStore {
+  failing: ((records: RecordBody[]) => boolean) | null = null;
+  override async append(session: string, records: RecordBody[], expect: ExpectedHead) {
+    if (this.failing?.(records)) throw new Error("ENOSPC: no space left on device");
+    return super.append(session, records, expect);
+  }
+}
+
+function setup(options: {
+  model: (clock: SimulatedClock) => ModelProvider;
+  tools?: ToolDefinition[];
+  config?: object;
+  sendDelayMs?: number;
+}) {
+  const clock = new SimulatedClock();
+  const store = new FlakyStore({ now: () => clock.now() });
+  const loopback = new LoopbackChannel({ now: () => clock.now() });
+  const channel = {
+    sent: loopback.sent,
+    async send(message: Parameters<LoopbackChannel["send"]>[0]) {
+      if (options.sendDelayMs)
+        await new Promise((resolve) => clock.setTimeout(() => resolve(null), options.sendDelayMs!));
+      return loopback.send(message);
+    },
+  };
+  const gateway = createGateway({
+    config: options.config ?? {},
+    model: options.model(clock),
+    tools: options.tools ?? [],
+    channels: { web: channel },
+    clock,
+    store,
+    logger: silentLogger,
+  });
+  const events: TillerEvent[] = [];
+  gateway.subscribe((event) => events.push(event));
+  const idle = () => clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+  const say = (id: string, text: string) => gateway.receive({ session: "a", channel: "web", id, text });
+  return { clock, store, channel, gateway, events, idle, say };
+}
+
+const echo = (clock: SimulatedClock) =>
+  new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock);
+
+describe("faults", () => {
+  it("a store that refuses the turn's records fails the turn as STORE_FAILED and the user gets the notice", async () => {
+    const { store, channel, events, idle, say, gateway } = setup({ model: echo });
+    await gateway.start();
+    store.failing = () => true;
+    await say("m1", "hello");
+    await idle();
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({
+      status: "failed",
+      error: { code: "STORE_FAILED" },
+    });
+    expect(channel.sent.map((sent) => sent.text)).toEqual([FAILED]);
+    store.failing = null;
+    await say("m2", "again");
+    await idle();
+    expect(channel.sent.at(-1)?.text).toBe("Re: again");
+    await gateway.stop();
+  });
+
+  it("a final sent but not stored is still reported delivered, with the storage failure beside it", async () => {
+    const { store, channel, events, idle, say, gateway } = setup({ model: echo });
+    await gateway.start();
+    store.failing = (records) => records.some((record) => record.role === "assistant");
+    await say("m1", "hello");
+    await idle();
+    expect(channel.sent.map((sent) => sent.text)).toEqual(["Re: hello"]);
+    const types = events.map((event) => event.type);
+    expect(types).toContain("final.storeFailed");
+    expect(types).toContain("final.delivered");
+    await gateway.stop();
+  });
+
+  it("/new while a reply is still being sent keeps that old turn out of the new conversation", async () => {
+    const { store, channel, idle, say, gateway, clock } = setup({ model: echo, sendDelayMs: 200 });
+    await gateway.start();
+    await say("m1", "old topic");
+    await clock.advance(150, () => gateway.isBusy); // the reply is on its way
+    await say("m2", "/new");
+    await say("m3", "new topic");
+    await idle();
+    const window = await store.readWindow("a");
+    expect(
+      window.map((record) =>
+        record.role === "user" || record.role === "assistant" ? record.text : record.role,
+      ),
+    ).toEqual(["new topic", "Re: new topic"]);
+    expect(channel.sent.map((sent) => sent.text)).toContain("Re: new topic");
+    await gateway.stop();
+  });
+
+  it("a turn stopped by the lane timeout tells the user it ran out of time", async () => {
+    const { channel, events, idle, say, gateway } = setup({
+      model: (clock) => new ScriptedModel([{ reply: { delayMs: 60_000, text: "late" } }], clock),
+      config: { laneTimeoutMs: 5_000 },
+    });
+    await gateway.start();
+    await say("m1", "slow question");
+    await idle();
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({
+      status: "aborted",
+      reason: "the turn ran past the lane timeout",
+    });
+    expect(channel.sent.map((sent) => sent.kind)).toEqual(["notice"]);
+    expect(channel.sent[0]!.text).toContain("in time");
+    await gateway.stop();
+  });
+
+  it("a tool result with no JSON form is the tool's failure, told to the model; the turn goes on", async () => {
+    let calls = 0;
+    const seen: unknown[] = [];
+    const { channel, store, idle, say, gateway } = setup({
+      model: () => ({
+        async complete(request: ModelRequest) {
+          if (++calls === 1) return { text: "", toolCalls: [{ callId: "c1", name: "count", args: {} }] };
+          seen.push(request.context.find((message) => message.role === "toolResult"));
+          return { text: "Counted.", toolCalls: [] };
+        },
+      }),
+      tools: [{ name: "count", cancellable: false, execute: async () => ({ total: 10n }) }],
+    });
+    await gateway.start();
+    await say("m1", "count them");
+    await idle();
+    expect(seen[0]).toMatchObject({
+      status: "failed",
+      result: { error: expect.stringContaining("cannot be stored as JSON") },
+    });
+    expect(channel.sent.map((sent) => sent.text)).toEqual(["Counted."]);
+    const records = await store.read("a");
+    expect(records.filter((record) => record.role === "toolResult")).toHaveLength(1);
+    await gateway.stop();
+  });
+
+  it("errors that are not Error objects keep their message", async () => {
+    const { events, idle, say, gateway } = setup({
+      model: () => ({
+        async complete() {
+          throw { code: 429, message: "too many requests" };
+        },
+      }),
+    });
+    await gateway.start();
+    await say("m1", "hello");
+    await idle();
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({
+      error: { message: "too many requests" },
+    });
+    await gateway.stop();
+  });
+});
