@@ -63,9 +63,11 @@ export const configSchema = z
         visibleReplies: z.enum(["auto", "message_tool"]).default("auto"),
         /** Send acks as visible messages: for every channel, or per channel name. */
         visibleAcks: z.union([z.boolean(), z.record(z.string(), z.boolean())]).default(false),
+        /** A channel send that has not answered by then counts as not delivered. */
+        sendTimeoutMs: z.number().int().positive().default(30_000),
       })
       .strict()
-      .default({ visibleReplies: "auto", visibleAcks: false }),
+      .default({ visibleReplies: "auto", visibleAcks: false, sendTimeoutMs: 30_000 }),
     lanes: z.record(z.string(), nonNegativeInt).default({}),
     laneTimeoutMs: z.number().positive().optional(),
     warnAfterMs: nonNegativeInt.default(2000),
@@ -93,6 +95,11 @@ export const configSchema = z
          * were least recently touched are forgotten first (each session keeps its last 500).
          */
         explainMessages: nonNegativeInt.default(20_000),
+        /**
+         * A tool call that has not settled by then is given up: a cancellable tool is cancelled, any
+         * other may still be running, and the model is told its outcome is unknown.
+         */
+        toolTimeoutMs: z.number().int().positive().default(600_000),
       })
       .strict()
       .default({
@@ -103,6 +110,7 @@ export const configSchema = z
         maxWindowRecords: 2000,
         liveIdleSessions: 1000,
         explainMessages: 20_000,
+        toolTimeoutMs: 600_000,
       }),
   })
   .strict();

@@ -1,5 +1,6 @@
 import { fromPromise } from "xstate";
 import { type DeliveryKind, isCommitted } from "../adapters/channel.js";
+import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { type RecordBody, UNDELIVERED_FINAL } from "../adapters/store.js";
 import { errorMessage } from "../errors.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
@@ -178,7 +179,11 @@ export async function send(
 ): Promise<string | undefined> {
   const { channel } = deps.channelFor(session);
   try {
-    const receipt = await channel.send({ session, text, kind, ...(runId ? { runId } : {}) });
+    const receipt = await withDeadline(
+      deps.clock,
+      channel.send({ session, text, kind, ...(runId ? { runId } : {}) }),
+      deps.config.delivery.sendTimeoutMs,
+    );
     if (isCommitted(receipt)) return receipt.messageId;
     deps.emit("delivery.failed", { session, runId, kind, reason: "receipt without messageId" });
   } catch (error) {
@@ -186,7 +191,10 @@ export async function send(
       session,
       runId,
       kind,
-      reason: errorMessage(error),
+      reason:
+        error instanceof DeadlineError
+          ? `the channel did not answer within ${error.ms} ms`
+          : errorMessage(error),
     });
   }
   return undefined;

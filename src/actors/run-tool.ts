@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
 import type { ActorDeps } from "./deps.js";
@@ -16,22 +17,45 @@ export function createRunTool(deps: ActorDeps) {
     if (!tool) {
       return { status: "failed", result: { error: `unknown tool "${input.call.name}"` }, persisted };
     }
-    const toolSignal = tool.cancellable ? signal : new AbortController().signal;
+    // A cancellable tool stops when the turn is aborted or when it runs out of time.
+    const control = new AbortController();
+    const forward = () => control.abort(signal.reason);
+    if (tool.cancellable) signal.addEventListener("abort", forward, { once: true });
+    const timeoutMs = deps.config.limits.toolTimeoutMs;
     try {
-      const result = await tool.execute(input.call.args, {
+      const running = tool.execute(input.call.args, {
         session: input.session,
         runId: input.runId,
         callId: input.call.callId,
-        signal: toolSignal,
+        signal: control.signal,
       });
+      const result = await withDeadline(deps.clock, running, timeoutMs);
       return { ...storedResult(result), persisted };
     } catch (error) {
+      if (error instanceof DeadlineError) {
+        if (tool.cancellable) control.abort(new Error(`the tool ran past ${timeoutMs} ms`));
+        const outcome = tool.cancellable ? "it was cancelled" : "it may still be running";
+        deps.emit("tool.timedOut", {
+          session: input.session,
+          runId: input.runId,
+          callId: input.call.callId,
+          name: tool.name,
+          timeoutMs,
+        });
+        return {
+          status: "failed",
+          result: { error: `no result after ${timeoutMs} ms; ${outcome}, so its outcome is unknown` },
+          persisted,
+        };
+      }
       if (signal.aborted && tool.cancellable) throw error;
       return {
         status: "failed",
         result: { error: errorMessage(error) },
         persisted,
       };
+    } finally {
+      signal.removeEventListener("abort", forward);
     }
   });
 }

@@ -38,3 +38,37 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/** An adapter call that did not settle within its deadline. */
+export class DeadlineError extends Error {
+  constructor(readonly ms: number) {
+    super(`no answer within ${ms} ms`);
+    this.name = "DeadlineError";
+  }
+}
+
+/**
+ * Settles like `work`, or rejects with {@link DeadlineError} once `ms` pass on `clock` first: an adapter
+ * that never answers (a hung channel, a stuck tool) must not hold a session forever. `work` itself is
+ * not stopped; the caller decides what a missed deadline means.
+ *
+ * @example
+ * ```ts
+ * const receipt = await withDeadline(clock, channel.send(message), 30_000);
+ * ```
+ */
+export function withDeadline<T>(clock: Clock, work: Promise<T> | T, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const handle = clock.setTimeout(() => reject(new DeadlineError(ms)), ms);
+    Promise.resolve(work).then(
+      (value) => {
+        clock.clearTimeout(handle);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clock.clearTimeout(handle);
+        reject(error);
+      },
+    );
+  });
+}

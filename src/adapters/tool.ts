@@ -1,6 +1,8 @@
 /**
  * The tool port. `cancellable` tells the session whether an interrupt may stop the tool mid-way; a
- * tool that is not cancellable always runs to its end, and acks say so.
+ * tool that is not cancellable runs to its end, and acks say so. A call that has not settled after
+ * `limits.toolTimeoutMs` is given up (a cancellable tool sees its signal abort), so a stuck tool
+ * cannot hold its session forever.
  *
  * @example
  * ```ts

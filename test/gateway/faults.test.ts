@@ -169,4 +169,101 @@ describe("faults", () => {
     });
     await gateway.stop();
   });
+
+  it("a channel that never answers counts as not delivered after delivery.sendTimeoutMs: the session goes on", async () => {
+    const clock = new SimulatedClock();
+    const events: TillerEvent[] = [];
+    const gateway = createGateway({
+      config: { delivery: { sendTimeoutMs: 1_000 } },
+      model: new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
+      channels: { web: { send: () => new Promise(() => {}) } },
+      clock,
+      logger: silentLogger,
+    });
+    gateway.subscribe((event) => events.push(event));
+    await gateway.start();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hello" });
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    expect(events.find((event) => event.type === "delivery.failed")).toMatchObject({
+      reason: "the channel did not answer within 1000 ms",
+    });
+    expect(events.map((event) => event.type)).toContain("final.undelivered");
+    expect(gateway.inspectSession("a")?.state).toBe("idle");
+    // A second message is answered (or at least tried) instead of waiting forever behind the first.
+    await gateway.receive({ session: "a", channel: "web", id: "m2", text: "still there?" });
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    expect(
+      events.filter((event) => event.type === "model.called").map((event) => event.latestUser),
+    ).toContain("still there?");
+    await gateway.stop();
+  });
+
+  it.each([
+    [false, "it may still be running"],
+    [true, "it was cancelled"],
+  ])(
+    "a tool that never settles (cancellable: %s) is given up after limits.toolTimeoutMs",
+    async (cancellable, outcome) => {
+      let calls = 0;
+      const signals: AbortSignal[] = [];
+      const { channel, events, idle, say, gateway, clock } = setup({
+        config: { limits: { toolTimeoutMs: 5_000 } },
+        model: () => ({
+          async complete() {
+            return ++calls === 1
+              ? { text: "", toolCalls: [{ callId: "c1", name: "stuck", args: {} }] }
+              : { text: "The tool did not answer.", toolCalls: [] };
+          },
+        }),
+        tools: [
+          {
+            name: "stuck",
+            cancellable,
+            execute: (_args, context) => {
+              signals.push(context.signal);
+              return new Promise(() => {}); // ignores its signal too
+            },
+          },
+        ],
+      });
+      await gateway.start();
+      await say("m1", "run it");
+      await idle();
+      expect(clock.now()).toBe(5_000);
+      expect(events.find((event) => event.type === "tool.ended")).toMatchObject({ status: "failed" });
+      expect(events.find((event) => event.type === "tool.timedOut")).toMatchObject({
+        name: "stuck",
+        timeoutMs: 5_000,
+      });
+      expect(signals[0]!.aborted).toBe(cancellable);
+      expect(channel.sent.map((sent) => sent.text)).toEqual(["The tool did not answer."]);
+      const stored = (await gateway.store.read("a")).find((record) => record.role === "toolResult");
+      expect(JSON.stringify(stored)).toContain(outcome);
+      await gateway.stop();
+    },
+  );
+
+  it("/stop while a tool that cannot be cancelled hangs: the turn ends once the tool is given up", async () => {
+    const { events, idle, say, gateway, clock } = setup({
+      config: { limits: { toolTimeoutMs: 5_000 } },
+      model: () => ({
+        async complete() {
+          return { text: "", toolCalls: [{ callId: "c1", name: "stuck", args: {} }] };
+        },
+      }),
+      tools: [{ name: "stuck", cancellable: false, execute: () => new Promise(() => {}) }],
+    });
+    await gateway.start();
+    await say("m1", "run it");
+    await clock.advance(1_000, () => gateway.isBusy); // the tool runs
+    expect(gateway.inspectSession("a")?.run?.currentTool).toBe("stuck");
+    await say("m2", "/stop");
+    await idle();
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({
+      status: "aborted",
+      at: 5_000,
+    });
+    expect(gateway.inspectSession("a")?.state).toBe("idle");
+    await gateway.stop();
+  });
 });
