@@ -192,9 +192,12 @@ export function expectation(issue: z.core.$ZodIssue): string {
           ? `an ${issue.expected}`
           : `a ${issue.expected}`;
     case "too_small":
-      return `${issue.origin === "array" ? "an array with" : "a value"} >= ${String(issue.minimum)}${issue.origin === "number" ? "" : ` (${issue.origin})`}`;
+      return `${issue.origin === "array" ? "an array with" : "a value"} ${issue.inclusive === false ? ">" : ">="} ${String(issue.minimum)}${issue.origin === "number" ? "" : ` (${issue.origin})`}`;
     case "too_big":
-      return `${issue.origin === "array" ? "an array with" : "a value"} <= ${String(issue.maximum)}${issue.origin === "number" ? "" : ` (${issue.origin})`}`;
+      return `${issue.origin === "array" ? "an array with" : "a value"} ${issue.inclusive === false ? "<" : "<="} ${String(issue.maximum)}${issue.origin === "number" ? "" : ` (${issue.origin})`}`;
+    case "invalid_union":
+      // Which alternatives were open, rather than zod's bare "Invalid input".
+      return `one of: ${issue.errors.map((branch) => (branch[0] ? expectation(branch[0]) : "?")).join("; or ")}`;
     case "invalid_value":
       return `one of ${issue.values.map((value) => JSON.stringify(value)).join(", ")}`;
     default:

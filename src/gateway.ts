@@ -1,7 +1,7 @@
 import { nanoid } from "nanoid";
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import { type Ack, composeAck, type RunView } from "./ack.js";
-import { builtinTools } from "./actors/builtin-tools.js";
+import { BUILTIN_TOOL_NAMES, builtinTools } from "./actors/builtin-tools.js";
 import { createCallModel } from "./actors/call-model.js";
 import { createDeliver, send } from "./actors/deliver.js";
 import type { ActorDeps } from "./actors/deps.js";
@@ -17,9 +17,9 @@ import { SystemClock } from "./adapters/system-clock.js";
 import type { ToolDefinition } from "./adapters/tool.js";
 import { type GatewayConfig, type GatewayConfigInput, parseConfig, queueLayers } from "./config.js";
 import { applyControl, runViewOf } from "./control-ack.js";
-import { ConfigError } from "./errors.js";
 import { EventHub, type EventListener, type TillerEvent } from "./events.js";
 import { type MessageExplanation, MessageLog } from "./explain.js";
+import { checkAdapters } from "./gateway-adapters.js";
 import { type InboundMessage, pruneSeen, stateName, validateInbound } from "./inbound.js";
 import { createLaneScheduler, type LaneScheduler } from "./lanes/lane-scheduler.js";
 import { createLogger, type Logger, neverThrowing } from "./logger.js";
@@ -96,8 +96,8 @@ export function createGateway(options: GatewayOptions) {
     },
   });
 
+  checkAdapters(options, BUILTIN_TOOL_NAMES);
   const channelNames = Object.keys(options.channels);
-  if (channelNames.length === 0) throw new ConfigError("channels", "at least one channel", options.channels);
   const deps: ActorDeps = {
     config,
     clock,

@@ -7,6 +7,9 @@ import type { ActorDeps } from "./deps.js";
  * The tools every model may call (CONTRACTS.md §2): `message` sends a visible message now;
  * `commitment` records an inferred follow-up (validated here; scheduling comes with commitments).
  */
+/** Names a gateway's own tools may not take. */
+export const BUILTIN_TOOL_NAMES = ["message", "commitment"] as const;
+
 export function builtinTools(deps: ActorDeps): ToolDefinition[] {
   return [messageTool(deps), commitmentTool(deps)];
 }

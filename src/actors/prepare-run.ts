@@ -75,6 +75,7 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
   }
   deps.runFacts.set(args.runId, { messageSends: 0, kind: pending.kind });
   const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
+  const stored = pending.resumed ? storedIds(records, pending) : [];
   return {
     runId: args.runId,
     session: args.session,
@@ -95,8 +96,19 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     autoStart: true,
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
     // Only a turn resumed after a restart can own messages its first run already stored.
-    storedMessageIds: pending.resumed ? storedIds(records, pending) : [],
+    storedMessageIds: stored,
+    ...(stored.length > 0 ? resumedTurnStart(records, stored) : {}),
   };
+}
+
+/** The model-message index where a resumed turn's first stored message stands in its history. */
+function resumedTurnStart(
+  records: readonly TranscriptRecord[],
+  stored: string[],
+): { historyTurnStart?: number } {
+  const ids = new Set(stored);
+  const first = records.findIndex((record) => record.role === "user" && ids.has(record.messageId));
+  return first < 0 ? {} : { historyTurnStart: windowToModel(records.slice(0, first)).length };
 }
 
 function storedIds(records: readonly TranscriptRecord[], pending: PendingTurn): string[] {

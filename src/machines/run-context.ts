@@ -31,7 +31,7 @@ export function callModelInput(context: RunContext): CallModelInput {
     recheck: context.recheckPending,
     recovery: context.input.kind === "recovery",
     context: [...context.history, ...journalToModel(context.journal)],
-    turnStart: context.history.length,
+    turnStart: context.input.historyTurnStart ?? context.history.length,
     tools: context.input.tools,
     unpersisted: context.journal.slice(context.persisted),
     journalOffset: context.persisted,

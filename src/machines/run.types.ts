@@ -31,6 +31,11 @@ export interface RunInput {
   maxModelCalls?: number;
   /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
   storedMessageIds?: string[];
+  /**
+   * Where this turn begins in `history` when part of it is already stored (a resumed turn's own
+   * messages): the model sees them as the turn, not as history. Default: after all of `history`.
+   */
+  historyTurnStart?: number;
 }
 
 export interface CallModelInput {

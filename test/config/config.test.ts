@@ -48,4 +48,20 @@ describe("config", () => {
       byChannel: { slack: "collect" },
     });
   });
+
+  it("says whether a bound is exclusive, and lists what a union accepts", () => {
+    const message = (raw: object) => {
+      try {
+        parseConfig(raw);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "";
+    };
+    expect(message({ queue: { cap: 0 } })).toBe("config.queue.cap: expected a value > 0, received 0");
+    expect(message({ warnAfterMs: -1 })).toBe("config.warnAfterMs: expected a value >= 0, received -1");
+    expect(message({ delivery: { visibleAcks: "yes" } })).toContain(
+      "expected one of: a boolean; or a record",
+    );
+  });
 });

@@ -80,3 +80,36 @@ describe("bad input", () => {
     expect(result.events.find((event) => event.type === "turn.ended")).toMatchObject({ status: "failed" });
   });
 });
+
+describe("adapters handed to createGateway", () => {
+  const clock = new SimulatedClock();
+  const model = new ScriptedModel([{ reply: { text: "ok" } }], clock);
+  const web = new LoopbackChannel({ now: () => clock.now() });
+  const tool = { name: "lookup", cancellable: false, execute: async () => "found" };
+
+  it.each([
+    ["a model without complete()", { model: {} }, "model"],
+    ["a channel without send()", { channels: { web: {} } }, "channels.web"],
+    ["no channel at all", { channels: {} }, "channels"],
+    ["a tool without a name", { tools: [{ ...tool, name: "" }] }, "tools[0].name"],
+    ["a tool without execute()", { tools: [{ name: "x", cancellable: true }] }, "tools[0].execute"],
+    ["a non-boolean cancellable", { tools: [{ ...tool, cancellable: "yes" }] }, "tools[0].cancellable"],
+    ["two tools with one name", { tools: [tool, { ...tool }] }, "tools[1].name"],
+    ["a tool taking a built-in's name", { tools: [{ ...tool, name: "message" }] }, "tools[0].name"],
+  ])("refuses %s with a ConfigError naming %s", (_, override, field) => {
+    let caught: unknown;
+    try {
+      createGateway({
+        model,
+        channels: { web },
+        clock,
+        logger: silentLogger,
+        ...(override as object),
+      } as never);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toMatchObject({ code: "CONFIG_INVALID" });
+    expect((caught as Error).message.startsWith(`${field}:`)).toBe(true);
+  });
+});

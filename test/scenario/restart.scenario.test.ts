@@ -158,6 +158,11 @@ restart:
       [runOfTurn(result, 1), "How many open tickets are there?"],
       [runOfTurn(result, 2), "How many open tickets are there?"],
     ]);
+    // The resumed turn shows the model its stored message as this turn's, not as history (CONTRACTS §2).
+    expect(result.modelCalls.map((call) => call.userTexts)).toEqual([
+      ["How many open tickets are there?"],
+      ["How many open tickets are there?"],
+    ]);
     expectNoCrash(result);
   });
 
