@@ -79,6 +79,8 @@ export function applyControl(request: ControlRequest): Ack {
 
 function stop(actor: SessionActorRef | null): string {
   const run = runViewOf(actor);
+  // A reply already written is being sent: /stop cannot take it back, and says so.
+  const delivering = JSON.stringify(actor?.getSnapshot().value ?? "").includes("delivering");
   let dropped = 0;
   const count = () => {
     dropped++;
@@ -96,5 +98,7 @@ function stop(actor: SessionActorRef | null): string {
       : "";
   if (run)
     return `Stopping the current reply${dropped ? ` and dropping ${dropped} waiting message(s)` : ""}.${stuck}`;
-  return dropped ? `Dropped ${dropped} waiting message(s); nothing was running.` : "Nothing was running.";
+  const dropping = dropped ? `Dropped ${dropped} waiting message(s); ` : "";
+  if (delivering) return `${dropping}${dropped ? "the" : "The"} reply already written is being delivered.`;
+  return dropped ? `${dropping}nothing was running.` : "Nothing was running.";
 }

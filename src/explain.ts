@@ -148,7 +148,8 @@ export class MessageLog {
     const seen = early !== undefined && early.timeline.length > 1;
     if (waitsFor)
       entry.waited.push({ where: waitsFor, from: entry.arrivedAt, ...(seen ? { until: event.at } : {}) });
-    if (event.runId && event.disposition === "steered") this.claim(String(event.runId), id);
+    // A steered message belongs to a run once it is injected (steer.injected), not when it is acked: a
+    // message that came too late for the run is answered by the next turn, which claims it then.
   }
 
   /**

@@ -110,4 +110,29 @@ describe("inbound edge cases", () => {
     );
     await gateway.stop();
   });
+
+  it("/stop while the reply is being sent says the reply is on its way, not that nothing was running", async () => {
+    const clock = new SimulatedClock();
+    const web = new LoopbackChannel({ now: () => clock.now() });
+    const slow = {
+      send: (message: Parameters<LoopbackChannel["send"]>[0]) =>
+        new Promise<Awaited<ReturnType<LoopbackChannel["send"]>>>((resolve) =>
+          clock.setTimeout(() => resolve(web.send(message)), 500),
+        ),
+    };
+    const gateway = createGateway({
+      model: new ScriptedModel([{ reply: { delayMs: 100, text: "Done." } }], clock),
+      channels: { web: slow },
+      clock,
+      logger: silentLogger,
+    });
+    await gateway.start();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "do it" });
+    await clock.advance(200, () => gateway.isBusy);
+    const ack = await gateway.receive({ session: "a", channel: "web", id: "s", text: "/stop" });
+    expect(ack.text).toBe("The reply already written is being delivered.");
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    expect(web.sent.map((sent) => sent.text)).toEqual(["Done."]);
+    await gateway.stop();
+  });
 });

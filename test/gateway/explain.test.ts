@@ -229,4 +229,27 @@ ${inbound(sessions, perSession)}
     const roomy = await runScenario(parseScenario(scenario(20_000, 40, 3), "roomy.yaml"));
     expect(roomy.gateway.explain("u0", "m0")).toMatchObject({ answeredBy: { delivered: true } });
   });
+
+  it("a steered message that came too late for its run is answered by the next turn, and says so", async () => {
+    const { gateway, result } = await runScenario(
+      parseScenario(
+        `
+name: too late to steer
+config: { staleReplyRecheck: { enabled: false } }
+model:
+  - reply: { delayMs: 300, text: "Re: {{latestUser}}" }
+inbound:
+  - { at: 0, session: "s", channel: web, id: m1, text: "first question" }
+  - { at: 100, session: "s", channel: web, id: m2, text: "second question" }
+`,
+        "late.yaml",
+      ),
+    );
+    const [first, second] = [...new Set(result.modelCalls.map((call) => call.runId))];
+    const story = gateway.explain("s", "m2")!;
+    expect(story.disposition).toBe("steered");
+    expect(story.answeredBy).toMatchObject({ runId: second, delivered: true });
+    expect(story.timeline.map((entry) => entry.what).join("\n")).not.toContain(`answered by ${first}`);
+    expect(gateway.explain("s", "m1")!.answeredBy).toMatchObject({ runId: first });
+  });
 });
