@@ -100,6 +100,8 @@ export const configSchema = z
          * other may still be running, and the model is told its outcome is unknown.
          */
         toolTimeoutMs: z.number().int().positive().default(600_000),
+        /** A model call that has not answered by then is aborted and fails its turn (MODEL_TIMEOUT). */
+        modelTimeoutMs: z.number().int().positive().default(600_000),
       })
       .strict()
       .default({
@@ -111,6 +113,7 @@ export const configSchema = z
         liveIdleSessions: 1000,
         explainMessages: 20_000,
         toolTimeoutMs: 600_000,
+        modelTimeoutMs: 600_000,
       }),
   })
   .strict();

@@ -21,7 +21,8 @@ export type TillerErrorCode =
   | "SESSION_KEY_INVALID"
   | "UNKNOWN_EVENT"
   | "MODEL_REPLY_INVALID"
-  | "STORE_FAILED";
+  | "STORE_FAILED"
+  | "MODEL_TIMEOUT";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;

@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
 import { latestUserText } from "../turn.js";
@@ -42,21 +43,35 @@ export function createCallModel(deps: ActorDeps) {
     // Drafts as they stream, for UIs that show progress; a delta after the call ended is dropped.
     let streaming = true;
     const onDelta = (text: string) => {
-      if (streaming && !signal.aborted && typeof text === "string" && text.length > 0)
+      if (streaming && !control.signal.aborted && typeof text === "string" && text.length > 0)
         deps.emit("model.delta", { ...identity, text });
     };
+    // The model's signal aborts with the turn, or when the call runs past limits.modelTimeoutMs.
+    const control = new AbortController();
+    const forward = () => control.abort(signal.reason);
+    signal.addEventListener("abort", forward, { once: true });
+    const timeoutMs = deps.config.limits.modelTimeoutMs;
     let reply: unknown;
     try {
-      reply = await deps.model.complete({
+      const call = deps.model.complete({
         ...identity,
         context: input.context,
         turnStart: input.turnStart,
         tools: input.tools,
-        signal,
+        signal: control.signal,
         onDelta,
       });
+      reply = await withDeadline(deps.clock, call, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof DeadlineError)) throw error;
+      const timedOut = new TillerError("MODEL_TIMEOUT", `the model did not answer within ${timeoutMs} ms`, {
+        retryable: true,
+      });
+      control.abort(timedOut);
+      throw timedOut;
     } finally {
       streaming = false;
+      signal.removeEventListener("abort", forward);
     }
     try {
       await journaled;

@@ -266,4 +266,28 @@ describe("faults", () => {
     expect(gateway.inspectSession("a")?.state).toBe("idle");
     await gateway.stop();
   });
+
+  it("a model that never answers fails its turn after limits.modelTimeoutMs, and its call is aborted", async () => {
+    const signals: AbortSignal[] = [];
+    const { channel, events, idle, say, gateway, clock } = setup({
+      config: { limits: { modelTimeoutMs: 5_000 } },
+      model: () => ({
+        complete(request: ModelRequest) {
+          signals.push(request.signal);
+          return new Promise(() => {});
+        },
+      }),
+    });
+    await gateway.start();
+    await say("m1", "hello?");
+    await idle();
+    expect(clock.now()).toBe(5_000);
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({
+      status: "failed",
+      error: { code: "MODEL_TIMEOUT", message: "the model did not answer within 5000 ms" },
+    });
+    expect(signals[0]!.aborted).toBe(true);
+    expect(channel.sent.map((sent) => sent.text)).toEqual([FAILED]);
+    await gateway.stop(); // nothing is left running: stop() does not wait forever
+  });
 });
