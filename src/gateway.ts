@@ -104,8 +104,11 @@ export function createGateway(options: GatewayOptions) {
     logger,
     model: options.model,
     tools: new Map(),
-    channelFor(session) {
-      const name = registry.get(session)?.channel ?? channelNames[0]!;
+    channelFor(session, preferred) {
+      const name =
+        (preferred !== undefined && preferred in options.channels ? preferred : undefined) ??
+        registry.get(session)?.channel ??
+        channelNames[0]!;
       const channel = options.channels[name] ?? options.channels[channelNames[0]!]!;
       return { name, channel };
     },

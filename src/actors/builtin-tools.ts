@@ -27,7 +27,14 @@ function messageTool(deps: ActorDeps): ToolDefinition {
         throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
       const facts = deps.runFacts.get(context.runId);
       const kind = facts?.kind === "recovery" ? "recovery" : "reply";
-      const messageId = await send(deps, context.session, parsed.data.text, kind, context.runId);
+      const messageId = await send(
+        deps,
+        context.session,
+        parsed.data.text,
+        kind,
+        context.runId,
+        facts?.channel,
+      );
       if (!messageId) throw new Error("message: the channel did not deliver the message");
       if (facts) facts.messageSends++;
       deps.emit("message.sent", { session: context.session, runId: context.runId, messageId, kind });

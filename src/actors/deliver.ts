@@ -39,7 +39,7 @@ export function createDeliver(deps: ActorDeps) {
       // What the turn did could not be stored: the user still learns that this reply failed.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "turn.storeFailed");
       deps.emit("turn.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
-      if (!signal.aborted) await send(deps, session, FAILED_NOTICE, "notice", output.runId);
+      if (!signal.aborted) await send(deps, session, FAILED_NOTICE, "notice", output.runId, facts?.channel);
       return UNDELIVERED;
     } finally {
       deps.writer.endJournal(output.runId);
@@ -50,12 +50,12 @@ export function createDeliver(deps: ActorDeps) {
     if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
     if (output.status === "aborted") {
       if (output.abortReason === LANE_TIMEOUT_REASON)
-        await send(deps, session, TIMED_OUT_NOTICE, "notice", output.runId);
+        await send(deps, session, TIMED_OUT_NOTICE, "notice", output.runId, facts?.channel);
       return UNDELIVERED;
     }
     if (output.status === "failed") {
       deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
-      await send(deps, session, FAILED_NOTICE, "notice", output.runId);
+      await send(deps, session, FAILED_NOTICE, "notice", output.runId, facts?.channel);
       return UNDELIVERED;
     }
     if (output.final.trim().length === 0) {
@@ -67,7 +67,7 @@ export function createDeliver(deps: ActorDeps) {
     let delivered = false;
     let messageId: string | undefined;
     if (visibleReplies === "auto") {
-      messageId = await send(deps, session, output.final, "reply", output.runId);
+      messageId = await send(deps, session, output.final, "reply", output.runId, facts?.channel);
       delivered = messageId !== undefined;
     } else delivered = (facts?.messageSends ?? 0) > 0;
     if (signal.aborted) return UNDELIVERED;
@@ -169,15 +169,19 @@ async function deliverRecovery(
   return { delivered: false, recovery: null };
 }
 
-/** Sends through the session's channel; the messageId of a committed receipt, else undefined. */
+/**
+ * Sends through the session's channel (or `via`, the channel of the turn the text belongs to); the
+ * messageId of a committed receipt, else undefined.
+ */
 export async function send(
   deps: ActorDeps,
   session: string,
   text: string,
   kind: DeliveryKind,
   runId?: string,
+  via?: string,
 ): Promise<string | undefined> {
-  const { channel } = deps.channelFor(session);
+  const { channel } = deps.channelFor(session, via);
   try {
     const receipt = await withDeadline(
       deps.clock,

@@ -14,13 +14,17 @@ export interface ActorDeps {
   logger: Logger;
   model: ModelProvider;
   tools: Map<string, ToolDefinition>;
-  channelFor(session: string): { name: string; channel: Channel };
+  /** The channel replies of the session go out on: `preferred` (a turn's own) when the gateway has it. */
+  channelFor(session: string, preferred?: string): { name: string; channel: Channel };
   writer: TranscriptWriter;
   lanes: LaneScheduler;
   /** A run id that no earlier turn of the session used, in this process or before a restart. */
   newRunId(session: string): string;
   /** Emits an observability event stamped with the clock. */
   emit(type: string, fields: Record<string, unknown>): void;
-  /** Per-run facts the machines do not carry: visible sends made by the `message` tool. */
-  runFacts: Map<string, { messageSends: number; kind: "turn" | "recovery" }>;
+  /**
+   * Per-run facts the machines do not carry: visible sends made by the `message` tool, and the channel
+   * of the newest message the turn started with (its replies go there).
+   */
+  runFacts: Map<string, { messageSends: number; kind: "turn" | "recovery"; channel?: string }>;
 }

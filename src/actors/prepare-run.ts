@@ -73,7 +73,8 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
       },
     });
   }
-  deps.runFacts.set(args.runId, { messageSends: 0, kind: pending.kind });
+  const channel = pending.messages.at(-1)?.channel;
+  deps.runFacts.set(args.runId, { messageSends: 0, kind: pending.kind, ...(channel ? { channel } : {}) });
   const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
   const stored = pending.resumed ? storedIds(records, pending) : [];
   return {

@@ -135,4 +135,25 @@ describe("inbound edge cases", () => {
     expect(web.sent.map((sent) => sent.text)).toEqual(["Done."]);
     await gateway.stop();
   });
+
+  it("answers each turn on the channel of its message, when a user writes on two channels", async () => {
+    const clock = new SimulatedClock();
+    const telegram = new LoopbackChannel({ now: () => clock.now() });
+    const web = new LoopbackChannel({ now: () => clock.now() });
+    const gateway = createGateway({
+      config: { queue: { mode: "followup" } },
+      model: new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
+      channels: { telegram, web },
+      clock,
+      logger: silentLogger,
+    });
+    await gateway.start();
+    await gateway.receive({ session: "u", channel: "telegram", id: "m1", text: "from my phone" });
+    await clock.advance(50, () => gateway.isBusy);
+    await gateway.receive({ session: "u", channel: "web", id: "m2", text: "from my laptop" });
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    expect(telegram.sent.map((sent) => sent.text)).toEqual(["Re: from my phone"]);
+    expect(web.sent.map((sent) => sent.text)).toEqual(["Re: from my laptop"]);
+    await gateway.stop();
+  });
 });
