@@ -80,7 +80,7 @@ export function applyControl(request: ControlRequest): Ack {
 function stop(actor: SessionActorRef | null): string {
   const run = runViewOf(actor);
   // A reply already written is being sent: /stop cannot take it back, and says so.
-  const delivering = JSON.stringify(actor?.getSnapshot().value ?? "").includes("delivering");
+  const delivering = actor?.getSnapshot().matches({ turn: "delivering" }) === true;
   let dropped = 0;
   const count = () => {
     dropped++;

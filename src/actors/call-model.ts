@@ -61,7 +61,7 @@ export function createCallModel(deps: ActorDeps) {
         signal: control.signal,
         onDelta,
       });
-      reply = await withDeadline(deps.clock, call, timeoutMs);
+      reply = await withDeadline(deps.clock, call, timeoutMs, signal);
     } catch (error) {
       if (!(error instanceof DeadlineError)) throw error;
       const timedOut = new TillerError("MODEL_TIMEOUT", `the model did not answer within ${timeoutMs} ms`, {

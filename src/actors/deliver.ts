@@ -70,7 +70,17 @@ export function createDeliver(deps: ActorDeps) {
       messageId = await send(deps, session, output.final, "reply", output.runId, facts?.channel);
       delivered = messageId !== undefined;
     } else delivered = (facts?.messageSends ?? 0) > 0;
-    if (signal.aborted) return UNDELIVERED;
+    if (signal.aborted) {
+      // `/new` came while the reply was on its way: it belongs to no conversation now, but the user has it.
+      if (delivered)
+        deps.emit("final.delivered", {
+          session,
+          runId: output.runId,
+          stored: false,
+          ...(messageId ? { messageId } : {}),
+        });
+      return { delivered, recovery: null };
+    }
 
     let final: { seq: number } | undefined;
     try {
@@ -103,19 +113,35 @@ export function createDeliver(deps: ActorDeps) {
       reason:
         visibleReplies === "auto" ? "the channel did not commit the send" : "the message tool was not used",
     });
-    await deps.writer.append(session, [
-      {
-        role: "custom",
-        customType: UNDELIVERED_FINAL,
-        display: false,
-        details: {
-          deliveryMode,
-          delivered: false,
-          finalSeq: final?.seq ?? 0,
-          finalTextLength: output.final.length,
+    try {
+      await deps.writer.append(session, [
+        {
+          role: "custom",
+          customType: UNDELIVERED_FINAL,
+          display: false,
+          details: {
+            deliveryMode,
+            delivered: false,
+            finalSeq: final?.seq ?? 0,
+            finalTextLength: output.final.length,
+          },
         },
-      },
-    ]);
+      ]);
+    } catch (error) {
+      // Without a durable marker no recovery may be queued (invariant 6): the user gets the notice.
+      deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "marker.storeFailed");
+      deps.emit("marker.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
+      const noticeId = await send(
+        deps,
+        session,
+        COULD_NOT_DELIVER_NOTICE,
+        "notice",
+        output.runId,
+        facts?.channel,
+      );
+      deps.emit("notice.sent", { session, runId: output.runId, delivered: noticeId !== undefined });
+      return UNDELIVERED;
+    }
     deps.emit("marker.appended", { session, runId: output.runId, finalSeq: final?.seq ?? 0 });
     if (!isSubstantive(output.final)) return { delivered: false, recovery: null };
     deps.emit("recovery.queued", { session, runId: output.runId, deliveryMode });

@@ -29,10 +29,10 @@ export function createRunTool(deps: ActorDeps) {
         callId: input.call.callId,
         signal: control.signal,
       });
-      const result = await withDeadline(deps.clock, running, timeoutMs);
+      const result = await withDeadline(deps.clock, running, timeoutMs, signal);
       return { ...storedResult(result), persisted };
     } catch (error) {
-      if (error instanceof DeadlineError) {
+      if (error instanceof DeadlineError && !signal.aborted) {
         if (tool.cancellable) control.abort(new Error(`the tool ran past ${timeoutMs} ms`));
         const outcome = tool.cancellable ? "it was cancelled" : "it may still be running";
         deps.emit("tool.timedOut", {

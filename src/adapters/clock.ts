@@ -57,16 +57,38 @@ export class DeadlineError extends Error {
  * const receipt = await withDeadline(clock, channel.send(message), 30_000);
  * ```
  */
-export function withDeadline<T>(clock: Clock, work: Promise<T> | T, ms: number): Promise<T> {
+export function withDeadline<T>(
+  clock: Clock,
+  work: Promise<T> | T,
+  ms: number,
+  signal?: AbortSignal,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const handle = clock.setTimeout(() => reject(new DeadlineError(ms)), ms);
+    // Whoever waits is gone (its actor stopped): the deadline goes too, and nothing fires later.
+    const onAbort = () => {
+      clock.clearTimeout(handle);
+      reject(signal?.reason);
+    };
+    const settle = () => {
+      clock.clearTimeout(handle);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(new DeadlineError(ms));
+    }, ms);
+    if (signal?.aborted) {
+      onAbort();
+      return;
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
     Promise.resolve(work).then(
       (value) => {
-        clock.clearTimeout(handle);
+        settle();
         resolve(value);
       },
       (error: unknown) => {
-        clock.clearTimeout(handle);
+        settle();
         reject(error);
       },
     );

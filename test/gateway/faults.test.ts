@@ -93,7 +93,7 @@ describe("faults", () => {
   });
 
   it("/new while a reply is still being sent keeps that old turn out of the new conversation", async () => {
-    const { store, channel, idle, say, gateway, clock } = setup({ model: echo, sendDelayMs: 200 });
+    const { store, channel, events, idle, say, gateway, clock } = setup({ model: echo, sendDelayMs: 200 });
     await gateway.start();
     await say("m1", "old topic");
     await clock.advance(150, () => gateway.isBusy); // the reply is on its way
@@ -106,7 +106,11 @@ describe("faults", () => {
         record.role === "user" || record.role === "assistant" ? record.text : record.role,
       ),
     ).toEqual(["new topic", "Re: new topic"]);
-    expect(channel.sent.map((sent) => sent.text)).toContain("Re: new topic");
+    expect(channel.sent.map((sent) => sent.text)).toEqual(["Re: old topic", "Re: new topic"]);
+    // The old reply did reach the user: that is reported, though no conversation holds it any more.
+    const delivered = events.filter((event) => event.type === "final.delivered");
+    expect(delivered).toHaveLength(2);
+    expect(delivered[0]).toMatchObject({ stored: false });
     await gateway.stop();
   });
 
@@ -289,5 +293,61 @@ describe("faults", () => {
     expect(signals[0]!.aborted).toBe(true);
     expect(channel.sent.map((sent) => sent.text)).toEqual([FAILED]);
     await gateway.stop(); // nothing is left running: stop() does not wait forever
+  });
+
+  it("a marker that cannot be stored queues no recovery, and the user gets the could-not-deliver notice", async () => {
+    const clock = new SimulatedClock();
+    const store = new FlakyStore({ now: () => clock.now() });
+    const notices: string[] = [];
+    let sends = 0;
+    const events: TillerEvent[] = [];
+    const gateway = createGateway({
+      model: new ScriptedModel([{ reply: { delayMs: 10, text: "A long answer. ".repeat(30) } }], clock),
+      channels: {
+        web: {
+          async send(message) {
+            // The reply fails; the notice after it goes through.
+            if (++sends === 1) throw new Error("channel down");
+            notices.push(message.text);
+            return { messageId: `n${sends}` };
+          },
+        },
+      },
+      clock,
+      store,
+      logger: silentLogger,
+    });
+    gateway.subscribe((event) => events.push(event));
+    await gateway.start();
+    store.failing = (records) => records.some((record) => record.role === "custom");
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "explain it all" });
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    const types = events.map((event) => event.type);
+    expect(types).toContain("marker.storeFailed");
+    expect(types).not.toContain("recovery.queued");
+    expect(notices).toEqual([
+      "I wrote a reply but could not deliver it. Please ask again if you still need it.",
+    ]);
+    await gateway.stop();
+  });
+
+  it("a cancellable tool that ignores its signal leaves no deadline behind once its turn is stopped", async () => {
+    const { events, idle, say, gateway, clock } = setup({
+      model: () => ({
+        async complete() {
+          return { text: "", toolCalls: [{ callId: "c1", name: "stuck", args: {} }] };
+        },
+      }),
+      tools: [{ name: "stuck", cancellable: true, execute: () => new Promise(() => {}) }],
+    });
+    await gateway.start();
+    await say("m1", "run it");
+    await clock.advance(1_000, () => gateway.isBusy);
+    await say("m2", "/stop");
+    await idle();
+    expect(events.find((event) => event.type === "turn.ended")).toMatchObject({ status: "aborted" });
+    expect(events.map((event) => event.type)).not.toContain("tool.timedOut");
+    expect(clock.now()).toBeLessThan(600_000); // no 10-minute timer was left to run
+    await gateway.stop();
   });
 });
