@@ -27,8 +27,8 @@ export interface ScriptedRule {
 
 /**
  * A model that answers from rules, tried in order at every call; the first rule whose `when` holds
- * replies after `delayMs` on the clock, streaming its text through `onDelta` word by word first. No
- * rule matching is an error, so a scenario cannot silently depend on a default.
+ * replies after `delayMs` on the clock, streaming its text through `onDelta` first. No rule matching
+ * is an error, so a scenario cannot silently depend on a default.
  *
  * @example
  * ```ts
@@ -50,8 +50,8 @@ export class ScriptedModel implements ModelProvider {
     if (request.signal.aborted) throw request.signal.reason;
     if (reply.error) throw new Error(reply.error);
     const text = (reply.text ?? "").replaceAll("{{latestUser}}", latest);
-    // Streamed as a real provider would, in word-sized deltas (all at the reply's time on the clock).
-    if (request.onDelta) for (const delta of text.match(/\S+\s*|\s+/g) ?? []) request.onDelta(delta);
+    // Streamed as one delta, at the reply's time on the clock (a real provider sends many).
+    if (text) request.onDelta?.(text);
     return {
       text,
       toolCalls: (reply.toolCalls ?? []).map((call, index) => ({

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sleep } from "../../src/adapters/clock.js";
 import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
@@ -31,20 +32,28 @@ const deltasOf = (events: TillerEvent[], call?: number) =>
 
 describe("model.delta", () => {
   it("streams the draft between the model call and the delivery, tagged with its session, run and call", async () => {
-    const { gateway, events, channel, idle } = setup(
-      (clock) => new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
-    );
+    // A provider that streams in pieces, as real ones do, each piece a little later on the clock.
+    const { gateway, events, channel, idle } = setup((clock) => ({
+      async complete(request) {
+        const pieces = ["Re: ", "how is ", "the deploy ", "going?"];
+        for (const piece of pieces) {
+          await sleep(clock, 25);
+          request.onDelta?.(piece);
+        }
+        return { text: pieces.join(""), toolCalls: [] };
+      },
+    }));
     await gateway.start();
     await gateway.receive({ session: "a", channel: "web", id: "m1", text: "how is the deploy going?" });
     await idle();
 
     const deltas = deltasOf(events);
-    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((delta) => delta.at)).toEqual([25, 50, 75, 100]);
     expect(deltas.map((delta) => delta.text).join("")).toBe("Re: how is the deploy going?");
     expect(channel.sent.map((sent) => sent.text)).toEqual(["Re: how is the deploy going?"]);
     const called = events.find((event) => event.type === "model.called")!;
     for (const delta of deltas)
-      expect(delta).toMatchObject({ session: "a", runId: called.runId, call: 1, recheck: false, at: 100 });
+      expect(delta).toMatchObject({ session: "a", runId: called.runId, call: 1, recheck: false });
     const types = events.map((event) => event.type);
     expect(types.indexOf("model.called")).toBeLessThan(events.indexOf(deltas[0]!));
     expect(events.indexOf(deltas.at(-1)!)).toBeLessThan(types.indexOf("final.delivered"));
