@@ -4,6 +4,7 @@ import { errorMessage, TillerError } from "../errors.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
 import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
+import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";
 
 /**
@@ -40,16 +41,14 @@ export function createCallModel(deps: ActorDeps) {
       userTexts,
       messageIds,
     });
+    // The model's signal aborts with the turn, or when the call runs past limits.modelTimeoutMs.
+    const control = linkedAbort(signal);
     // Drafts as they stream, for UIs that show progress; a delta after the call ended is dropped.
     let streaming = true;
     const onDelta = (text: string) => {
       if (streaming && !control.signal.aborted && typeof text === "string" && text.length > 0)
         deps.emit("model.delta", { ...identity, text });
     };
-    // The model's signal aborts with the turn, or when the call runs past limits.modelTimeoutMs.
-    const control = new AbortController();
-    const forward = () => control.abort(signal.reason);
-    signal.addEventListener("abort", forward, { once: true });
     const timeoutMs = deps.config.limits.modelTimeoutMs;
     let reply: unknown;
     try {
@@ -71,7 +70,7 @@ export function createCallModel(deps: ActorDeps) {
       throw timedOut;
     } finally {
       streaming = false;
-      signal.removeEventListener("abort", forward);
+      control.release();
     }
     try {
       await journaled;

@@ -3,11 +3,13 @@ import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
 import type { ActorDeps } from "./deps.js";
+import { linkedAbort } from "./linked-abort.js";
 
 /**
  * One tool call: its toolCall record is durable before the tool starts, so a crash mid-tool leaves
  * evidence that the effect may have happened. Cancellable tools receive the abort signal; the others
- * run to their end whatever happens to the turn.
+ * run to their end whatever happens to the turn. A call not settled within `limits.toolTimeoutMs` is
+ * given up (a cancellable tool is cancelled) and reported to the model as failed, outcome unknown.
  */
 export function createRunTool(deps: ActorDeps) {
   return fromPromise<RunToolOutput, RunToolInput>(async ({ input, signal }) => {
@@ -18,9 +20,7 @@ export function createRunTool(deps: ActorDeps) {
       return { status: "failed", result: { error: `unknown tool "${input.call.name}"` }, persisted };
     }
     // A cancellable tool stops when the turn is aborted or when it runs out of time.
-    const control = new AbortController();
-    const forward = () => control.abort(signal.reason);
-    if (tool.cancellable) signal.addEventListener("abort", forward, { once: true });
+    const control = linkedAbort(signal, tool.cancellable);
     const timeoutMs = deps.config.limits.toolTimeoutMs;
     try {
       const running = tool.execute(input.call.args, {
@@ -55,7 +55,7 @@ export function createRunTool(deps: ActorDeps) {
         persisted,
       };
     } finally {
-      signal.removeEventListener("abort", forward);
+      control.release();
     }
   });
 }
