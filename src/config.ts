@@ -35,7 +35,8 @@ export const configSchema = z
       .object({
         mode: modeSchema.optional(),
         byChannel: z.record(z.string(), modeSchema).default({}),
-        debounceMs: nonNegativeInt.optional(),
+        // A collect window longer than this would park a session's messages, as `/queue` refuses too.
+        debounceMs: nonNegativeInt.max(600_000).optional(),
         cap: z.number().int().positive().optional(),
         drop: z.enum(DROP_POLICIES).optional(),
       })

@@ -1,5 +1,5 @@
 import { fromCallback } from "xstate";
-import { LaneTimeoutError } from "../errors.js";
+import { errorMessage, LaneTimeoutError, TillerError } from "../errors.js";
 import type { PendingTurn, SessionEvent } from "../machines/session.types.js";
 import { priorityForTrigger } from "../policy/lane-priority.js";
 import type { ActorDeps } from "./deps.js";
@@ -41,7 +41,7 @@ export function createLaneSlot(deps: ActorDeps) {
       try {
         prepared = prepareRun(deps, args);
       } catch (error) {
-        sendBack({ type: "turn.prepareFailed", error });
+        sendBack({ type: "turn.prepareFailed", error: storeFailed(error), runId });
         return;
       }
       if (!(prepared instanceof Promise)) {
@@ -51,7 +51,8 @@ export function createLaneSlot(deps: ActorDeps) {
       // A turn that left meanwhile (a /stop) must not see a late grant: its next turn would take it.
       prepared.then(
         (ready) => left || sendBack({ type: "lane.granted", runId: args.runId, input: ready }),
-        (error: unknown) => left || sendBack({ type: "turn.prepareFailed", error }),
+        (error: unknown) =>
+          left || sendBack({ type: "turn.prepareFailed", error: storeFailed(error), runId: args.runId }),
       );
     }
 
@@ -84,4 +85,14 @@ export function createLaneSlot(deps: ActorDeps) {
       if (!granted) waiting.abort(new Error("turn left before its lane slot was granted"));
     };
   });
+}
+
+/** A turn whose history could not be read (or repaired) failed on the store, not on the model. */
+function storeFailed(error: unknown): TillerError {
+  return error instanceof TillerError
+    ? error
+    : new TillerError("STORE_FAILED", `the turn's history could not be read: ${errorMessage(error)}`, {
+        retryable: true,
+        cause: error,
+      });
 }

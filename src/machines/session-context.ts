@@ -1,4 +1,4 @@
-import { errorMessage } from "../errors.js";
+import { errorMessage, TillerError } from "../errors.js";
 import type { OwnedMessage } from "../turn.js";
 import type { RunOutput } from "./run.types.js";
 import type { SessionDecision, SessionEvent } from "./session.types.js";
@@ -41,11 +41,11 @@ export function failedOutput(runId: string, error: unknown): RunOutput {
     persisted: 0,
     passes: 0,
     completedTools: [],
-    error: {
-      code: "RUN_FAILED",
-      message: errorMessage(error),
-      retryable: true,
-    },
+    // A typed error (a store failure while preparing the turn) keeps its code.
+    error:
+      error instanceof TillerError
+        ? error.toJSON()
+        : { code: "RUN_FAILED", message: errorMessage(error), retryable: true },
     abortReason: null,
   };
 }

@@ -205,7 +205,9 @@ export const sessionSetup = setup({
     }),
     keepFailure: assign(({ event, context }) => ({
       lastOutput: failedOutput(
-        (event.type === "lane.granted" ? event.runId : undefined) ?? context.runId ?? "",
+        (event.type === "lane.granted" || event.type === "turn.prepareFailed" ? event.runId : undefined) ??
+          context.runId ??
+          "",
         (event as unknown as { error: unknown }).error,
       ),
     })),
@@ -222,7 +224,8 @@ export const sessionSetup = setup({
       const output = context.lastOutput;
       return {
         type: "turn.ended" as const,
-        runId: context.runId ?? "",
+        // The output's: a turn that failed before its run began has no runId in context yet.
+        runId: output?.runId || context.runId || "",
         status: output?.status ?? "failed",
         ...(output?.status === "failed" && output.error ? { error: output.error } : {}),
         ...(output?.status === "aborted" && output.abortReason ? { reason: output.abortReason } : {}),

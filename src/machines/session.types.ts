@@ -71,7 +71,7 @@ export type SessionEvent =
   | { type: "session.resume" }
   /** The slot is held and the run is prepared (`input`; none for a resend, which runs no model). */
   | { type: "lane.granted"; runId?: string; input?: RunInput }
-  | { type: "turn.prepareFailed"; error: unknown }
+  | { type: "turn.prepareFailed"; error: unknown; runId?: string }
   | { type: "lane.rejected"; reason: string }
   | { type: "lane.timeout" };
 

@@ -63,5 +63,9 @@ describe("config", () => {
     expect(message({ delivery: { visibleAcks: "yes" } })).toContain(
       "expected one of: a boolean; or a record",
     );
+    // A collect window of days would park a session's messages (the /queue command refuses it too).
+    expect(message({ queue: { debounceMs: 1e15 } })).toBe(
+      "config.queue.debounceMs: expected a value <= 600000, received 1000000000000000",
+    );
   });
 });

@@ -350,4 +350,33 @@ describe("faults", () => {
     expect(clock.now()).toBeLessThan(600_000); // no 10-minute timer was left to run
     await gateway.stop();
   });
+
+  it("a history that cannot be read fails the turn as STORE_FAILED under its own run id", async () => {
+    const clock = new SimulatedClock();
+    const store = new FlakyStore({ now: () => clock.now() });
+    const channel = new LoopbackChannel({ now: () => clock.now() });
+    store.readWindow = async () => {
+      throw new Error("EIO: read failed");
+    };
+    const gateway = createGateway({
+      model: echo(clock),
+      channels: { web: channel },
+      clock,
+      store,
+      logger: silentLogger,
+    });
+    const events: TillerEvent[] = [];
+    gateway.subscribe((event) => events.push(event));
+    await gateway.start();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hello" }).catch(() => undefined);
+    await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
+    const ended = events.find((event) => event.type === "turn.ended");
+    expect(ended).toMatchObject({
+      status: "failed",
+      error: { code: "STORE_FAILED", message: "the turn's history could not be read: EIO: read failed" },
+    });
+    expect(String(ended!.runId)).toMatch(/^a#/);
+    expect(channel.sent.map((sent) => sent.text)).toEqual([FAILED]);
+    await gateway.stop();
+  });
 });
