@@ -12,6 +12,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { createLaneScheduler } from "../src/lanes/lane-scheduler.js";
+import { median, round } from "./bench-support.js";
 
 const TASKS = 10_000;
 const SESSIONS = 100;
@@ -22,12 +23,6 @@ const SCALING = [10_000, 20_000, 40_000, 80_000] as const;
 const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
 const sessionKeys = Array.from({ length: SESSIONS }, (_, i) => `s${i}`);
 const noop = async (): Promise<number> => 1;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 /** Median over RUNS measured runs (after WARMUP unmeasured ones) of `once()`, in ms. */
 async function measure(once: () => Promise<void>, runs = RUNS, warmup = WARMUP): Promise<number> {
@@ -83,8 +78,6 @@ async function heapPerWaitingEntry(n = 50_000): Promise<number> {
   await Promise.all(calls);
   return (after - before) / n;
 }
-
-const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
 
 export async function benchLanes(): Promise<Record<string, number | string>> {
   const lanesMs = await measure(sessionRoundRobin);

@@ -13,6 +13,7 @@ import { JsonlStore } from "../src/adapters/jsonl-store.js";
 import { sessionFileName } from "../src/adapters/session-key.js";
 import type { RecordBody } from "../src/adapters/store.js";
 import { decodeIndex } from "../src/adapters/transcript-index.js";
+import { round } from "./bench-support.js";
 
 const run = promisify(execFile);
 
@@ -68,7 +69,7 @@ async function benchSessionLoops(dir: string): Promise<Record<string, number>> {
   return {
     "append.sessionLoops.records": records,
     "append.sessionLoops.recordsPerSecond": Math.round(records / seconds),
-    "append.sessionLoops.fsyncsPerRecord": round((after.fsyncs - before.fsyncs) / records),
+    "append.sessionLoops.fsyncsPerRecord": round((after.fsyncs - before.fsyncs) / records, 3),
   };
 }
 
@@ -90,7 +91,7 @@ async function benchBurst(dir: string): Promise<Record<string, number>> {
   const records = after.records - before.records;
   return {
     "append.burst.recordsPerSecond": Math.round(records / seconds),
-    "append.burst.fsyncsPerRecord": round((after.fsyncs - before.fsyncs) / records),
+    "append.burst.fsyncsPerRecord": round((after.fsyncs - before.fsyncs) / records, 3),
   };
 }
 
@@ -163,7 +164,7 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
   if (shortWindow.length !== 100) throw new Error("bench: rotated window has the wrong size");
   return {
     "reopen.records": BIG_TRANSCRIPT,
-    "reopen.fileMB": round(size / 1e6),
+    "reopen.fileMB": round(size / 1e6, 3),
     "reopen.freshProcesses": fresh.length,
     "reopen.openAndReadWindowMs.median": Math.round(middle.ms),
     "reopen.openAndReadWindowMs.median.target": "<= 500",
@@ -171,7 +172,7 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
     "reopen.openAndReadWindowMs.max": Math.round(fresh.at(-1)!.ms),
     // CPU time is the figure to compare on a shared machine, where wall time includes waiting for a core.
     "reopen.openAndReadWindowCpuMs.median": Math.round(middle.cpuMs),
-    "reopen.afterCrash.unindexedMB": round((size - covered) / 1e6),
+    "reopen.afterCrash.unindexedMB": round((size - covered) / 1e6, 3),
     "reopen.afterCrash.openAndReadWindowMs.median": Math.round(crashed[crashed.length >> 1]!.ms),
     "reopen.afterCrash.openAndReadWindowMs.median.target": "<= 500",
     "reopen.afterCrash.openAndReadWindowMs.max": Math.round(crashed.at(-1)!.ms),
@@ -216,10 +217,6 @@ async function reopenInChild(dir: string, key: string): Promise<{ ms: number; cp
   };
   if (result.records !== BIG_TRANSCRIPT) throw new Error(`bench: child read ${result.records} records`);
   return result;
-}
-
-function round(value: number): number {
-  return Math.round(value * 1000) / 1000;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
