@@ -1,3 +1,4 @@
+import { hasLoneSurrogate } from "./adapters/session-key.js";
 import type { GatewayConfig } from "./config.js";
 import { MessageRejectedError } from "./errors.js";
 
@@ -10,9 +11,6 @@ export interface InboundMessage {
   /** Inline queue mode for this message (or an alias). */
   mode?: string;
 }
-
-// A key or id that cannot be stored as UTF-8 as it is would not survive a restart.
-const LONE_SURROGATE = /\p{Cs}/u;
 
 // Control characters in a session key or message id are refused (they corrupt logs and file names).
 function hasControlChars(value: string): boolean {
@@ -42,7 +40,7 @@ export function validateInbound(
   if (
     session.length > config.limits.maxSessionKeyChars ||
     hasControlChars(session) ||
-    LONE_SURROGATE.test(session)
+    hasLoneSurrogate(session)
   ) {
     throw new MessageRejectedError(
       "session",
@@ -61,7 +59,7 @@ export function validateInbound(
     id.length === 0 ||
     id.length > 256 ||
     hasControlChars(id) ||
-    LONE_SURROGATE.test(id)
+    hasLoneSurrogate(id)
   ) {
     throw new MessageRejectedError(
       "id",

@@ -23,6 +23,11 @@ const sha256Hex: (text: string) => string =
  * assertSessionKey(""); // throws SESSION_KEY_INVALID
  * ```
  */
+/** A string UTF-8 cannot hold as it is (a lone surrogate): it would not survive a write and a read. */
+export function hasLoneSurrogate(value: string): boolean {
+  return /\p{Cs}/u.test(value);
+}
+
 export function assertSessionKey(key: unknown): asserts key is string {
   if (typeof key !== "string") {
     throw new MessageRejectedError(
@@ -38,7 +43,7 @@ export function assertSessionKey(key: unknown): asserts key is string {
       "SESSION_KEY_INVALID",
     );
   }
-  if (/\p{Cs}/u.test(key)) {
+  if (hasLoneSurrogate(key)) {
     throw new MessageRejectedError(
       "session",
       "expected well-formed Unicode, received a key with a lone surrogate",

@@ -57,6 +57,18 @@ function setup(options: {
   return { clock, store, channel, gateway, events, idle, say };
 }
 
+/** A model that always calls the tool `stuck`, and that tool, which never settles. */
+function askingForStuckTool(cancellable: boolean) {
+  return {
+    model: () => ({
+      async complete() {
+        return { text: "", toolCalls: [{ callId: "c1", name: "stuck", args: {} }] };
+      },
+    }),
+    tools: [{ name: "stuck", cancellable, execute: () => new Promise<never>(() => {}) }],
+  };
+}
+
 const echo = (clock: SimulatedClock) =>
   new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock);
 
@@ -250,12 +262,7 @@ describe("faults", () => {
   it("/stop while a tool that cannot be cancelled hangs: the turn ends once the tool is given up", async () => {
     const { events, idle, say, gateway, clock } = setup({
       config: { limits: { toolTimeoutMs: 5_000 } },
-      model: () => ({
-        async complete() {
-          return { text: "", toolCalls: [{ callId: "c1", name: "stuck", args: {} }] };
-        },
-      }),
-      tools: [{ name: "stuck", cancellable: false, execute: () => new Promise(() => {}) }],
+      ...askingForStuckTool(false),
     });
     await gateway.start();
     await say("m1", "run it");
@@ -333,12 +340,7 @@ describe("faults", () => {
 
   it("a cancellable tool that ignores its signal leaves no deadline behind once its turn is stopped", async () => {
     const { events, idle, say, gateway, clock } = setup({
-      model: () => ({
-        async complete() {
-          return { text: "", toolCalls: [{ callId: "c1", name: "stuck", args: {} }] };
-        },
-      }),
-      tools: [{ name: "stuck", cancellable: true, execute: () => new Promise(() => {}) }],
+      ...askingForStuckTool(true),
     });
     await gateway.start();
     await say("m1", "run it");
