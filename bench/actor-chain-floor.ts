@@ -1,5 +1,5 @@
 /**
- * The floor under "receive → first model call": the chain of actors DESIGN.md §1 puts between a message
+ * The floor under "receive → first model call": the chain of actors docs/architecture.md puts between a message
  * and the model, with nothing else in it. A long-lived session actor takes the message and invokes a
  * lane-slot actor, which grants at once; the grant invokes a run actor (one per turn), which invokes a
  * model-call actor (`fromPromise`, for its abort signal) that calls the model. No policy, store, events,

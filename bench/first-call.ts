@@ -101,7 +101,7 @@ export async function benchFirstCall(): Promise<Figures> {
     "firstCall.newSession.wallUs.median": round(percentile(freshWall, 50), 1),
     "firstCall.newSession.wallUs.p95": round(percentile(freshWall, 95), 1),
     "firstCall.newSession.cpuUs.median": round(percentile(cpuOf(fresh), 50), 1),
-    // The bare actor chain of DESIGN.md §1 with trivial machines: XState's own cost for it here.
+    // The bare actor chain of docs/architecture.md with trivial machines: XState's own cost for it here.
     "firstCall.actorChainFloor.wallUs.median": round(floor.median, 1),
     "firstCall.actorChainFloor.wallUs.p95": round(floor.p95, 1),
     "firstCall.liveSession.aboveFloorUs": round(percentile(liveWall, 50) - floor.median, 1),

@@ -11,7 +11,7 @@
  *     before the next message. Messages to live sessions (recently active: actor and window in memory),
  *     first messages of new sessions, and live sessions with growing windows. Median and p95 in µs
  *     (target median < 50 µs), with the process CPU time over the same window. Next to it, the floor:
- *     the bare actor chain of DESIGN.md §1 (session → lane slot → run → model call) with trivial
+ *     the bare actor chain of docs/architecture.md (session → lane slot → run → model call) with trivial
  *     machines, measured the same way (bench/actor-chain-floor.ts), and how far Tiller is above it.
  * (c) Heap per idle session (bench/idle-memory.ts): up to 100,000 sessions, one message each, the model answering at once;
  *     once all are idle, (heapUsed after − before) / sessions after gc() (target < 10 KB), split into

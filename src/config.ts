@@ -5,9 +5,11 @@ import { DROP_POLICIES, parseQueueMode, type QueueMode, type QueueSettings } fro
 import { DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
 
 /**
- * Gateway configuration (CONTRACTS.md §2 "Config keys"): parsed once at the edge with zod, so the rest
- * of the code receives typed, defaulted values. User-supplied regular expressions are checked for
- * catastrophic backtracking here, before anything runs.
+ * Gateway configuration: parsed once at the edge with zod, so the rest of the code receives typed,
+ * defaulted values. User-supplied regular expressions are checked for catastrophic backtracking here,
+ * before anything runs. Every key is documented where the schema declares it, with its `@default`;
+ * docs/config.md is generated from those comments (`npm run docs`), so a new key is documented by
+ * writing its comment.
  *
  * @example
  * ```ts
@@ -31,25 +33,67 @@ const nonNegativeInt = z.number().int().nonnegative();
 
 export const configSchema = z
   .object({
+    /** How messages that arrive while a turn runs are routed. */
     queue: z
       .object({
+        /**
+         * How a message that arrives while a turn runs is handled: `steer`, `followup`, `collect` or
+         * `interrupt` (or an alias). Resolved inline → session (`/queue`) → channel → this → default.
+         * @default "steer"
+         */
         mode: modeSchema.optional(),
+        /**
+         * The queue mode per channel name, between a session's `/queue` setting and `queue.mode`.
+         * @default {}
+         */
         byChannel: z.record(z.string(), modeSchema).default({}),
-        // A collect window longer than this would park a session's messages, as `/queue` refuses too.
+        /**
+         * The quiet window of `collect` mode: a burst becomes one turn this long after its last message.
+         * At most 600000 (as `/queue` refuses too: a longer window would park a session's messages).
+         * @default 500
+         */
         debounceMs: nonNegativeInt.max(600_000).optional(),
+        /**
+         * Messages a session's queue holds before the drop policy applies.
+         * @default 20
+         */
         cap: z.number().int().positive().optional(),
+        /**
+         * What the cap drops: `old` (the oldest), `new` (the newcomer), `summarize` (the oldest, leaving
+         * a one-line summary for the next turn).
+         * @default "summarize"
+         */
         drop: z.enum(DROP_POLICIES).optional(),
       })
       .strict()
       .default({ byChannel: {} }),
+    /** The finalize-time check that a draft answers the newest user message. */
     staleReplyRecheck: z
       .object({
+        /**
+         * Re-check a final draft against the newest user message before it is delivered.
+         * @default true
+         */
         enabled: z.boolean().default(true),
+        /**
+         * Re-drafts one turn may make; the count resets only with a new turn.
+         * @default 1
+         */
         maxPasses: nonNegativeInt.default(1),
+        /**
+         * Regular expressions (case-insensitive) of complaints such as "you didn't answer my question";
+         * each is checked for catastrophic backtracking when the config loads.
+         * @default the 8 built-in patterns (`DEFAULT_COMPLAINT_PATTERNS`)
+         */
         complaintPatterns: z
           .array(z.string().max(500))
           .max(100)
           .default([...DEFAULT_COMPLAINT_PATTERNS]),
+        /**
+         * The share of content tokens a draft must have in common with the newest user message before
+         * the `low-overlap` signal can fire (0 to 1).
+         * @default 0.2
+         */
         minOverlap: z.number().min(0).max(1).default(0.2),
       })
       .strict()
@@ -59,49 +103,122 @@ export const configSchema = z
         complaintPatterns: [...DEFAULT_COMPLAINT_PATTERNS],
         minOverlap: 0.2,
       }),
+    /** How finals reach the user. */
     delivery: z
       .object({
+        /**
+         * `auto`: the gateway sends each final; `message_tool`: a final is private unless the model
+         * sent it with the built-in `message` tool.
+         * @default "auto"
+         */
         visibleReplies: z.enum(["auto", "message_tool"]).default("auto"),
-        /** Send acks as visible messages: for every channel, or per channel name. */
+        /**
+         * Send acks as visible messages: for every channel, or per channel name.
+         * @default false
+         */
         visibleAcks: z.union([z.boolean(), z.record(z.string(), z.boolean())]).default(false),
-        /** A channel send that has not answered by then counts as not delivered. */
+        /**
+         * A channel send that has not answered by then counts as not delivered.
+         * @default 30000
+         */
         sendTimeoutMs: z.number().int().positive().default(30_000),
       })
       .strict()
       .default({ visibleReplies: "auto", visibleAcks: false, sendTimeoutMs: 30_000 }),
+    /**
+     * Capacity per workload lane (`main`, `cron`, `cron-nested`, `subagent`, any name); 0 pauses a lane.
+     * @default { main: max(8, 4 × CPUs) }
+     */
     lanes: z.record(z.string(), nonNegativeInt).default({}),
+    /**
+     * A turn that holds its lane slot longer is aborted; the user is told it ran out of time.
+     * @default none (no lane timeout)
+     */
     laneTimeoutMs: z.number().positive().optional(),
+    /**
+     * A task that waits longer for its lane is reported (`lane.waitExceeded`).
+     * @default 2000
+     */
     warnAfterMs: nonNegativeInt.default(2000),
+    /** Inferred follow-ups (scheduling and review). */
     commitments: z
-      .object({ enabled: z.boolean().default(false), maxPerDay: nonNegativeInt.default(3) })
+      .object({
+        /**
+         * Schedule and review inferred follow-ups.
+         * @default false
+         */
+        enabled: z.boolean().default(false),
+        /**
+         * Follow-ups sent per session per rolling 24 hours.
+         * @default 3
+         */
+        maxPerDay: nonNegativeInt.default(3),
+      })
       .strict()
       .default({ enabled: false, maxPerDay: 3 }),
-    heartbeat: z.object({ everyMs: z.number().positive().optional() }).strict().default({}),
+    /** The clock tick that looks for due work. */
+    heartbeat: z
+      .object({
+        /**
+         * How often due commitments are looked for.
+         * @default none (no heartbeat)
+         */
+        everyMs: z.number().positive().optional(),
+      })
+      .strict()
+      .default({}),
+    /** Bounds that keep one user or one adapter from holding the gateway. */
     limits: z
       .object({
+        /**
+         * The longest inbound text accepted; a longer one is rejected (`MESSAGE_REJECTED`).
+         * @default 32000
+         */
         maxMessageChars: z.number().int().positive().default(32_000),
+        /**
+         * The longest session key accepted (`SESSION_KEY_INVALID` past it).
+         * @default 512
+         */
         maxSessionKeyChars: z.number().int().positive().default(512),
+        /**
+         * How long a message id is remembered, so a redelivery is acked `duplicate`.
+         * @default 600000
+         */
         dedupeWindowMs: z.number().int().positive().default(600_000),
+        /**
+         * Model calls one turn may make; a model that keeps asking for tools fails the turn
+         * (`MODEL_CALL_LIMIT`).
+         * @default 25
+         */
         maxModelCallsPerTurn: z.number().int().positive().default(25),
-        /** A turn that would start with a longer context window first rotates the transcript. */
+        /**
+         * A turn that would start with a longer context window first rotates the transcript.
+         * @default 2000
+         */
         maxWindowRecords: z.number().int().positive().default(2000),
         /**
          * Idle sessions whose actor (and cached context window) stays alive, most recent first: their
          * next message starts a turn without rebuilding them. Older idle sessions keep only a few
          * hundred bytes and are rebuilt on demand. 0 stops every actor as soon as it is idle.
+         * @default 1000
          */
         liveIdleSessions: nonNegativeInt.default(1000),
         /**
          * Messages `explain()` can answer for, across sessions: past this, the sessions whose messages
          * were least recently touched are forgotten first (each session keeps its last 500).
+         * @default 20000
          */
         explainMessages: nonNegativeInt.default(20_000),
         /**
          * A tool call that has not settled by then is given up: a cancellable tool is cancelled, any
          * other may still be running, and the model is told its outcome is unknown.
+         * @default 600000
          */
         toolTimeoutMs: z.number().int().positive().default(600_000),
-        /** A model call that has not answered by then is aborted and fails its turn (MODEL_TIMEOUT). */
+        /**
+         * A model call that has not answered by then is aborted and fails its turn (`MODEL_TIMEOUT`).
+         * @default 600000
+         */
         modelTimeoutMs: z.number().int().positive().default(600_000),
       })
       .strict()
@@ -119,7 +236,9 @@ export const configSchema = z
   })
   .strict();
 
+/** The parsed configuration: every key present, defaults filled in. */
 export type GatewayConfig = z.output<typeof configSchema>;
+/** The configuration a user writes: every key optional (see docs/config.md for keys and defaults). */
 export type GatewayConfigInput = z.input<typeof configSchema>;
 
 /** Parses and validates a config; throws ConfigError naming the field, the expectation and the value. */

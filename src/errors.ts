@@ -19,10 +19,39 @@ export type TillerErrorCode =
   | "STORE_CORRUPT"
   | "MESSAGE_REJECTED"
   | "SESSION_KEY_INVALID"
-  | "UNKNOWN_EVENT"
   | "MODEL_REPLY_INVALID"
+  | "MODEL_FAILED"
+  | "MODEL_TIMEOUT"
+  | "MODEL_CALL_LIMIT"
   | "STORE_FAILED"
-  | "MODEL_TIMEOUT";
+  | "RUN_FAILED";
+
+// One entry per code: TypeScript refuses this object when a code of the union is missing from it.
+const CODES: Record<TillerErrorCode, true> = {
+  LANE_CLEARED: true,
+  LANE_TIMEOUT: true,
+  GATEWAY_DRAINING: true,
+  STALE_WRITER: true,
+  CONFIG_INVALID: true,
+  STORE_LOCKED: true,
+  STORE_CORRUPT: true,
+  MESSAGE_REJECTED: true,
+  SESSION_KEY_INVALID: true,
+  MODEL_REPLY_INVALID: true,
+  MODEL_FAILED: true,
+  MODEL_TIMEOUT: true,
+  MODEL_CALL_LIMIT: true,
+  STORE_FAILED: true,
+  RUN_FAILED: true,
+};
+
+/** True for a value that is one of Tiller's error codes (an adapter's own codes are not). */
+export function isTillerErrorCode(code: unknown): code is TillerErrorCode {
+  return typeof code === "string" && Object.hasOwn(CODES, code);
+}
+
+/** Every {@link TillerErrorCode}. */
+export const TILLER_ERROR_CODES = Object.keys(CODES).filter(isTillerErrorCode);
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;

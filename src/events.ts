@@ -1,26 +1,310 @@
 /**
- * The observability stream: every decision Tiller makes is one event (DESIGN.md §8).
+ * The observability stream: every decision Tiller makes is one event. {@link TillerEventMap} is the
+ * catalogue: each event name maps to its payload, documented where it is declared; {@link TillerEvent}
+ * is derived from it as a discriminated union on `type`, so `switch (event.type)` narrows each case to
+ * its own fields. `docs/events.md` is generated from this file (`npm run docs`; `npm test` fails when it
+ * drifts).
+ *
+ * Names are dotted, a noun then what happened to it (`lane.started`, `recheck.fired`). Things that start
+ * and end come in pairs, and the end is emitted on failure too (`turn.started`/`turn.ended`,
+ * `model.called`/`model.ended`, `tool.started`/`tool.ended`, `lane.started`/`lane.ended`).
+ *
+ * Adding an event is one entry in {@link TillerEventMap}: its name, a TSDoc line that says when it is
+ * emitted, and its fields (`InSession`/`InTurn` add `session`/`runId`). The emitters (`emit` of the
+ * gateway and of the actors, the machines' `emitted` types, the lane scheduler's `onEvent`) accept it at
+ * once; run `npm run docs` to update the catalogue.
  *
  * @example
  * ```ts
  * const hub = new EventHub();
- * const off = hub.subscribe((event) => console.log(event.type));
- * hub.emit({ at: 0, type: "lane.started", lane: "main" });
+ * const off = hub.subscribe((event) => {
+ *   if (event.type === "recheck.fired") console.log(event.reason, event.pass);
+ * });
+ * hub.emit({ at: 0, type: "lane.resumed" });
  * off();
  * ```
  */
-export interface TillerEvent {
+
+import type { DeliveryKind } from "./adapters/channel.js";
+import type { Ack } from "./gateway/compose-ack.js";
+import type { RunError } from "./machines/run.types.js";
+import type { DeliveryMode } from "./policy/delivery.js";
+import type { Priority } from "./policy/lane-priority.js";
+import type { StaleReason } from "./policy/stale-reply.js";
+
+/** Fields of an event about one session. */
+export interface InSession {
+  /** The session key (`telegram:42`). */
+  session: string;
+}
+
+/** Fields of an event inside a turn. */
+export interface InTurn extends InSession {
+  /** The turn's run id, unique across restarts. */
+  runId: string;
+}
+
+/** Fields of a lane scheduler event about one task. */
+export interface LaneTask {
+  /** The workload lane (`main`, `cron`, ...). */
+  lane: string;
+  /** The session the task belongs to, when it has one. */
+  session?: string;
+  /** The scheduler's id for the task, unique in its process. */
+  entryId: number;
+}
+
+/** Where a waiting (or starting) task stands. */
+export interface LaneWait extends LaneTask {
+  waitedMs: number;
+  /** `session`: behind the session's running task; `slot`: behind the lane's capacity. */
+  waitingFor: "session" | "slot";
+  /** True on the report made as the task starts. */
+  starting: boolean;
+  queueAhead: number;
+  activeAhead: number;
+  activeNow: number;
+  queueBehind: number;
+}
+
+/** Identifies one model call of a turn. */
+export interface ModelCall extends InTurn {
+  /** 1-based model call within the turn. */
+  call: number;
+  /** This call is a stale-reply re-check. */
+  recheck: boolean;
+  /** This call belongs to a stranded-reply recovery turn. */
+  recovery: boolean;
+  /** This call is a commitment review. */
+  review: boolean;
+}
+
+/** A tool call of a turn. */
+export interface ToolCallFields {
+  callId: string;
+  name: string;
+  args: unknown;
+}
+
+/** What a durable write that failed was for. */
+export type StoreOp = "turn" | "final" | "marker" | "state";
+
+/**
+ * Every event name and its payload. Each event also carries `type` (its name) and `at` (milliseconds on
+ * the gateway's clock).
+ */
+export interface TillerEventMap {
+  // Gateway
+  /** `start()` finished resuming what an earlier process left. */
+  "gateway.started": Record<never, never>;
+  /** `drain()` was called: new messages are refused, active turns finish. */
+  "gateway.draining": Record<never, never>;
+  /** `stop()` finished: lanes drained, sessions stopped, the store closed. */
+  "gateway.stopped": Record<never, never>;
+  /** An inbound message got its acknowledgement (the `Ack` that `receive()` returns). */
+  "message.acked": Ack;
+  /** A message left its turn or queue without being answered (`/stop`, `/new`, the queue cap). */
+  "message.dropped": InSession & { runId?: string; messageId: string; reason: string; summary?: string };
+  /** The built-in `message` tool sent a visible message. */
+  "message.sent": InTurn & { messageId: string; kind: DeliveryKind };
+
+  // Sessions
+  /** A session's actor stopped on an internal error; its messages are kept. */
+  "session.crashed": InSession & { error: string };
+  /** A restarted gateway resumed the session (`note` says what it found and did). */
+  "session.resumed": InSession & { note: string };
+  /** `/new` started a fresh conversation (a new transcript revision). */
+  "session.reset": InSession;
+  /** The session's window reached `limits.maxWindowRecords`: the model starts from a fresh window. */
+  "transcript.rotated": InTurn & { windowRecords: number };
+
+  // Turns
+  /** A turn started with these messages. */
+  "turn.started": InTurn & { kind: "turn" | "recovery"; messageIds: string[] };
+  /**
+   * A turn ended, whatever the outcome: `error` says why a failed turn failed, `reason` why an aborted
+   * one stopped (`/stop`, an interrupting message, `/new`, a lane timeout).
+   */
+  "turn.ended": InTurn & { status: "done" | "aborted" | "failed"; error?: RunError; reason?: string };
+  /** A cleared or draining lane refused the turn: its messages wait in the queue again. */
+  "turn.requeued": InSession & { messageIds: string[]; reason: string };
+  /** A steering message reached the running turn before its next model call. */
+  "steer.injected": InTurn & { messageIds: string[] };
+
+  // Model
+  /** A model call starts; `userTexts` and `messageIds` are the user messages of this turn it sees. */
+  "model.called": ModelCall & { latestUser: string; userTexts: string[]; messageIds: string[] };
+  /** Text the model streams: a draft a re-check may replace; only the final is delivered. */
+  "model.delta": ModelCall & { text: string };
+  /**
+   * A model call ended: `done` with the reply's tool call count, `failed` (with `error`), `timedOut`
+   * (after `limits.modelTimeoutMs`) or `aborted` (the turn stopped).
+   */
+  "model.ended": ModelCall & {
+    outcome: "done" | "failed" | "timedOut" | "aborted";
+    toolCalls?: number;
+    error?: RunError;
+  };
+
+  // Tools
+  /** A tool call starts. */
+  "tool.started": InTurn & ToolCallFields;
+  /** A tool call ended, whatever the outcome (`status` as stored in the transcript). */
+  "tool.ended": InTurn & ToolCallFields & { status: "done" | "failed" | "cancelled" | "skipped" };
+  /** A tool call was skipped for a steering message (never started). */
+  "tool.skipped": InTurn & ToolCallFields & { reason: string };
+  /** A tool call was given up after `limits.toolTimeoutMs` (a cancellable tool is cancelled). */
+  "tool.timeout": InTurn & { callId: string; name: string; timeoutMs: number };
+  /** @deprecated The same as `tool.timeout`, under its earlier name; emitted next to it. */
+  "tool.timedOut": InTurn & { callId: string; name: string; timeoutMs: number };
+
+  // Stale-reply re-check
+  /** The draft did not answer the newest user message: the model drafts once more. */
+  "recheck.fired": InTurn & { reason: StaleReason; detail: string; pass: number };
+  /** The draft looked stale but no re-check runs: `limit` (passes used up) or `disabled`. */
+  "recheck.skipped": InTurn & { reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+
+  // Delivery
+  /** The final reached the user (a committed receipt). `stored: false` when `/new` came meanwhile. */
+  "final.delivered": InTurn & { messageId?: string; stored?: false };
+  /** A non-empty final was stored but did not reach the user. */
+  "final.undelivered": InTurn & { reason: string };
+  /** The final was empty: nothing is sent. */
+  "final.silent": InTurn;
+  /** A channel send failed or gave no `messageId`. */
+  "delivery.failed": InSession & { runId?: string | undefined; kind: DeliveryKind; reason: string };
+  /** The hidden undelivered-final marker is durable. */
+  "marker.appended": InTurn & { finalSeq: number };
+  /** A stranded final got its one recovery, queued at the front of the session. */
+  "recovery.queued": InTurn & { deliveryMode: DeliveryMode };
+  /** The recovery reached the user. */
+  "recovery.delivered": InTurn & { strandedRunId?: string | undefined };
+  /** The recovery stranded too: the user gets the could-not-deliver notice. */
+  "recovery.failed": InTurn & { strandedRunId?: string | undefined };
+  /** The could-not-deliver notice was sent (`delivered` says whether the channel took it). */
+  "notice.sent": InTurn & { delivered: boolean };
+
+  // Store failures
+  /**
+   * A durable write failed. `op` says which: `turn` (the turn's records), `final` (the final),
+   * `marker` (the undelivered-final marker), `state` (the session's pending work).
+   */
+  "store.failed": InSession & { op: StoreOp; runId?: string; error: string; delivered?: boolean };
+  /** `store.failed` with `op: "turn"`, under its earlier name; emitted next to it. */
+  "turn.storeFailed": InTurn & { error: string };
+  /** `store.failed` with `op: "final"`, under its earlier name; emitted next to it. */
+  "final.storeFailed": InTurn & { delivered: boolean; error: string };
+  /** `store.failed` with `op: "marker"`, under its earlier name; emitted next to it. */
+  "marker.storeFailed": InTurn & { error: string };
+  /** `store.failed` with `op: "state"`, under its earlier name; emitted next to it. */
+  "state.saveFailed": InSession & { error: string };
+
+  // Commitments
+  /** The model proposed a follow-up with the built-in `commitment` tool (validated fields). */
+  "commitment.proposed": InTurn & {
+    kind: "open_loop" | "deadline_check" | "event_check_in" | "care_check_in";
+    reason: string;
+    suggestedText: string;
+    dedupeKey: string;
+    confidence: number;
+    dueWindow: { earliestMs?: number; latestMs?: number };
+    source: string;
+  };
+
+  // Lanes
+  /** A task waits for its session or a slot. */
+  "lane.enqueued": LaneTask & { priority: Priority };
+  /** A task got its slot and runs. */
+  "lane.started": LaneTask & { waitedMs: number };
+  /** A task waited longer than `warnAfterMs` (reported again when it starts). */
+  "lane.waitExceeded": LaneWait;
+  /** A task ended, whatever the outcome. */
+  "lane.ended": LaneTask & { status: "done" | "failed" | "timedOut" };
+  /** A task ran past its `timeoutMs`; its slot is free and its late result is dropped. */
+  "lane.timeout": LaneTask & { timeoutMs: number | undefined };
+  /** The result of a task that had timed out arrived and was dropped. */
+  "lane.lateResultDropped": LaneTask;
+  /** A waiting task's signal aborted: it left the lane without running. */
+  "lane.aborted": LaneTask;
+  /** `clear(lane)` rejected the lane's waiting tasks. */
+  "lane.cleared": { lane: string; count: number };
+  /** `setCapacity(lane, n)` changed a lane's capacity. */
+  "lane.capacityChanged": { lane: string; capacity: number };
+  /** A task was refused because the scheduler drains. */
+  "lane.rejected": { lane: string; session?: string | undefined; reason: string };
+  /** `drain()` began: `active` tasks still run, `queued` wait. */
+  "lane.draining": { active: number; queued: number };
+  /** `resume()` admits work again. */
+  "lane.resumed": Record<never, never>;
+
+  // Scenarios
+  /** In a scenario's output only: the process was killed and a new gateway started on the same store. */
+  "process.restarted": Record<never, never>;
+}
+
+/** An event's name. */
+export type TillerEventType = keyof TillerEventMap;
+
+/**
+ * The event named `K`: its payload with `type` and `at`. `session` and `runId` may be read on any event:
+ * they are set on every event about a session or a turn.
+ */
+export type TillerEventOf<K extends TillerEventType> = {
+  type: K;
   /** Milliseconds on the gateway's clock. */
   at: number;
-  /** Dotted lowercase name: `lane.started`, `recheck.fired`, ... */
-  type: string;
-  session?: string;
-  runId?: string;
-  [field: string]: unknown;
+  session?: string | undefined;
+  runId?: string | undefined;
+} & TillerEventMap[K];
+
+/** Any Tiller event: a union discriminated by `type`. */
+export type TillerEvent = { [K in TillerEventType]: TillerEventOf<K> }[TillerEventType];
+
+/** The lane scheduler's events (`onEvent` of `createLaneScheduler`). */
+export type LaneEventType = Extract<TillerEventType, `lane.${string}`>;
+export type LaneEvent = Extract<TillerEvent, { type: LaneEventType }>;
+
+/** What an emitter is given for the event named `K`: its payload (the emitter stamps `at`). */
+export type TillerEventFields<K extends TillerEventType> = TillerEventMap[K];
+
+/**
+ * The events named `K` as a machine emits them: `type` and payload, without the `session` (and, for the
+ * run's events, the `runId`) the gateway adds when it forwards them.
+ */
+export type EmittedEvent<K extends TillerEventType> = K extends TillerEventType
+  ? { type: K; runId?: string } & Omit<TillerEventMap[K], "session" | "runId">
+  : never;
+
+/** An emitter of typed events: the gateway's and the actors' `emit`. */
+export type EmitEvent = <K extends TillerEventType>(type: K, fields: TillerEventFields<K>) => void;
+
+/**
+ * Builds the event named `type` from its payload, stamped `at`. The one place where a name and its
+ * payload are joined, so TypeScript checks every emitter against the map.
+ */
+export function tillerEvent<K extends TillerEventType>(
+  type: K,
+  at: number,
+  fields: TillerEventFields<K>,
+): Extract<TillerEvent, { type: K }> {
+  // TypeScript cannot relate a generic key to one member of the union it indexes; the signature does.
+  return { at, type, ...fields } as unknown as Extract<TillerEvent, { type: K }>;
+}
+
+/**
+ * Stamps an event a machine emitted with the session (and run) it belongs to. The machines' emitted
+ * types are {@link EmittedEvent}s of this map, so the payload was checked where it was emitted.
+ */
+export function forwardedEvent(
+  event: EmittedEvent<TillerEventType>,
+  at: number,
+  owner: { session: string; runId?: string | undefined },
+): TillerEvent {
+  // `runId` of a run's event comes from its owner: a union TypeScript cannot pair with the map's.
+  return { at, ...event, ...owner } as TillerEvent;
 }
 
 export type EventListener = (event: TillerEvent) => void;
-
 export class EventHub {
   private readonly listeners = new Set<EventListener>();
 

@@ -27,17 +27,31 @@ export * from "./adapters/store.js";
 export { SystemClock } from "./adapters/system-clock.js";
 export type { ToolContext, ToolDefinition } from "./adapters/tool.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
-export * from "./errors.js";
-export { EventHub, type TillerEvent } from "./events.js";
-export type { Ack } from "./gateway/compose-ack.js";
 export {
-  createGateway,
-  type Gateway,
-  type GatewayOptions,
-  type InboundMessage,
-  type SessionInspection,
-} from "./gateway/create-gateway.js";
+  ConfigError,
+  GatewayDrainingError,
+  LaneClearedError,
+  LaneTimeoutError,
+  MessageRejectedError,
+  StaleWriterError,
+  StoreLockedError,
+  TillerError,
+  type TillerErrorCode,
+} from "./errors.js";
+export {
+  EventHub,
+  type EventListener,
+  type LaneEvent,
+  type TillerEvent,
+  type TillerEventMap,
+  type TillerEventOf,
+  type TillerEventType,
+} from "./events.js";
+export type { Ack } from "./gateway/compose-ack.js";
+export { createGateway } from "./gateway/create-gateway.js";
+export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
 export type { MessageExplanation } from "./gateway/message-log.js";
+export type { InboundMessage } from "./gateway/validate-inbound.js";
 export {
   createLaneScheduler,
   type LaneScheduler,
@@ -46,10 +60,30 @@ export {
   type RunOptions,
 } from "./lanes/lane-scheduler.js";
 export { createLogger, type Logger, silentLogger } from "./logger.js";
-export { laneEntryMachine } from "./machines/lane-entry.machine.js";
-export { laneSchedulerMachine } from "./machines/lane-scheduler.machine.js";
-export { runMachine } from "./machines/run.machine.js";
+export { type LaneEntryEvent, laneEntryMachine } from "./machines/lane-entry.machine.js";
+export { type LaneSchedulerEvent, laneSchedulerMachine } from "./machines/lane-scheduler.machine.js";
+export {
+  type CallModelInput,
+  type CallModelOutput,
+  type RunEmitted,
+  type RunError,
+  type RunEvent,
+  type RunInput,
+  type RunOutput,
+  type RunToolInput,
+  type RunToolOutput,
+  runMachine,
+} from "./machines/run.machine.js";
 export { sessionMachine } from "./machines/session.machine.js";
+export type {
+  DeliverInput,
+  DeliverOutput,
+  PendingTurn,
+  QueueItem,
+  SessionEmitted,
+  SessionEvent,
+  SessionInput,
+} from "./machines/session.types.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
 export { assessDraft, DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";

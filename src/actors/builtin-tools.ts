@@ -1,10 +1,11 @@
 import { z } from "zod";
 import type { ToolDefinition } from "../adapters/tool.js";
+import { MESSAGE_TOOL } from "../policy/delivery.js";
 import { send } from "./deliver.js";
 import type { ActorDeps } from "./deps.js";
 
 /**
- * The tools every model may call (CONTRACTS.md §2): `message` sends a visible message now;
+ * The tools every model may call (docs/scenarios.md): `message` sends a visible message now;
  * `commitment` records an inferred follow-up (validated here; scheduling comes with commitments).
  */
 /** Names a gateway's own tools may not take. */
@@ -18,25 +19,23 @@ const messageArgs = z.object({ action: z.literal("send"), text: z.string().min(1
 
 function messageTool(deps: ActorDeps): ToolDefinition {
   return {
-    name: "message",
+    name: MESSAGE_TOOL,
     description: 'Send a visible message to the user now: { "action": "send", "text": "..." }.',
     cancellable: false,
     async execute(args, context) {
       const parsed = messageArgs.safeParse(args);
       if (!parsed.success)
         throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
-      const facts = deps.runFacts.get(context.runId);
-      const kind = facts?.kind === "recovery" ? "recovery" : "reply";
+      const kind = context.turnKind === "recovery" ? "recovery" : "reply";
       const messageId = await send(
         deps,
         context.session,
         parsed.data.text,
         kind,
         context.runId,
-        facts?.channel,
+        context.channel,
       );
       if (!messageId) throw new Error("message: the channel did not deliver the message");
-      if (facts) facts.messageSends++;
       deps.emit("message.sent", { session: context.session, runId: context.runId, messageId, kind });
       return { sent: true, messageId };
     },

@@ -2,7 +2,7 @@ import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { latestUserText } from "../adapters/model.js";
 import { errorMessage, TillerError } from "../errors.js";
-import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
+import type { CallModelInput, CallModelOutput, RunError } from "../machines/run.machine.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";
@@ -52,40 +52,62 @@ export function createCallModel(deps: ActorDeps) {
     const timeoutMs = deps.config.limits.modelTimeoutMs;
     let reply: unknown;
     try {
-      const call = deps.model.complete({
-        ...identity,
-        context: input.context,
-        turnStart: input.turnStart,
-        tools: input.tools,
-        signal: control.signal,
-        onDelta,
-      });
-      reply = await withDeadline(deps.clock, call, timeoutMs, signal);
-    } catch (error) {
-      if (!(error instanceof DeadlineError)) throw error;
-      const timedOut = new TillerError("MODEL_TIMEOUT", `the model did not answer within ${timeoutMs} ms`, {
-        retryable: true,
-      });
-      control.abort(timedOut);
-      throw timedOut;
-    } finally {
-      streaming = false;
-      control.release();
-    }
-    try {
-      await journaled;
-    } catch (error) {
-      throw new TillerError(
-        "STORE_FAILED",
-        `the turn's records could not be stored: ${errorMessage(error)}`,
-        {
+      try {
+        const call = deps.model.complete({
+          ...identity,
+          context: input.context,
+          turnStart: input.turnStart,
+          tools: input.tools,
+          signal: control.signal,
+          onDelta,
+        });
+        reply = await withDeadline(deps.clock, call, timeoutMs, signal);
+      } catch (error) {
+        if (!(error instanceof DeadlineError)) throw error;
+        const timedOut = new TillerError("MODEL_TIMEOUT", `the model did not answer within ${timeoutMs} ms`, {
           retryable: true,
-          cause: error,
-        },
-      );
+        });
+        control.abort(timedOut);
+        throw timedOut;
+      } finally {
+        streaming = false;
+        control.release();
+      }
+      try {
+        await journaled;
+      } catch (error) {
+        throw new TillerError(
+          "STORE_FAILED",
+          `the turn's records could not be stored: ${errorMessage(error)}`,
+          {
+            retryable: true,
+            cause: error,
+          },
+        );
+      }
+      if (signal.aborted) throw signal.reason;
+      const checked = checkModelReply(reply, input.runId, input.call);
+      deps.emit("model.ended", { ...identity, outcome: "done", toolCalls: checked.toolCalls.length });
+      return { text: checked.text, toolCalls: checked.toolCalls, persisted: input.unpersisted.length };
+    } catch (error) {
+      // The end of the pair is emitted on failure too, with what ended the call.
+      deps.emit("model.ended", { ...identity, ...callEnding(error, signal) });
+      throw error;
     }
-    if (signal.aborted) throw signal.reason;
-    const { text, toolCalls } = checkModelReply(reply, input.runId, input.call);
-    return { text, toolCalls, persisted: input.unpersisted.length };
   });
+}
+
+/** How a model call that threw ended: aborted with its turn, timed out, or failed. */
+function callEnding(
+  error: unknown,
+  signal: AbortSignal,
+): { outcome: "aborted" | "timedOut" | "failed"; error?: RunError } {
+  if (signal.aborted) return { outcome: "aborted" };
+  const code = error instanceof TillerError ? error.code : "MODEL_FAILED";
+  const failure = {
+    code,
+    message: errorMessage(error),
+    retryable: error instanceof TillerError && error.retryable,
+  };
+  return { outcome: code === "MODEL_TIMEOUT" ? "timedOut" : "failed", error: failure };
 }

@@ -18,15 +18,14 @@ import type { ActorDeps } from "./deps.js";
 const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };
 
 /**
- * The end of every turn (DESIGN.md §4): stores what the run produced, sends the final, and when a
+ * The end of every turn (docs/architecture.md): stores what the run produced, sends the final, and when a
  * non-empty final did not reach the user, appends the hidden marker and waits for it to be durable
  * before a recovery is handed back to the session. Direct and follow-up turns share this path.
  */
 export function createDeliver(deps: ActorDeps) {
   return fromPromise<DeliverOutput, DeliverInput>(async ({ input, signal }) => {
     const { output, session } = input;
-    const facts = deps.runFacts.get(output.runId);
-    deps.runFacts.delete(output.runId);
+    const via = output.channel;
     try {
       await deps.writer.appendJournal(
         session,
@@ -38,8 +37,10 @@ export function createDeliver(deps: ActorDeps) {
     } catch (error) {
       // What the turn did could not be stored: the user still learns that this reply failed.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "turn.storeFailed");
-      deps.emit("turn.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
-      if (!signal.aborted) await send(deps, session, FAILED_NOTICE, "notice", output.runId, facts?.channel);
+      const failure = { session, runId: output.runId, error: errorMessage(error) };
+      deps.emit("store.failed", { op: "turn", ...failure });
+      deps.emit("turn.storeFailed", failure);
+      if (!signal.aborted) await send(deps, session, FAILED_NOTICE, "notice", output.runId, via);
       return UNDELIVERED;
     } finally {
       deps.writer.endJournal(output.runId);
@@ -47,15 +48,15 @@ export function createDeliver(deps: ActorDeps) {
     // The session left this turn meanwhile (`/new`): nothing more of it may reach the new conversation.
     if (signal.aborted) return UNDELIVERED;
 
-    if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
+    if (input.kind === "recovery") return deliverRecovery(deps, input, output.messageSends);
     if (output.status === "aborted") {
       if (output.abortReason === LANE_TIMEOUT_REASON)
-        await send(deps, session, TIMED_OUT_NOTICE, "notice", output.runId, facts?.channel);
+        await send(deps, session, TIMED_OUT_NOTICE, "notice", output.runId, via);
       return UNDELIVERED;
     }
     if (output.status === "failed") {
       deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
-      await send(deps, session, FAILED_NOTICE, "notice", output.runId, facts?.channel);
+      await send(deps, session, FAILED_NOTICE, "notice", output.runId, via);
       return UNDELIVERED;
     }
     if (output.final.trim().length === 0) {
@@ -67,9 +68,9 @@ export function createDeliver(deps: ActorDeps) {
     let delivered = false;
     let messageId: string | undefined;
     if (visibleReplies === "auto") {
-      messageId = await send(deps, session, output.final, "reply", output.runId, facts?.channel);
+      messageId = await send(deps, session, output.final, "reply", output.runId, via);
       delivered = messageId !== undefined;
-    } else delivered = (facts?.messageSends ?? 0) > 0;
+    } else delivered = output.messageSends > 0;
     if (signal.aborted) {
       // `/new` came while the reply was on its way: it belongs to no conversation now, but the user has it.
       if (delivered)
@@ -96,7 +97,9 @@ export function createDeliver(deps: ActorDeps) {
     } catch (error) {
       // The user has the reply (or not) whatever the disk says; the operator learns the history lacks it.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "final.storeFailed");
-      deps.emit("final.storeFailed", { session, runId: output.runId, delivered, error: errorMessage(error) });
+      const failure = { session, runId: output.runId, delivered, error: errorMessage(error) };
+      deps.emit("store.failed", { op: "final", ...failure });
+      deps.emit("final.storeFailed", failure);
       if (delivered)
         deps.emit("final.delivered", { session, runId: output.runId, ...(messageId ? { messageId } : {}) });
       return { delivered, recovery: null };
@@ -130,15 +133,10 @@ export function createDeliver(deps: ActorDeps) {
     } catch (error) {
       // Without a durable marker no recovery may be queued (invariant 6): the user gets the notice.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "marker.storeFailed");
-      deps.emit("marker.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
-      const noticeId = await send(
-        deps,
-        session,
-        COULD_NOT_DELIVER_NOTICE,
-        "notice",
-        output.runId,
-        facts?.channel,
-      );
+      const failure = { session, runId: output.runId, error: errorMessage(error) };
+      deps.emit("store.failed", { op: "marker", ...failure });
+      deps.emit("marker.storeFailed", failure);
+      const noticeId = await send(deps, session, COULD_NOT_DELIVER_NOTICE, "notice", output.runId, via);
       deps.emit("notice.sent", { session, runId: output.runId, delivered: noticeId !== undefined });
       return UNDELIVERED;
     }

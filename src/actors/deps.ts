@@ -3,6 +3,7 @@ import type { Clock } from "../adapters/clock.js";
 import type { ModelProvider } from "../adapters/model.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import type { GatewayConfig } from "../config.js";
+import type { EmitEvent } from "../events.js";
 import type { TranscriptWriter } from "../gateway/transcript-writer.js";
 import type { LaneScheduler } from "../lanes/lane-scheduler.js";
 import type { Logger } from "../logger.js";
@@ -21,10 +22,5 @@ export interface ActorDeps {
   /** A run id that no earlier turn of the session used, in this process or before a restart. */
   newRunId(session: string): string;
   /** Emits an observability event stamped with the clock. */
-  emit(type: string, fields: Record<string, unknown>): void;
-  /**
-   * Per-run facts the machines do not carry: visible sends made by the `message` tool, and the channel
-   * of the newest message the turn started with (its replies go there).
-   */
-  runFacts: Map<string, { messageSends: number; kind: "turn" | "recovery"; channel?: string }>;
+  emit: EmitEvent;
 }

@@ -27,11 +27,10 @@ export function createLaneSlot(deps: ActorDeps) {
     const waiting = new AbortController();
     let granted = false;
     let left = false;
-    let runId: string | undefined;
     const resend = input.pending.recovery?.deliveryMode === "automatic";
 
     function start(): void {
-      runId = deps.newRunId(input.session);
+      const runId = deps.newRunId(input.session);
       if (resend) {
         sendBack({ type: "lane.granted", runId });
         return;
@@ -80,8 +79,6 @@ export function createLaneSlot(deps: ActorDeps) {
     return () => {
       left = true;
       release();
-      // The run is over (or never started): its per-run facts go with the slot.
-      if (runId) deps.runFacts.delete(runId);
       if (!granted) waiting.abort(new Error("turn left before its lane slot was granted"));
     };
   });

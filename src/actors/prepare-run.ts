@@ -74,13 +74,13 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     });
   }
   const channel = pending.messages.at(-1)?.channel;
-  deps.runFacts.set(args.runId, { messageSends: 0, kind: pending.kind, ...(channel ? { channel } : {}) });
   const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
   const stored = pending.resumed ? storedIds(records, pending) : [];
   return {
     runId: args.runId,
     session: args.session,
     kind: pending.kind,
+    ...(channel ? { channel } : {}),
     messages: pending.messages,
     preamble,
     history: windowToModel(records),

@@ -28,6 +28,8 @@ export function createRunTool(deps: ActorDeps) {
         runId: input.runId,
         callId: input.call.callId,
         signal: control.signal,
+        turnKind: input.kind,
+        ...(input.channel ? { channel: input.channel } : {}),
       });
       const result = await withDeadline(deps.clock, running, timeoutMs, signal);
       return { ...storedResult(result), persisted };
@@ -35,13 +37,15 @@ export function createRunTool(deps: ActorDeps) {
       if (error instanceof DeadlineError && !signal.aborted) {
         if (tool.cancellable) control.abort(new Error(`the tool ran past ${timeoutMs} ms`));
         const outcome = tool.cancellable ? "it was cancelled" : "it may still be running";
-        deps.emit("tool.timedOut", {
+        const timeout = {
           session: input.session,
           runId: input.runId,
           callId: input.call.callId,
           name: tool.name,
           timeoutMs,
-        });
+        };
+        deps.emit("tool.timeout", timeout);
+        deps.emit("tool.timedOut", timeout);
         return {
           status: "failed",
           result: { error: `no result after ${timeoutMs} ms; ${outcome}, so its outcome is unknown` },

@@ -1,6 +1,6 @@
 /**
  * The channel port: how text reaches a user. A send counts as delivered only when the receipt carries a
- * top-level `messageId` (DESIGN.md §4); a rejection or a receipt without it is a failed delivery.
+ * top-level `messageId` (docs/architecture.md); a rejection or a receipt without it is a failed delivery.
  *
  * @example
  * ```ts

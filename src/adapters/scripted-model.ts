@@ -2,7 +2,7 @@ import { type Clock, sleep } from "./clock.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "./model.js";
 import { latestUserText } from "./model.js";
 
-/** Conditions of a scripted rule; all given ones must hold (CONTRACTS.md §2). */
+/** Conditions of a scripted rule; all given ones must hold (docs/scenarios.md). */
 export interface ScriptedWhen {
   latestUser?: string;
   call?: number;

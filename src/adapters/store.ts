@@ -1,5 +1,5 @@
 /**
- * The store port: durable transcripts (DESIGN.md §6) and the small per-session state a restarted gateway
+ * The store port: durable transcripts (docs/store.md) and the small per-session state a restarted gateway
  * needs to resume (pending follow-ups, recoveries, the turn that was running, commitments).
  *
  * Every implementation (memory, JSONL files, ...) passes the shared contract suite in

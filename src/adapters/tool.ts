@@ -25,4 +25,8 @@ export interface ToolContext {
   runId: string;
   callId: string;
   signal: AbortSignal;
+  /** `recovery` for a turn that resends a reply the user never saw; otherwise `turn`. */
+  turnKind?: "turn" | "recovery";
+  /** The channel this turn's replies go out on. */
+  channel?: string;
 }

@@ -3,7 +3,7 @@ import type { Disposition, SessionDecision } from "../machines/session.types.js"
 import type { QueueMode, SettingSource } from "../policy/queue-mode.js";
 
 /**
- * The acknowledgement of one inbound message (DESIGN.md §2): what happened to it, truthfully. It never
+ * The acknowledgement of one inbound message (docs/architecture.md): what happened to it, truthfully. It never
  * claims that work stopped unless it did.
  */
 export interface Ack {

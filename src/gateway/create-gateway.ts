@@ -1,5 +1,5 @@
 import { nanoid } from "nanoid";
-import type { AnyActorRef, InspectionEvent } from "xstate";
+import type { AnyActorRef } from "xstate";
 import { BUILTIN_TOOL_NAMES, builtinTools } from "../actors/builtin-tools.js";
 import { createCallModel } from "../actors/call-model.js";
 import { createDeliver } from "../actors/deliver.js";
@@ -7,20 +7,16 @@ import type { ActorDeps } from "../actors/deps.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
-import type { Channel } from "../adapters/channel.js";
-import type { Clock } from "../adapters/clock.js";
 import { MemoryStore } from "../adapters/memory-store.js";
-import type { ModelProvider } from "../adapters/model.js";
-import type { TranscriptStore } from "../adapters/store.js";
 import { SystemClock } from "../adapters/system-clock.js";
-import type { ToolDefinition } from "../adapters/tool.js";
-import { type GatewayConfig, type GatewayConfigInput, parseConfig } from "../config.js";
-import { EventHub, type EventListener, type TillerEvent } from "../events.js";
+import { parseConfig } from "../config.js";
+import { type EmitEvent, EventHub, type EventListener, type TillerEvent, tillerEvent } from "../events.js";
 import { createLaneScheduler, type LaneScheduler } from "../lanes/lane-scheduler.js";
-import { createLogger, type Logger, neverThrowing } from "../logger.js";
+import { createLogger, neverThrowing } from "../logger.js";
 import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
 import { checkAdapters } from "./check-adapters.js";
+import type { Gateway, GatewayOptions, SessionInspection } from "./gateway.types.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
 import { resumeSessions } from "./resume-sessions.js";
@@ -29,31 +25,9 @@ import { SessionRegistry } from "./session-registry.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 import { type InboundMessage, stateName } from "./validate-inbound.js";
 
-export interface GatewayOptions {
-  config?: GatewayConfigInput | GatewayConfig;
-  model: ModelProvider;
-  tools?: ToolDefinition[];
-  /** Channels by name; an inbound message's `channel` picks the one its replies go through. */
-  channels: Record<string, Channel>;
-  store?: TranscriptStore;
-  clock?: Clock;
-  inspect?: (event: InspectionEvent) => void;
-  logger?: Logger;
-  /** Names each turn's run; must never repeat for a session (default: the session key + a random id). */
-  newRunId?: (session: string) => string;
-}
-
-export interface SessionInspection {
-  state: string;
-  run: { runId: string; state: string; passes: number; currentTool?: string } | null;
-  queue: Array<{ kind: string; messageIds: string[] }>;
-  lane: { active: number; queued: number; capacity: number } | null;
-  transcriptLength: number;
-}
-
 /**
  * Creates a gateway: the composition root that provides real actors and adapters to the machines,
- * and the public API of CONTRACTS.md §1.
+ * and the public API described by {@link Gateway}.
  *
  * @example
  * ```ts
@@ -62,7 +36,7 @@ export interface SessionInspection {
  * const ack = await gateway.receive({ session: "telegram:42", channel: "telegram", text: "hi", id: "m1" });
  * ```
  */
-export function createGateway(options: GatewayOptions) {
+export function createGateway(options: GatewayOptions): Gateway {
   const config = parseConfig(options.config ?? {});
   const clock = options.clock ?? new SystemClock();
   const logger = neverThrowing(options.logger ?? createLogger());
@@ -72,12 +46,12 @@ export function createGateway(options: GatewayOptions) {
   const writer = new TranscriptWriter(store);
   let draining = false;
 
-  function emit(type: string, fields: Record<string, unknown>): void {
-    const event: TillerEvent = { at: clock.now(), type, ...fields };
+  function publish(event: TillerEvent): void {
     messageLog.observe(event);
-    logger.debug(event, type);
+    logger.debug(event, event.type);
     hub.emit(event);
   }
+  const emit: EmitEvent = (type, fields) => publish(tillerEvent(type, clock.now(), fields));
 
   const persistence = new SessionPersistence({ writer, clock, config, logger, emit });
 
@@ -112,7 +86,6 @@ export function createGateway(options: GatewayOptions) {
     lanes,
     newRunId: options.newRunId ?? ((session) => `${session}#${nanoid(10)}`),
     emit,
-    runFacts: new Map(),
   };
   for (const tool of [...builtinTools(deps), ...(options.tools ?? [])]) deps.tools.set(tool.name, tool);
 
@@ -136,6 +109,7 @@ export function createGateway(options: GatewayOptions) {
     machine: providedSession,
     inspect: options.inspect,
     emit,
+    publish,
   });
 
   const receive = createReceive({
@@ -186,20 +160,16 @@ export function createGateway(options: GatewayOptions) {
       emit("gateway.started", {});
     },
     receive,
-    /** Every decision from now on, as an async iterator (DESIGN.md §8). */
     events(signal?: AbortSignal): AsyncGenerator<TillerEvent> {
       return hub.stream(signal);
     },
-    /** Synchronous subscription to the same stream; returns the unsubscribe function. */
     subscribe(listener: EventListener): () => void {
       return hub.subscribe(listener);
     },
     inspectSession,
-    /** "What happened to my message?", from the event stream. */
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);
     },
-    /** True while real I/O (store writes) is in flight. */
     get isBusy(): boolean {
       return writer.isBusy;
     },
@@ -221,9 +191,9 @@ export function createGateway(options: GatewayOptions) {
       await lanes.drain();
       registry.stopAll();
       await store.close();
+      emit("gateway.stopped", {});
     },
   };
 }
 
-export type Gateway = ReturnType<typeof createGateway>;
-export type { InboundMessage };
+export type { Gateway, GatewayOptions, InboundMessage, SessionInspection };

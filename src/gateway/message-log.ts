@@ -1,4 +1,4 @@
-import type { TillerEvent } from "../events.js";
+import type { TillerEvent, TillerEventOf } from "../events.js";
 
 /**
  * "What happened to my message?" (issue: explain), built only from the event stream: when it arrived,
@@ -51,16 +51,16 @@ export class MessageLog {
         this.acked(session, event);
         return;
       case "turn.started":
-        for (const id of (event.messageIds as string[]) ?? []) {
-          this.claim(String(event.runId), id);
+        for (const id of event.messageIds) {
+          this.claim(event.runId, id);
           this.note(session, id, event.at, `turn ${event.runId} started with it`, (entry) =>
             closeWait(entry, event.at),
           );
         }
         return;
       case "steer.injected":
-        for (const id of (event.messageIds as string[]) ?? []) {
-          this.claim(String(event.runId), id);
+        for (const id of event.messageIds) {
+          this.claim(event.runId, id);
           this.note(
             session,
             id,
@@ -71,33 +71,32 @@ export class MessageLog {
         }
         return;
       case "model.called":
-        for (const id of (event.messageIds as string[]) ?? []) {
+        for (const id of event.messageIds) {
           this.note(session, id, event.at, `seen by model call ${event.call} of ${event.runId}`, (entry) => {
             entry.firstSeenBy ??= {
-              runId: String(event.runId),
-              call: Number(event.call),
+              runId: event.runId,
+              call: event.call,
               at: event.at,
-              recheck: Boolean(event.recheck),
+              recheck: event.recheck,
             };
           });
         }
         return;
       case "turn.ended": {
         if (event.status === "done") return; // its final.* event tells the end of the story
-        const error = event.error as { message?: string } | undefined;
         const why =
           event.status === "failed"
-            ? `failed: ${error?.message ?? "unknown error"}`
+            ? `failed: ${event.error?.message ?? "unknown error"}`
             : `${event.status}: ${event.reason ?? "aborted"}`;
-        for (const id of this.runMessages.get(String(event.runId)) ?? [])
+        for (const id of this.runMessages.get(event.runId) ?? [])
           this.note(session, id, event.at, `turn ${event.runId} ${why}`);
-        this.runMessages.delete(String(event.runId));
+        this.runMessages.delete(event.runId);
         return;
       }
       case "final.delivered":
       case "final.undelivered":
       case "final.silent":
-        for (const id of this.runMessages.get(String(event.runId)) ?? []) {
+        for (const id of this.runMessages.get(event.runId) ?? []) {
           const delivered = event.type === "final.delivered";
           this.note(
             session,
@@ -105,15 +104,15 @@ export class MessageLog {
             event.at,
             `answered by ${event.runId}: ${delivered ? "delivered" : "not delivered"}`,
             (entry) => {
-              entry.answeredBy = { runId: String(event.runId), delivered, at: event.at };
+              entry.answeredBy = { runId: event.runId, delivered, at: event.at };
             },
           );
         }
-        this.runMessages.delete(String(event.runId));
+        this.runMessages.delete(event.runId);
         return;
       case "message.dropped":
-        this.note(session, String(event.messageId), event.at, `dropped: ${event.reason}`, (entry) => {
-          entry.dropped = { reason: String(event.reason), at: event.at };
+        this.note(session, event.messageId, event.at, `dropped: ${event.reason}`, (entry) => {
+          entry.dropped = { reason: event.reason, at: event.at };
         });
         return;
     }
@@ -125,8 +124,8 @@ export class MessageLog {
     return structuredClone(entry);
   }
 
-  private acked(session: string, event: TillerEvent): void {
-    const id = String(event.messageId);
+  private acked(session: string, event: TillerEventOf<"message.acked">): void {
+    const id = event.messageId;
     const messages = this.touch(session);
     const early = messages.get(id);
     if (early && early.acked !== false) {
@@ -135,16 +134,16 @@ export class MessageLog {
     }
     const entry = early ?? this.entry(messages, session, id, event.at);
     delete entry.acked;
-    entry.disposition = String(event.disposition);
-    entry.mode = String(event.mode);
-    entry.modeSource = String(event.modeSource);
-    entry.ackText = String(event.text ?? "");
+    entry.disposition = event.disposition;
+    entry.mode = event.mode;
+    entry.modeSource = event.modeSource;
+    entry.ackText = event.text;
     entry.timeline.unshift({
       at: entry.arrivedAt,
       what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
     });
     // A wait the turn already ended (it started, or saw the message, before the ack) is closed at once.
-    const waitsFor = event.waitsFor as string | undefined;
+    const waitsFor = event.waitsFor;
     const seen = early !== undefined && early.timeline.length > 1;
     if (waitsFor)
       entry.waited.push({ where: waitsFor, from: entry.arrivedAt, ...(seen ? { until: event.at } : {}) });

@@ -1,6 +1,7 @@
 import { send } from "../actors/deliver.js";
 import type { ActorDeps } from "../actors/deps.js";
 import { type GatewayConfig, queueLayers } from "../config.js";
+import type { EmitEvent } from "../events.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
@@ -17,7 +18,7 @@ export interface ReceiveDeps {
   persistence: SessionPersistence;
   channelNames: readonly string[];
   isDraining(): boolean;
-  emit(type: string, fields: Record<string, unknown>): void;
+  emit: EmitEvent;
 }
 
 /**

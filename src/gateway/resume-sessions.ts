@@ -1,5 +1,6 @@
 import type { TranscriptStore } from "../adapters/store.js";
 import type { GatewayConfig } from "../config.js";
+import type { EmitEvent } from "../events.js";
 import { type PersistedSession, planResume } from "../policy/plan-resume.js";
 import type { SessionPersistence } from "./session-persistence.js";
 import type { SessionRegistry } from "./session-registry.js";
@@ -12,7 +13,7 @@ export interface ResumeDeps {
   persistence: SessionPersistence;
   registry: SessionRegistry;
   channelNames: readonly string[];
-  emit(type: string, fields: Record<string, unknown>): void;
+  emit: EmitEvent;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Subscription } from "xstate";
 import type { Clock } from "../adapters/clock.js";
 import type { GatewayConfig } from "../config.js";
+import type { EmitEvent } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { SessionActorRef } from "../machines/session.machine.js";
 import type { PersistedSession } from "../policy/plan-resume.js";
@@ -36,7 +37,7 @@ export class SessionPersistence {
       clock: Clock;
       config: GatewayConfig;
       logger: Logger;
-      emit(type: string, fields: Record<string, unknown>): void;
+      emit: EmitEvent;
     },
   ) {}
 
@@ -90,6 +91,7 @@ export class SessionPersistence {
       .then(() => this.deps.writer.saveState(key, state))
       .catch((error: unknown) => {
         this.deps.logger.error({ session: key, error: String(error) }, "state.saveFailed");
+        this.deps.emit("store.failed", { op: "state", session: key, error: String(error) });
         this.deps.emit("state.saveFailed", { session: key, error: String(error) });
       });
   }

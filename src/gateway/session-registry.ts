@@ -1,7 +1,9 @@
 import { type AnyActorRef, createActor, type InspectionEvent } from "xstate";
 import type { Clock, TimerHandle } from "../adapters/clock.js";
 import type { GatewayConfig } from "../config.js";
+import { type EmitEvent, forwardedEvent, type TillerEvent } from "../events.js";
 import type { Logger } from "../logger.js";
+import type { RunEmitted } from "../machines/run.types.js";
 import type { SessionActorRef, sessionMachine } from "../machines/session.machine.js";
 import type { SessionInput } from "../machines/session.types.js";
 import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
@@ -16,7 +18,9 @@ export interface SessionRegistryDeps {
   /** The session machine with the gateway's actors provided. */
   machine: typeof sessionMachine;
   inspect?: ((event: InspectionEvent) => void) | undefined;
-  emit(type: string, fields: Record<string, unknown>): void;
+  emit: EmitEvent;
+  /** Publishes a complete event (the machines' emitted events, stamped with their session). */
+  publish(event: TillerEvent): void;
 }
 
 /**
@@ -28,7 +32,7 @@ export interface SessionRegistryDeps {
  *
  * @example
  * ```ts
- * const registry = new SessionRegistry({ config, clock, logger, writer, persistence, machine, emit });
+ * const registry = new SessionRegistry({ config, clock, logger, writer, persistence, machine, emit, publish });
  * const entry = registry.memory("telegram:42", "telegram");
  * registry.actor("telegram:42", entry).send({ type: "session.stop" });
  * ```
@@ -75,7 +79,7 @@ export class SessionRegistry {
       this.liveIdle.delete(key);
       return entry.actor;
     }
-    const { clock, emit, persistence } = this.deps;
+    const { clock, emit, persistence, publish } = this.deps;
     this.deps.writer.keepWindow(key, true);
     const actor = createActor(this.deps.machine, {
       input: { key, turnSeq: entry.turnSeq, ...(restored ? { restored } : {}) },
@@ -88,14 +92,16 @@ export class SessionRegistry {
       ...(this.deps.inspect ? { inspect: this.deps.inspect } : {}),
     });
     const watched = new WeakSet<AnyActorRef>();
-    actor.on("*", (event) => emit(event.type, { ...event, session: key }));
+    actor.on("*", (event) => publish(forwardedEvent(event, clock.now(), { session: key })));
     entry.subscription = actor.subscribe({
       next: (snapshot) => {
         const run = snapshot.children.run as AnyActorRef | undefined;
         if (run && !watched.has(run)) {
           watched.add(run);
           const runId = snapshot.context.runId ?? undefined;
-          run.on("*", (event: { type: string }) => emit(event.type, { ...event, session: key, runId }));
+          run.on("*", (event: RunEmitted) =>
+            publish(forwardedEvent(event, clock.now(), { session: key, runId })),
+          );
         }
         persistence.persist(key, entry, snapshot);
         if (snapshot.value === "idle" && snapshot.context.queue.length === 0) this.rest(key, entry);

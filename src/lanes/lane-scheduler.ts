@@ -1,13 +1,7 @@
 import { createActor } from "xstate";
 import { SystemClock } from "../adapters/system-clock.js";
-import {
-  ConfigError,
-  describe,
-  GatewayDrainingError,
-  LaneClearedError,
-  LaneTimeoutError,
-} from "../errors.js";
-import type { TillerEvent } from "../events.js";
+import { ConfigError, GatewayDrainingError, LaneClearedError, LaneTimeoutError } from "../errors.js";
+import { type LaneEventType, type TillerEventFields, tillerEvent } from "../events.js";
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
@@ -30,7 +24,7 @@ const NEVER_ABORTED = new AbortController().signal;
 
 /**
  * Creates a lane scheduler: session lanes nested in capacity-limited workload lanes, with priorities,
- * clearing, timeouts, abort and drain (CONTRACTS.md §1). Every operation is O(1) or O(log n).
+ * clearing, timeouts, abort and drain (the public API in README.md). Every operation is O(1) or O(log n).
  *
  * @example
  * ```ts
@@ -67,16 +61,15 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   actor.start();
   const isOpen = () => actor.getSnapshot().value === "open";
 
-  function emit(type: string, fields: Record<string, unknown>): void {
+  function emit<K extends LaneEventType>(type: K, fields: TillerEventFields<K>): void {
     if (!onEvent && !debug) return;
-    const event: TillerEvent = { at: clock.now(), type, ...fields };
+    const event = tillerEvent(type, clock.now(), fields);
     if (debug) logger.debug(event, type);
     onEvent?.(event);
   }
 
   function run<T>(runOptions: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
-    if (typeof task !== "function")
-      throw new TypeError(`task: expected a function, received ${describe(task)}`);
+    if (typeof task !== "function") throw new ConfigError("task", "a function", task);
     checkRunOptions(runOptions);
     // Read once into locals: spreading the options into a defaulted copy cost a fifth of a task.
     const laneName = runOptions.lane ?? "main";
@@ -225,8 +218,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   function clear(laneName: string): number {
-    if (typeof laneName !== "string")
-      throw new TypeError(`lane: expected a string, received ${describe(laneName)}`);
+    if (typeof laneName !== "string") throw new ConfigError("lane", "a string", laneName);
     const victims = queues.clear(laneName);
     if (!victims) return 0;
     emit("lane.cleared", { lane: laneName, count: victims.length });

@@ -1,12 +1,12 @@
 import type { Actor, InspectionEvent } from "xstate";
 import type { Clock } from "../adapters/clock.js";
-import type { TillerEvent } from "../events.js";
+import type { LaneEvent } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import type { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import type { Priority } from "../policy/lane-priority.js";
 
-// The lane scheduler's public shapes (CONTRACTS.md §1).
+// The lane scheduler's public shapes (the public API in README.md).
 
 export interface LaneSchedulerOptions {
   /** Capacity per workload lane. Unconfigured lanes get 1; `main` defaults to max(8, 4 × CPUs). */
@@ -16,7 +16,7 @@ export interface LaneSchedulerOptions {
   clock?: Clock;
   logger?: Logger;
   /** Receives every `lane.*` decision. */
-  onEvent?: (event: TillerEvent) => void;
+  onEvent?: (event: LaneEvent) => void;
   /** XState inspection of the scheduler's admission machine. */
   inspect?: (event: InspectionEvent) => void;
 }

@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { ConfigError, describe } from "../errors.js";
+import { ConfigError } from "../errors.js";
 import { PRIORITIES } from "../policy/lane-priority.js";
 import type { RunOptions } from "./lane-scheduler.types.js";
 
@@ -17,7 +17,7 @@ export function checkCapacity(field: string, capacity: unknown): number {
 
 export function checkRunOptions(options: RunOptions): void {
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`options: expected an object, received ${describe(options)}`);
+    throw new ConfigError("options", "an object", options);
   }
   const lane = options.lane;
   if (

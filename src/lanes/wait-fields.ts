@@ -1,3 +1,4 @@
+import type { LaneWait } from "../events.js";
 import type { Entry } from "./entry.js";
 import type { QueueLinks } from "./wait-list.js";
 
@@ -11,7 +12,7 @@ export function waitFields(
   starting: boolean,
   now: number,
   memo?: Map<QueueLinks, number>,
-): Record<string, unknown> {
+): LaneWait {
   const lane = entry.lane;
   let queueAhead = 0;
   let activeAhead = lane.active;

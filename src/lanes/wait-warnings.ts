@@ -1,4 +1,5 @@
 import type { Clock, TimerHandle } from "../adapters/clock.js";
+import type { LaneWait } from "../events.js";
 import type { Entry } from "./entry.js";
 import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";
@@ -18,7 +19,7 @@ export class WaitWarnings {
     private readonly clock: Clock,
     private readonly warnAfterMs: number,
     /** Told about each entry still waiting once its time is up, with the event's fields. */
-    private readonly exceeded: (fields: Record<string, unknown>) => void,
+    private readonly exceeded: (fields: LaneWait) => void,
   ) {}
 
   /** A waiting entry to watch (once: an entry warned about or watched already is left alone). */
@@ -51,7 +52,7 @@ export class WaitWarnings {
     // memo of queue positions: counting each entry's queue from scratch made a sweep over a large
     // backlog quadratic (40,000 waiting entries blocked the event loop for 15 s).
     const memo = new Map<QueueLinks, number>();
-    const due: Array<[Entry, Record<string, unknown>]> = [];
+    const due: Array<[Entry, LaneWait]> = [];
     for (
       let entry = this.list.first;
       entry && entry.enqueuedAt + this.warnAfterMs <= now;

@@ -18,6 +18,9 @@ export type LaneEntryEvent =
   | { type: "entry.cleared" }
   | { type: "entry.aborted" };
 
+/**
+ * @internal Exported for graph tests, diagrams and the testing kit; the gateway provides its actors.
+ */
 export const laneEntryMachine = setup({
   types: {} as { events: LaneEntryEvent },
 }).createMachine({

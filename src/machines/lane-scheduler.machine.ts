@@ -15,6 +15,9 @@ export type LaneSchedulerEvent =
   | { type: "lanes.settled" }
   | { type: "lanes.resume" };
 
+/**
+ * @internal Exported for graph tests, diagrams and the testing kit; the gateway provides its actors.
+ */
 export const laneSchedulerMachine = setup({
   types: {} as { events: LaneSchedulerEvent },
 }).createMachine({

@@ -1,4 +1,5 @@
-import { errorMessage } from "../errors.js";
+import { errorMessage, isTillerErrorCode } from "../errors.js";
+import { MESSAGE_TOOL } from "../policy/delivery.js";
 import type { OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 import { INTERIM_TEXT, journalToModel } from "../policy/turn-context.js";
 import type { CallModelInput, RunContext, RunError } from "./run.types.js";
@@ -44,13 +45,25 @@ export function isCancellable(context: RunContext): boolean {
 }
 
 export function toRunError(error: unknown): RunError {
-  if (error && typeof error === "object" && "code" in error && typeof error.code === "string") {
-    const e = error as { code: string; message?: string; retryable?: boolean };
-    return { code: e.code, message: String(e.message ?? e.code), retryable: Boolean(e.retryable) };
+  // A Tiller error keeps its code; anything else a model adapter throws is a model failure.
+  if (error && typeof error === "object" && "code" in error && isTillerErrorCode(error.code)) {
+    const message = "message" in error && error.message !== undefined ? String(error.message) : error.code;
+    return { code: error.code, message, retryable: "retryable" in error && Boolean(error.retryable) };
   }
   return { code: "MODEL_FAILED", message: errorMessage(error), retryable: true };
 }
 
 export function maxCalls(context: RunContext): number {
   return context.input.maxModelCalls ?? 25;
+}
+
+/** Calls of the `message` tool in the journal that completed: each one is a visible send. */
+export function messageSends(journal: readonly TurnItem[]): number {
+  const calls = new Set<string>();
+  let sends = 0;
+  for (const item of journal) {
+    if (item.role === "toolCall" && item.name === MESSAGE_TOOL) calls.add(item.callId);
+    if (item.role === "toolResult" && item.status === "done" && calls.has(item.callId)) sends++;
+  }
+  return sends;
 }

@@ -1,6 +1,6 @@
 import type { ActorRefFrom } from "xstate";
 import { runSetup } from "./run.setup.js";
-import { callModelInput, userItem } from "./run-context.js";
+import { callModelInput, messageSends, userItem } from "./run-context.js";
 
 // The run's input, context, events and output, for its users.
 export type * from "./run.types.js";
@@ -16,6 +16,8 @@ export type * from "./run.types.js";
  * and passes remain, `recheck` adds a re-anchor instruction and drafts once more. `run.abort` ends the
  * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
  * it in `failed`. Every ending outputs the journal, so the session can store what happened.
+ *
+ * @internal Exported for graph tests, diagrams and the testing kit; the gateway provides its actors.
  */
 export const runMachine = runSetup.createMachine({
   id: "run",
@@ -71,15 +73,25 @@ export const runMachine = runSetup.createMachine({
         input: ({ context }) => callModelInput(context),
         onDone: [
           {
-            guard: "callLimitReached",
+            guard: { type: "callLimitReached", params: ({ event }) => ({ output: event.output }) },
             target: "failed",
-            actions: "recordCallLimit",
+            actions: { type: "recordCallLimit", params: ({ event }) => ({ output: event.output }) },
             description: "The model keeps asking for tools: the turn stops instead of looping forever.",
           },
-          { guard: "hasToolCalls", target: "toolBatch", actions: "recordToolCalls" },
-          { target: "finalizing", actions: "recordDraft" },
+          {
+            guard: { type: "hasToolCalls", params: ({ event }) => ({ output: event.output }) },
+            target: "toolBatch",
+            actions: { type: "recordToolCalls", params: ({ event }) => ({ output: event.output }) },
+          },
+          {
+            target: "finalizing",
+            actions: { type: "recordDraft", params: ({ event }) => ({ output: event.output }) },
+          },
         ],
-        onError: { target: "failed", actions: "recordCallError" },
+        onError: {
+          target: "failed",
+          actions: { type: "recordCallError", params: ({ event }) => ({ error: event.error }) },
+        },
       },
       on: {
         "run.abort": { target: "aborted", actions: "noteAbort", description: "The model call is cancelled." },
@@ -110,6 +122,8 @@ export const runMachine = runSetup.createMachine({
             input: ({ context }) => ({
               runId: context.input.runId,
               session: context.input.session,
+              kind: context.input.kind,
+              ...(context.input.channel ? { channel: context.input.channel } : {}),
               call: context.pendingCalls[context.toolIndex]!,
               unpersisted: context.journal.slice(context.persisted),
               journalOffset: context.persisted,
@@ -118,17 +132,35 @@ export const runMachine = runSetup.createMachine({
               {
                 guard: "abortRequested",
                 target: "#run.aborted",
-                actions: ["recordToolResult", "emitToolEnded"],
+                actions: [
+                  { type: "recordToolResult", params: ({ event }) => ({ output: event.output }) },
+                  "emitToolEnded",
+                ],
               },
-              { target: "nextTool", actions: ["recordToolResult", "emitToolEnded"] },
+              {
+                target: "nextTool",
+                actions: [
+                  { type: "recordToolResult", params: ({ event }) => ({ output: event.output }) },
+                  "emitToolEnded",
+                ],
+              },
             ],
             onError: [
               {
                 guard: "abortRequested",
                 target: "#run.aborted",
-                actions: ["recordToolFailure", "emitToolEnded"],
+                actions: [
+                  { type: "recordToolFailure", params: ({ event }) => ({ error: event.error }) },
+                  "emitToolEnded",
+                ],
               },
-              { target: "nextTool", actions: ["recordToolFailure", "emitToolEnded"] },
+              {
+                target: "nextTool",
+                actions: [
+                  { type: "recordToolFailure", params: ({ event }) => ({ error: event.error }) },
+                  "emitToolEnded",
+                ],
+              },
             ],
           },
           initial: "working",
@@ -208,6 +240,8 @@ export const runMachine = runSetup.createMachine({
       completedTools: context.completedTools,
       error: context.error,
       abortReason: context.abortReason,
+      messageSends: messageSends(context.journal),
+      ...(context.input.channel ? { channel: context.input.channel } : {}),
     };
   },
 });

@@ -26,6 +26,14 @@ import {
 
 const SKIPPED_RESULT = "skipped for an incoming message";
 
+// What the invoked actors hand to the actions and guards that take their result (as typed params).
+/** The `callModel` actor's reply. */
+export type ModelResult = { output: CallModelOutput };
+/** The `runTool` actor's result. */
+export type ToolResult = { output: RunToolOutput };
+/** What an invoked actor rejected with. */
+export type ActorFailure = { error: unknown };
+
 export const runSetup = setup({
   types: {} as {
     input: RunInput;
@@ -44,11 +52,9 @@ export const runSetup = setup({
   },
   guards: {
     autoStart: ({ context }) => context.input.autoStart === true,
-    callLimitReached: ({ context, event }) =>
-      (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0 &&
-      context.call >= maxCalls(context),
-    hasToolCalls: ({ event }) =>
-      (event as unknown as { output: CallModelOutput }).output.toolCalls.length > 0,
+    callLimitReached: ({ context }, params: ModelResult) =>
+      params.output.toolCalls.length > 0 && context.call >= maxCalls(context),
+    hasToolCalls: (_, params: ModelResult) => params.output.toolCalls.length > 0,
     steerPending: ({ context }) => context.steerBuffer.length > 0,
     moreTools: ({ context }) => context.toolIndex < context.pendingCalls.length,
     abortRequested: ({ context }) => context.abortReason !== null,
@@ -75,8 +81,7 @@ export const runSetup = setup({
       steerBuffer: ({ context, event }) =>
         event.type === "run.steer" ? [...context.steerBuffer, event.message] : context.steerBuffer,
     }),
-    recordToolCalls: assign(({ context, event }) => {
-      const output = (event as unknown as { output: CallModelOutput }).output;
+    recordToolCalls: assign(({ context }, { output }: ModelResult) => {
       return {
         persisted: context.persisted + output.persisted,
         pendingCalls: output.toolCalls,
@@ -85,21 +90,18 @@ export const runSetup = setup({
         journal: output.text ? [...context.journal, assistantNote(output.text)] : context.journal,
       };
     }),
-    recordDraft: assign(({ context, event }) => {
-      const output = (event as unknown as { output: CallModelOutput }).output;
+    recordDraft: assign(({ context }, { output }: ModelResult) => {
       return { persisted: context.persisted + output.persisted, draft: output.text, recheckPending: false };
     }),
-    recordCallLimit: assign(({ context, event }) => ({
-      persisted: context.persisted + (event as unknown as { output: CallModelOutput }).output.persisted,
+    recordCallLimit: assign(({ context }, { output }: ModelResult) => ({
+      persisted: context.persisted + output.persisted,
       error: {
         code: "MODEL_CALL_LIMIT",
         message: `the model asked for tools on each of ${context.call} calls; the turn allows ${maxCalls(context)}`,
         retryable: false,
       },
     })),
-    recordCallError: assign({
-      error: ({ event }) => toRunError((event as unknown as { error: unknown }).error),
-    }),
+    recordCallError: assign({ error: (_, params: ActorFailure) => toRunError(params.error) }),
     announceTool: assign(({ context }) => {
       const call = context.pendingCalls[context.toolIndex]!;
       return {
@@ -119,8 +121,7 @@ export const runSetup = setup({
       const call = context.pendingCalls[context.toolIndex]!;
       return { type: "tool.started" as const, callId: call.callId, name: call.name, args: call.args };
     }),
-    recordToolResult: assign(({ context, event }) => {
-      const output = (event as unknown as { output: RunToolOutput }).output;
+    recordToolResult: assign(({ context }, { output }: ToolResult) => {
       const call = context.pendingCalls[context.toolIndex]!;
       return {
         persisted: context.persisted + output.persisted,
@@ -130,9 +131,9 @@ export const runSetup = setup({
         journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
       };
     }),
-    recordToolFailure: assign(({ context, event }) => {
+    recordToolFailure: assign(({ context }, params: ActorFailure) => {
       const call = context.pendingCalls[context.toolIndex]!;
-      const error = toRunError((event as unknown as { error: unknown }).error);
+      const error = toRunError(params.error);
       return {
         toolIndex: context.toolIndex + 1,
         journal: [...context.journal, toolResultItem(context, call, "failed", { error: error.message })],

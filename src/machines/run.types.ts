@@ -1,3 +1,5 @@
+import type { TillerErrorCode } from "../errors.js";
+import type { EmittedEvent } from "../events.js";
 import type { StaleReason } from "../policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 
@@ -14,6 +16,8 @@ export interface RunInput {
   runId: string;
   session: string;
   kind: "turn" | "recovery";
+  /** The channel of the newest message the turn started with: its replies go out there. */
+  channel?: string;
   /** User messages the turn starts from, in arrival order. */
   messages: OwnedMessage[];
   /** Items the model sees before the messages (notes about dropped messages). */
@@ -62,6 +66,9 @@ export interface CallModelOutput {
 export interface RunToolInput {
   runId: string;
   session: string;
+  /** The turn's kind and reply channel, for the tools that send (the built-in `message` tool). */
+  kind: "turn" | "recovery";
+  channel?: string;
   call: ToolCallRequest;
   /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
   unpersisted: TurnItem[];
@@ -74,8 +81,9 @@ export interface RunToolOutput {
   persisted: number;
 }
 
+/** Why a turn failed, JSON-safe (machine context and events carry it, not an Error). */
 export interface RunError {
-  code: string;
+  code: TillerErrorCode;
   message: string;
   retryable: boolean;
 }
@@ -109,14 +117,16 @@ export type RunEvent =
   /** `/stop`: abort, and drop the steering messages the run still holds back (never shown to the model). */
   | { type: "run.stop"; reason: string };
 
-export type RunEmitted =
-  | { type: "steer.injected"; messageIds: string[] }
-  | { type: "message.dropped"; messageId: string; reason: string }
-  | { type: "tool.started"; callId: string; name: string; args: unknown }
-  | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }
-  | { type: "tool.skipped"; callId: string; name: string; args: unknown; reason: string }
-  | { type: "recheck.fired"; reason: StaleReason; detail: string; pass: number }
-  | { type: "recheck.skipped"; reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+/** The run's observable events (the gateway adds `session` and `runId`; see src/events.ts). */
+export type RunEmitted = EmittedEvent<
+  | "steer.injected"
+  | "message.dropped"
+  | "tool.started"
+  | "tool.ended"
+  | "tool.skipped"
+  | "recheck.fired"
+  | "recheck.skipped"
+>;
 
 export interface RunOutput {
   runId: string;
@@ -132,4 +142,8 @@ export interface RunOutput {
   completedTools: string[];
   error: RunError | null;
   abortReason: string | null;
+  /** Visible messages the `message` tool sent in this turn (a `message_tool` final counts as delivered). */
+  messageSends: number;
+  /** The channel the turn's replies go out on (its input's). */
+  channel?: string;
 }

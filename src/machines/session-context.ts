@@ -1,7 +1,7 @@
 import { errorMessage, TillerError } from "../errors.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
-import type { RunOutput } from "./run.types.js";
-import type { SessionDecision, SessionEvent } from "./session.types.js";
+import type { RunInput, RunOutput } from "./run.types.js";
+import type { SessionContext, SessionDecision, SessionEvent } from "./session.types.js";
 
 // Pure helpers of the session machine's actions.
 
@@ -47,5 +47,16 @@ export function failedOutput(runId: string, error: unknown): RunOutput {
         ? error.toJSON()
         : { code: "RUN_FAILED", message: errorMessage(error), retryable: true },
     abortReason: null,
+    messageSends: 0,
   };
+}
+
+/**
+ * The run's input, from the `lane.granted` that entered `running` with it; messages that joined while
+ * the run was being prepared belong to it too.
+ */
+export function runInputFor(event: SessionEvent, context: SessionContext): RunInput {
+  if (event.type !== "lane.granted" || !event.input)
+    throw new Error(`a run starts only from a prepared lane.granted, not from ${event.type}`);
+  return { ...event.input, messages: context.pending?.messages ?? event.input.messages };
 }

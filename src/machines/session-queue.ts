@@ -69,7 +69,7 @@ export function admitToQueue(
 /**
  * Puts messages that a run took too late to show back in the queue as one follow-up, by arrival: behind
  * recoveries and work that arrived before them, ahead of work that arrived after, so nothing queued
- * earlier is overtaken (DESIGN.md §2).
+ * earlier is overtaken (docs/architecture.md).
  */
 export function requeueLeftover(queue: readonly QueueItem[], messages: readonly OwnedMessage[]): QueueItem[] {
   if (messages.length === 0) return [...queue];

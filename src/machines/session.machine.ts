@@ -1,7 +1,6 @@
-import { type ActorRefFrom, sendTo } from "xstate";
-import type { RunEvent } from "./run.machine.js";
+import type { ActorRefFrom } from "xstate";
 import { EARLIER_FIRST, RESETTING, sessionSetup } from "./session.setup.js";
-import { LANE_TIMEOUT_REASON, type SessionEvent } from "./session.types.js";
+import { runInputFor } from "./session-context.js";
 
 /**
  * One session: routes each inbound message by its resolved queue mode and runs one turn at a time.
@@ -13,6 +12,8 @@ import { LANE_TIMEOUT_REASON, type SessionEvent } from "./session.types.js";
  * recovery). `next` picks what runs next: a collect burst waits in `collecting` for a quiet window,
  * anything else starts a turn, and an empty queue rests in `idle`. `/stop` aborts and clears;
  * `/new` also resets the transcript in `resetting`.
+ *
+ * @internal Exported for graph tests, diagrams and the testing kit; the gateway provides its actors.
  */
 export const sessionMachine = sessionSetup.createMachine({
   id: "session",
@@ -86,7 +87,10 @@ export const sessionMachine = sessionSetup.createMachine({
             ],
             "turn.prepareFailed": {
               target: "delivering",
-              actions: "keepFailure",
+              actions: {
+                type: "keepFailure",
+                params: ({ event }) => ({ error: event.error, runId: event.runId }),
+              },
               description: "The history could not be loaded: the turn fails and says so.",
             },
             "lane.rejected": {
@@ -107,13 +111,15 @@ export const sessionMachine = sessionSetup.createMachine({
           invoke: {
             id: "run",
             src: "run",
-            input: ({ event, context }) => {
-              const prepared = (event as Extract<SessionEvent, { type: "lane.granted" }>).input!;
-              // Messages that joined while the run was being prepared belong to it too.
-              return { ...prepared, messages: context.pending?.messages ?? prepared.messages };
+            input: ({ event, context }) => runInputFor(event, context),
+            onDone: {
+              target: "delivering",
+              actions: { type: "keepOutput", params: ({ event }) => ({ output: event.output }) },
             },
-            onDone: { target: "delivering", actions: "keepOutput" },
-            onError: { target: "delivering", actions: "keepFailure" },
+            onError: {
+              target: "delivering",
+              actions: { type: "keepFailure", params: ({ event }) => ({ error: event.error }) },
+            },
           },
           on: {
             "session.message": [
@@ -127,9 +133,7 @@ export const sessionMachine = sessionSetup.createMachine({
               actions: ["emitTurnCut", "clearWaiting", "dropPending"],
               description: "The started turn is cut off; its end is announced like any other.",
             },
-            "lane.timeout": {
-              actions: sendTo("run", { type: "run.abort", reason: LANE_TIMEOUT_REASON } as RunEvent),
-            },
+            "lane.timeout": { actions: "abortRunForLaneTimeout" },
           },
         },
         delivering: {
@@ -144,7 +148,13 @@ export const sessionMachine = sessionSetup.createMachine({
               output: context.lastOutput!,
               ...(context.pending?.recovery ? { recovery: context.pending.recovery } : {}),
             }),
-            onDone: { target: "#session.next", actions: ["queueRecovery", "endTurn"] },
+            onDone: {
+              target: "#session.next",
+              actions: [
+                { type: "queueRecovery", params: ({ event }) => ({ output: event.output }) },
+                "endTurn",
+              ],
+            },
             onError: { target: "#session.next", actions: "endTurn" },
           },
           on: {

@@ -1,6 +1,6 @@
 // The session machine's implementations: its types, the actors the gateway provides, guards and
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
-import { assign, emit, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
+import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
 import type {
@@ -13,6 +13,7 @@ import type {
   SessionEvent,
   SessionInput,
 } from "./session.types.js";
+import { LANE_TIMEOUT_REASON } from "./session.types.js";
 import { byArrival, decision, failedOutput } from "./session-context.js";
 import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
 
@@ -23,6 +24,11 @@ const RESENDING = "an earlier reply that did not reach you is being resent first
 const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
 const NEW_CONVERSATION = "cut off by /new";
+
+/** An event for the run actor, checked against its event type (a target named by id is untyped). */
+function runEvent(event: RunEvent): RunEvent {
+  return event;
+}
 
 /** Why waiting messages were dropped: the command that dropped them. */
 function clearedBy(event: SessionEvent): string {
@@ -105,7 +111,7 @@ export const sessionSetup = setup({
     }),
     steerIntoRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
-      enqueue.sendTo("run", { type: "run.steer", message: event.message } as RunEvent);
+      enqueue.sendTo("run", runEvent({ type: "run.steer", message: event.message }));
       enqueue.assign({
         // The turn owns it now: persisted with the turn, so a crash before it is stored re-runs it.
         ...(context.pending
@@ -128,16 +134,13 @@ export const sessionSetup = setup({
         queue: [{ kind: "followup", messages }, ...kept],
         lastDecision: decision(event, "interrupted"),
       });
-      enqueue.sendTo("run", {
-        type: "run.abort",
-        reason: `${INTERRUPTED} ${event.message.id}`,
-      } as RunEvent);
+      enqueue.sendTo("run", runEvent({ type: "run.abort", reason: `${INTERRUPTED} ${event.message.id}` }));
     }),
     abortRun: enqueueActions(({ context, enqueue }) => {
       // The run drops the steering it still holds back (never shown to the model) and says so. The
       // stopped turn owns nothing more: a restart does not run it again, and only messages steered after
       // the stop come back later.
-      enqueue.sendTo("run", { type: "run.stop", reason: STOPPED } as RunEvent);
+      enqueue.sendTo("run", runEvent({ type: "run.stop", reason: STOPPED }));
       if (context.pending) enqueue.assign({ pending: { ...context.pending, messages: [] } });
     }),
     clearWaiting: enqueueActions(({ context, event, enqueue }) => {
@@ -158,6 +161,7 @@ export const sessionSetup = setup({
       enqueue.assign({ pending: null });
     }),
     endTurn: assign({ pending: null }),
+    abortRunForLaneTimeout: sendTo("run", runEvent({ type: "run.abort", reason: LANE_TIMEOUT_REASON })),
     takeNext: assign(({ context }) => {
       const { pending, queue, summaries } = takeNextTurn(context.queue, context.summaries);
       return { pending, queue, summaries };
@@ -174,8 +178,7 @@ export const sessionSetup = setup({
       kind: context.pending?.kind ?? "turn",
       messageIds: context.pending?.messages.map((message) => message.id) ?? [],
     })),
-    keepOutput: enqueueActions(({ event, context, enqueue }) => {
-      const output = (event as unknown as { output: RunOutput }).output;
+    keepOutput: enqueueActions(({ context, enqueue }, { output }: { output: RunOutput }) => {
       // Messages the run took too late to show to the model come back as a follow-up (by arrival),
       // except those a /stop already dropped (no longer owned by the turn).
       const owned = new Set(context.pending?.messages.map((message) => message.id));
@@ -203,13 +206,8 @@ export const sessionSetup = setup({
           : {}),
       });
     }),
-    keepFailure: assign(({ event, context }) => ({
-      lastOutput: failedOutput(
-        (event.type === "lane.granted" || event.type === "turn.prepareFailed" ? event.runId : undefined) ??
-          context.runId ??
-          "",
-        (event as unknown as { error: unknown }).error,
-      ),
+    keepFailure: assign(({ context }, params: { error: unknown; runId?: string | undefined }) => ({
+      lastOutput: failedOutput(params.runId ?? context.runId ?? "", params.error),
     })),
     resendOutput: assign(({ context }) => ({
       // A stranded final in automatic mode is resent as it was: no model call.
@@ -237,8 +235,7 @@ export const sessionSetup = setup({
       status: "aborted",
       reason: NEW_CONVERSATION,
     })),
-    queueRecovery: assign(({ event, context }) => {
-      const output = (event as unknown as { output: DeliverOutput }).output;
+    queueRecovery: assign(({ context }, { output }: { output: DeliverOutput }) => {
       return output.recovery ? { queue: [output.recovery, ...context.queue] } : {};
     }),
     requeuePending: enqueueActions(({ context, event, enqueue }) => {

@@ -1,7 +1,8 @@
+import type { EmittedEvent } from "../events.js";
 import type { DeliveryMode } from "../policy/delivery.js";
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
-import type { RunError, RunInput, RunOutput } from "./run.machine.js";
+import type { RunInput, RunOutput } from "./run.machine.js";
 
 /** Work waiting for its own turn in a session. */
 export type QueueItem =
@@ -78,19 +79,10 @@ export type SessionEvent =
 /** The reason a run aborted by the lane timeout records; the user is told the turn ran out of time. */
 export const LANE_TIMEOUT_REASON = "the turn ran past the lane timeout";
 
-export type SessionEmitted =
-  | { type: "turn.started"; runId: string; kind: "turn" | "recovery"; messageIds: string[] }
-  | {
-      type: "turn.ended";
-      runId: string;
-      status: string;
-      /** Why a failed turn failed. */
-      error?: RunError;
-      /** Why an aborted turn stopped (`/stop`, an interrupting message, `/new`, a lane timeout). */
-      reason?: string;
-    }
-  | { type: "message.dropped"; messageId: string; reason: string; summary?: string }
-  | { type: "turn.requeued"; messageIds: string[]; reason: string };
+/** The session's observable events (the gateway adds `session`; see src/events.ts). */
+export type SessionEmitted = EmittedEvent<
+  "turn.started" | "turn.ended" | "message.dropped" | "turn.requeued"
+>;
 
 export interface DeliverInput {
   session: string;

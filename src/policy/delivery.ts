@@ -1,5 +1,5 @@
 /**
- * Delivery rules of DESIGN.md §4 as pure functions.
+ * Delivery rules of docs/architecture.md as pure functions.
  *
  * @example
  * ```ts
@@ -22,6 +22,9 @@ export function isSubstantive(text: string): boolean {
   const sentences = trimmed.split(/[.!?]+(?:\s|$)/).filter((part) => part.trim().length > 0);
   return sentences.length >= 2;
 }
+
+/** The built-in tool that sends a visible message; in `message_tool` mode a turn is delivered through it. */
+export const MESSAGE_TOOL = "message";
 
 export const COULD_NOT_DELIVER_NOTICE =
   "I wrote a reply but could not deliver it. Please ask again if you still need it.";

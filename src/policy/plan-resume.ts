@@ -6,7 +6,7 @@ import type { OwnedMessage } from "./turn-context.js";
 import { RECOVERED } from "./turn-context.js";
 
 /**
- * What a session persists so that a restarted gateway resumes it exactly once (DESIGN.md §6): the turn
+ * What a session persists so that a restarted gateway resumes it exactly once (docs/store.md): the turn
  * in progress (with every message it owns), the queue (follow-ups, collect bursts, recoveries) and
  * the summaries of dropped messages.
  */

@@ -1,5 +1,5 @@
 /**
- * Queue-mode resolution (DESIGN.md §2): inline → session override → per-channel → global → default.
+ * Queue-mode resolution (docs/architecture.md): inline → session override → per-channel → global → default.
  * Pure: the session machine calls it through its actions, and the ack reports the winning source.
  *
  * @example

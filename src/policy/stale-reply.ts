@@ -1,5 +1,5 @@
 /**
- * Stale-reply detection at finalize (DESIGN.md §3): does the draft answer the newest user message the
+ * Stale-reply detection at finalize (docs/architecture.md): does the draft answer the newest user message the
  * turn owns? Three signals, tested in this order: `newer-message`, `complaint`, `low-overlap`.
  * Pure and deterministic; the run machine calls it once per draft.
  *

@@ -12,7 +12,7 @@ import { createGateway, type Gateway } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
 import type { Scenario } from "./schema.js";
 
-/** The JSON a scenario run prints (CONTRACTS.md §2). */
+/** The JSON a scenario run prints (docs/scenarios.md). */
 export interface ScenarioResult {
   name: string;
   deliveries: Array<{

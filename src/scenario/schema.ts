@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** The scenario file (CONTRACTS.md §2), validated with zod; `config` is checked by parseConfig. */
+/** The scenario file (docs/scenarios.md), validated with zod; `config` is checked by parseConfig. */
 const whenSchema = z
   .object({
     latestUser: z.string().optional(),

@@ -58,17 +58,17 @@ export function formatTimeline(result: ScenarioResult): string {
 }
 
 function describeEvent(event: TillerEvent): string {
-  const quote = (text: unknown) => {
-    const flat = String(text ?? "").replace(/\s+/g, " ");
+  const quote = (text: string) => {
+    const flat = text.replace(/\s+/g, " ");
     return JSON.stringify(flat.length > 70 ? `${flat.slice(0, 67)}...` : flat);
   };
   switch (event.type) {
     case "message.acked":
       return `${event.messageId} ${event.disposition} (${event.mode}, ${event.modeSource}): ${quote(event.text)}`;
     case "turn.started":
-      return `${event.runId} ${event.kind} with ${(event.messageIds as string[]).join(", ") || "no new message"}`;
+      return `${event.runId} ${event.kind} with ${event.messageIds.join(", ") || "no new message"}`;
     case "turn.ended": {
-      const error = event.error as { code: string; message: string } | undefined;
+      const error = event.error;
       const why = error ? `: ${error.code} ${error.message}` : event.reason ? ` (${event.reason})` : "";
       return `${event.runId} ${event.status}${why}`;
     }
@@ -77,12 +77,12 @@ function describeEvent(event: TillerEvent): string {
     case "tool.started":
     case "tool.ended":
     case "tool.skipped":
-      return `${event.name} ${event.callId}${event.status ? ` ${event.status}` : ""}`;
+      return `${event.name} ${event.callId}${"status" in event ? ` ${event.status}` : ""}`;
     case "steer.injected":
-      return `${(event.messageIds as string[]).join(", ")} into ${event.runId}`;
+      return `${event.messageIds.join(", ")} into ${event.runId}`;
     case "recheck.fired":
     case "recheck.skipped":
-      return `${event.reason}${event.signal ? ` (signal ${event.signal})` : ""}: ${event.detail ?? ""}`;
+      return `${event.reason}${"signal" in event ? ` (signal ${event.signal})` : ""}: ${event.detail}`;
     case "message.dropped":
       return `${event.messageId}: ${event.reason}`;
     case "lane.waitExceeded":

@@ -26,7 +26,7 @@ const marker = (finalSeq: number): RecordBody => ({
 const texts = (records: TranscriptRecord[]) => records.map((r) => ("text" in r ? r.text : r.role));
 
 /**
- * The behaviour every TranscriptStore shares (DESIGN.md §6). Each implementation runs it with a factory
+ * The behaviour every TranscriptStore shares (docs/store.md). Each implementation runs it with a factory
  * that builds a fresh, empty store per test.
  *
  * @example

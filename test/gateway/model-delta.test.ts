@@ -4,7 +4,7 @@ import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TillerEvent } from "../../src/events.js";
+import type { TillerEvent, TillerEventOf } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 
@@ -28,7 +28,10 @@ function setup(model: (clock: SimulatedClock) => ModelProvider) {
 }
 
 const deltasOf = (events: TillerEvent[], call?: number) =>
-  events.filter((event) => event.type === "model.delta" && (call === undefined || event.call === call));
+  events.filter(
+    (event): event is TillerEventOf<"model.delta"> =>
+      event.type === "model.delta" && (call === undefined || event.call === call),
+  );
 
 describe("model.delta", () => {
   it("streams the draft between the model call and the delivery, tagged with its session, run and call", async () => {

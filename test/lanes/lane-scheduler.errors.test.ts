@@ -157,24 +157,27 @@ describe("bad run() arguments", () => {
     ["undefined", undefined],
     ["a string", "work"],
     ["an object", { run() {} }],
-  ])("a task that is %s throws TypeError naming the task argument", (_, task) => {
+  ])("a task that is %s throws ConfigError naming the task argument", (_, task) => {
     const { lanes, before } = withQueue();
     const error = thrown(() => lanes.run({}, task as never));
-    expect(error).toBeInstanceOf(TypeError);
-    expect((error as TypeError).message).toMatch(/^task: expected a function, received /);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).field).toBe("task");
+    expect((error as ConfigError).message).toMatch(/^task: expected a function, received /);
     expect(JSON.stringify(lanes.snapshot())).toBe(before);
   });
 
-  it("options that are not an object throw TypeError naming the options argument", () => {
+  it("options that are not an object throw ConfigError naming the options argument", () => {
     const { lanes } = withQueue();
     expect(() => lanes.run(null as never, async () => 1)).toThrow(
       /^options: expected an object, received null$/,
     );
+    expect(thrown(() => lanes.run(null as never, async () => 1))).toBeInstanceOf(ConfigError);
   });
 
-  it("clear of a lane name that is no string throws TypeError", () => {
+  it("clear of a lane name that is no string throws ConfigError", () => {
     const { lanes } = withQueue();
     expect(() => lanes.clear(7 as never)).toThrow(/^lane: expected a string, received 7$/);
+    expect(thrown(() => lanes.clear(7 as never))).toBeInstanceOf(ConfigError);
   });
 
   it("after bad calls, the queued work runs on in order", async () => {

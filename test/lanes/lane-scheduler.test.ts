@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { LaneClearedError } from "../../src/errors.js";
-import type { TillerEvent } from "../../src/events.js";
+import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import {
   createLaneScheduler,
   type LaneSchedulerOptions,
@@ -48,7 +48,8 @@ function harness(options: Omit<LaneSchedulerOptions, "clock" | "onEvent"> = {}) 
     const enqueued = events.slice(before).find((event) => event.type === "lane.enqueued");
     return { name, gate, caller, id: enqueued?.entryId as number };
   }
-  const ofType = (type: string) => events.filter((event) => event.type === type);
+  const ofType = <K extends TillerEventType>(type: K) =>
+    events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
   const flush = () => clock.advance(0);
   return { clock, events, lanes, started, hold, ofType, flush };
 }
@@ -400,7 +401,7 @@ describe("lifecycle events", () => {
     await clock.advance(10);
     task.gate.reject(new Error("boom"));
     await clock.advance(0);
-    const ofTask = events.filter((event) => event.entryId === task.id);
+    const ofTask = events.filter((event) => "entryId" in event && event.entryId === task.id);
     expect(ofTask).toEqual([
       { at: 0, type: "lane.enqueued", lane: "main", session: "A", entryId: task.id, priority: "foreground" },
       { at: 50, type: "lane.started", lane: "main", session: "A", entryId: task.id, waitedMs: 50 },

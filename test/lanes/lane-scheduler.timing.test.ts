@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { GatewayDrainingError, LaneTimeoutError } from "../../src/errors.js";
-import type { TillerEvent } from "../../src/events.js";
+import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import {
   createLaneScheduler,
   type LaneSchedulerOptions,
@@ -46,7 +46,8 @@ function harness(options: Omit<LaneSchedulerOptions, "clock" | "onEvent"> = {}) 
     const enqueued = events.slice(before).find((event) => event.type === "lane.enqueued");
     return { name, gate, caller, task, id: enqueued?.entryId as number | undefined };
   }
-  const ofType = (type: string) => events.filter((event) => event.type === type);
+  const ofType = <K extends TillerEventType>(type: K) =>
+    events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
   const flush = () => clock.advance(0);
   return { clock, events, lanes, started, hold, ofType, flush };
 }

@@ -19,7 +19,7 @@ import { deferred } from "../support/deferred.js";
 // Graph tests: every shortest and every simple path of laneEntryMachine and laneSchedulerMachine is
 // replayed against the real scheduler on a simulated clock. Each machine event maps to a real action
 // (finish a blocker, settle the task, advance the clock, clear, abort, drain, resume) and after every
-// step the scheduler must be in the path's state, with DESIGN.md §7 invariants 1-3 and 7-9 holding.
+// step the scheduler must be in the path's state, with invariants 1-3 and 7-9 of docs/architecture.md holding.
 
 type Path<E extends EventObject> = StatePath<ReturnType<AnyStateMachine["transition"]>, E>;
 
@@ -58,7 +58,7 @@ function world(capacity: Record<string, number>) {
         submitting.id = event.entryId as number;
         byId.set(submitting.id, submitting);
       }
-      const task = byId.get(event.entryId as number);
+      const task = "entryId" in event ? byId.get(event.entryId) : undefined;
       if (event.type === "lane.started" && task) {
         running.set(task.id!, task);
         const sameSession = [...running.values()].filter((t) => t.session && t.session === task.session);

@@ -18,7 +18,7 @@ import { DEFAULT_COMPLAINT_PATTERNS } from "../../src/policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../../src/policy/turn-context.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
-// Graph-based tests of the run machine (DESIGN.md §3, invariants 4 and 5). xstate/graph enumerates the
+// Graph-based tests of the run machine (docs/architecture.md; invariants 4 and 5). xstate/graph enumerates the
 // machine's paths over an explicit event list that includes the results of the invoked actors; each path
 // is then replayed on a real actor whose `callModel` and `runTool` are deferreds the test settles, so a
 // graph event becomes a real action: send the event, or resolve / reject the pending actor. After every

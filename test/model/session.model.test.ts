@@ -22,11 +22,11 @@ import { failedOutput } from "../../src/machines/session-context.js";
 import type { DropPolicy, QueueMode, ResolvedQueueSetting } from "../../src/policy/queue-mode.js";
 import type { OwnedMessage } from "../../src/policy/turn-context.js";
 
-// Model-based tests of the session machine (STYLE.md "Model-based tests"). xstate/graph walks the
+// Model-based tests of the session machine (docs/architecture.md, "Testing"). xstate/graph walks the
 // machine over an explicit event list (inbound messages in every mode, controls, lane answers, and the
 // done/error results of every invoked actor, plus the collect window's delayed event); every path is
 // replayed on a real actor whose invoked actors are fakes under the test's control, and after every step
-// the DESIGN.md invariants are checked: at most one run (1), every message accounted for exactly once
+// the invariants of docs/architecture.md are checked: at most one run (1), every message accounted for exactly once
 // (5), and every decision states what actually happened (12).
 
 // ---------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 
-// Random arrival schedules in steer mode (DESIGN.md §2, §3; invariants 4, 5 and 12): while a turn runs
+// Random arrival schedules in steer mode (docs/architecture.md; invariants 4, 5 and 12): while a turn runs
 // its tools, 1–5 more messages arrive at random times (mid-stream, mid-tool, mid-finalize, after the
 // turn). Whatever the schedule, every message is shown to exactly one turn's model calls, acked exactly
 // once and stored once, and no run re-checks more than maxPasses times.

@@ -3,14 +3,15 @@ import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TranscriptRecord } from "../../src/adapters/store.js";
+import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import type { ModelMessage } from "../../src/policy/turn-context.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 
-// Delivery and the undelivered-final marker end to end (DESIGN.md §4, §6, invariant 6), through the
-// scenario runner on a simulated clock, asserting on the JSON output of CONTRACTS.md §2.
+// Delivery and the undelivered-final marker end to end (docs/architecture.md, docs/store.md; invariant 6), through the
+// scenario runner on a simulated clock, asserting on the JSON output of docs/scenarios.md.
 
 const MARKER = "tiller.undelivered-final";
 const RECOVERED = "tiller.recovered";
@@ -79,8 +80,8 @@ function runOfTurn(result: ScenarioResult, turn: number): string {
   return id;
 }
 
-function eventsOf(result: ScenarioResult, type: string) {
-  return result.events.filter((event) => event.type === type);
+function eventsOf<K extends TillerEventType>(result: ScenarioResult, type: K) {
+  return result.events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
 }
 
 function eventIndex(result: ScenarioResult, type: string): number {

@@ -8,7 +8,7 @@ import type { ScenarioResult } from "../../src/scenario/runner.js";
 import { nodeEntry } from "../support/node-entry.js";
 import { mulberry32 } from "../support/random.js";
 
-// A real kill -9 (DESIGN.md §6, invariant 5): a gateway on a JSONL store with a system clock and a model
+// A real kill -9 (docs/store.md; invariant 5 of docs/architecture.md): a gateway on a JSONL store with a system clock and a model
 // that takes real time is killed with SIGKILL at a random moment after it acknowledged at least one
 // message; then the `tiller` command resumes the store as a restarted process would. Every acknowledged
 // message must be stored once and answered once, and the files must hold only whole lines.
@@ -203,7 +203,10 @@ function resumedEvents(stdout: string): string {
   try {
     const result = JSON.parse(stdout) as ScenarioResult;
     return result.events
-      .map((event) => [event.type, event.status, event.note, event.reason].filter(Boolean).join(" "))
+      .map((event) => {
+        const fields: Record<string, unknown> = Object.fromEntries(Object.entries(event));
+        return [event.type, fields.status, fields.note, fields.reason].filter(Boolean).join(" ");
+      })
       .join(" | ")
       .slice(0, 4_000);
   } catch {

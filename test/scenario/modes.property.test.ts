@@ -4,7 +4,7 @@ import { stringify } from "yaml";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 
-// Random arrival schedules across queue modes (DESIGN.md §2, invariants 1 and 5): 1–3 sessions, a random
+// Random arrival schedules across queue modes (docs/architecture.md; invariants 1 and 5): 1–3 sessions, a random
 // mode per message (or the configured one), random arrival times, tools with durations, some of them
 // cancellable, a small cap with a random drop policy, redeliveries and the odd /stop or /new. Whatever
 // the schedule: every accepted message is shown to the model in exactly one turn, follow-ups keep their

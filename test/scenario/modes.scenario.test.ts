@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
+import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 import type { Scenario } from "../../src/scenario/schema.js";
 
-// Inbound message policy (DESIGN.md §2) end to end: every queue mode while the session is idle, while
+// Inbound message policy (docs/architecture.md) end to end: every queue mode while the session is idle, while
 // the model streams, while a tool runs, while the final is drafted and during a collect window; FIFO,
 // cap and drop, duplicates, control commands, mode resolution and the acks. Every scenario also checks
 // the ack contract: one readable ack per inbound message, and none claims that work stopped unless it did.
@@ -127,8 +128,8 @@ function replies(result: ScenarioResult, session?: string) {
   );
 }
 
-function events(result: ScenarioResult, type: string) {
-  return result.events.filter((event) => event.type === type);
+function events<K extends TillerEventType>(result: ScenarioResult, type: K) {
+  return result.events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
 }
 
 function inbound(...lines: string[]): string {

@@ -4,12 +4,13 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import type { TranscriptRecord } from "../../src/adapters/store.js";
+import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import type { PersistedSession } from "../../src/policy/plan-resume.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 
 // Restarts (`restart: [{ at }]`: every in-process timer and promise dies, a new gateway starts on the
-// same store) at several points of a turn's life (DESIGN.md §6, invariants 5 and 6): every accepted
+// same store) at several points of a turn's life (docs/store.md; invariants 5 and 6 of docs/architecture.md): every accepted
 // message is answered exactly once, no marker or recovery is duplicated, and the turn a restart cut off
 // runs again in the background lane.
 
@@ -46,8 +47,8 @@ function customs(records: StoredRecord[], customType: string): StoredRecord[] {
   return records.filter((record) => record.role === "custom" && record.customType === customType);
 }
 
-function eventsOf(result: ScenarioResult, type: string) {
-  return result.events.filter((event) => event.type === type);
+function eventsOf<K extends TillerEventType>(result: ScenarioResult, type: K) {
+  return result.events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
 }
 
 /** Events after the (first) restart. */
