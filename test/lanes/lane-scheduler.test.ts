@@ -1,58 +1,12 @@
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
-import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { LaneClearedError } from "../../src/errors.js";
-import type { TillerEvent, TillerEventType } from "../../src/events.js";
-import {
-  createLaneScheduler,
-  type LaneSchedulerOptions,
-  type RunOptions,
-} from "../../src/lanes/lane-scheduler.js";
 import { laneForNested, priorityForTrigger } from "../../src/policy/lane-priority.js";
-import { deferred } from "../support/deferred.js";
+import { laneHarness as harness } from "../support/lanes.js";
 
 // Sessions, workload lanes, priorities, capacity, clear, snapshot and the task-lifecycle events.
 // Timeouts, abort, drain and wait diagnostics: lane-scheduler.timing.test.ts; bad input:
 // lane-scheduler.errors.test.ts. Every task is held open by a deferred the test settles by hand.
-
-interface Caller {
-  status: "pending" | "fulfilled" | "rejected";
-  value?: unknown;
-  reason?: unknown;
-}
-
-function track(promise: Promise<unknown>): Caller {
-  const caller: Caller = { status: "pending" };
-  promise.then(
-    (value) => Object.assign(caller, { status: "fulfilled", value }),
-    (reason) => Object.assign(caller, { status: "rejected", reason }),
-  );
-  return caller;
-}
-
-function harness(options: Omit<LaneSchedulerOptions, "clock" | "onEvent"> = {}) {
-  const clock = new SimulatedClock();
-  const events: TillerEvent[] = [];
-  const lanes = createLaneScheduler({ ...options, clock, onEvent: (event) => events.push(event) });
-  const started: string[] = [];
-  /** Submits a task that records its start and runs until the test settles `gate`. */
-  function hold(name: string, runOptions: RunOptions = {}) {
-    const gate = deferred<string>();
-    const before = events.length;
-    const caller = track(
-      lanes.run(runOptions, () => {
-        started.push(name);
-        return gate.promise;
-      }),
-    );
-    const enqueued = events.slice(before).find((event) => event.type === "lane.enqueued");
-    return { name, gate, caller, id: enqueued?.entryId as number };
-  }
-  const ofType = <K extends TillerEventType>(type: K) =>
-    events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
-  const flush = () => clock.advance(0);
-  return { clock, events, lanes, started, hold, ofType, flush };
-}
 
 describe("session lanes nested in workload lanes", () => {
   it("a session runs one task at a time, in submission order", async () => {
@@ -61,7 +15,7 @@ describe("session lanes nested in workload lanes", () => {
     const a2 = hold("a2", { session: "A" });
     const a3 = hold("a3", { session: "A" });
     expect(started).toEqual(["a1"]);
-    expect(lanes.entryState(a2.id)).toBe("waitingForSession");
+    expect(lanes.entryState(a2.id!)).toBe("waitingForSession");
     a1.gate.resolve("1");
     await flush();
     expect(started).toEqual(["a1", "a2"]);
@@ -80,9 +34,9 @@ describe("session lanes nested in workload lanes", () => {
     const a3 = hold("a3", { session: "A" });
     const b1 = hold("b1", { session: "B" });
     expect(started).toEqual(["a1", "b1"]);
-    expect(lanes.entryState(a2.id)).toBe("waitingForSession");
-    expect(lanes.entryState(a3.id)).toBe("waitingForSession");
-    expect(lanes.entryState(b1.id)).toBe("running");
+    expect(lanes.entryState(a2.id!)).toBe("waitingForSession");
+    expect(lanes.entryState(a3.id!)).toBe("waitingForSession");
+    expect(lanes.entryState(b1.id!)).toBe("running");
     expect(lanes.snapshot().lanes.main).toEqual({ active: 2, queued: 0, capacity: 2 });
     expect(lanes.snapshot().lanes["session:A"]).toEqual({ active: 1, queued: 2, capacity: 1 });
   });
@@ -91,8 +45,8 @@ describe("session lanes nested in workload lanes", () => {
     const { lanes, hold } = harness({ capacity: { main: 1 } });
     const a = hold("a");
     const b = hold("b");
-    expect(lanes.entryState(a.id)).toBe("running");
-    expect(lanes.entryState(b.id)).toBe("waitingForSlot");
+    expect(lanes.entryState(a.id!)).toBe("running");
+    expect(lanes.entryState(b.id!)).toBe("waitingForSlot");
     expect(Object.keys(lanes.snapshot().lanes).filter((name) => name.startsWith("session:"))).toEqual([]);
   });
 
@@ -153,7 +107,7 @@ describe("priorities", () => {
     a1.gate.resolve("x");
     await flush();
     expect(started).toEqual(["blocker", "a1", "b1"]);
-    expect(lanes.entryState(a2.id)).toBe("waitingForSlot");
+    expect(lanes.entryState(a2.id!)).toBe("waitingForSlot");
     b1.gate.resolve("x");
     await flush();
     expect(started).toEqual(["blocker", "a1", "b1", "a2"]);
@@ -211,7 +165,7 @@ describe("capacity", () => {
     hold("b");
     await clock.advance(60_000);
     expect(started).toEqual([]);
-    expect(lanes.entryState(a.id)).toBe("waitingForSlot");
+    expect(lanes.entryState(a.id!)).toBe("waitingForSlot");
     expect(lanes.snapshot().lanes.main).toEqual({ active: 0, queued: 2, capacity: 0 });
   });
 
@@ -265,7 +219,7 @@ describe("clear", () => {
       expect(entry.caller.reason).toBeInstanceOf(LaneClearedError);
       expect((entry.caller.reason as LaneClearedError).code).toBe("LANE_CLEARED");
     }
-    expect(lanes.entryState(running.id)).toBe("running");
+    expect(lanes.entryState(running.id!)).toBe("running");
     running.gate.resolve("finished");
     await flush();
     expect(running.caller).toEqual({ status: "fulfilled", value: "finished" });
@@ -277,13 +231,13 @@ describe("clear", () => {
     const a1 = hold("a1", { session: "A" });
     const a2 = hold("a2", { session: "A" });
     const b1 = hold("b1", { session: "B" });
-    expect(lanes.entryState(a1.id)).toBe("waitingForSlot");
+    expect(lanes.entryState(a1.id!)).toBe("waitingForSlot");
     expect(lanes.clear("session:A")).toBe(2);
     await flush();
     expect(a1.caller.reason).toBeInstanceOf(LaneClearedError);
     expect(a2.caller.reason).toBeInstanceOf(LaneClearedError);
-    expect(lanes.entryState(b1.id)).toBe("waitingForSlot");
-    expect(lanes.entryState(blocker.id)).toBe("running");
+    expect(lanes.entryState(b1.id!)).toBe("waitingForSlot");
+    expect(lanes.entryState(blocker.id!)).toBe("running");
     expect(lanes.snapshot().lanes["session:A"]).toBeUndefined();
   });
 
@@ -292,12 +246,12 @@ describe("clear", () => {
     const a1 = hold("a1", { session: "A", lane: "main" });
     const aCron = hold("a-cron", { session: "A", lane: "cron" });
     const aMain = hold("a-main", { session: "A", lane: "main" });
-    expect(lanes.entryState(aCron.id)).toBe("waitingForSession");
+    expect(lanes.entryState(aCron.id!)).toBe("waitingForSession");
     expect(lanes.clear("cron")).toBe(1);
     await flush();
     expect(aCron.caller.reason).toBeInstanceOf(LaneClearedError);
     expect((aCron.caller.reason as LaneClearedError).lane).toBe("cron");
-    expect(lanes.entryState(aMain.id)).toBe("waitingForSession");
+    expect(lanes.entryState(aMain.id!)).toBe("waitingForSession");
     a1.gate.resolve("x");
     await flush();
     expect(started).toEqual(["a1", "a-main"]);
@@ -309,8 +263,8 @@ describe("clear", () => {
     const aCron = hold("a-cron", { session: "A", lane: "cron" });
     const aMain = hold("a-main", { session: "A", lane: "main" });
     expect(lanes.clear("cron")).toBe(1);
-    expect(lanes.entryState(aCron.id)).toBeUndefined();
-    expect(lanes.entryState(aMain.id)).toBe("running");
+    expect(lanes.entryState(aCron.id!)).toBeUndefined();
+    expect(lanes.entryState(aMain.id!)).toBe("running");
     expect(started).toEqual(["cron-blocker", "a-main"]);
   });
 
@@ -374,7 +328,7 @@ describe("snapshot", () => {
     a1.gate.resolve("x");
     await flush();
     expect(started).toEqual(["a1", "other", "b"]);
-    expect(lanes.entryState(a2.id)).toBe("waitingForSlot");
+    expect(lanes.entryState(a2.id!)).toBe("waitingForSlot");
     expect(lanes.snapshot().lanes.adhoc).toEqual({ active: 1, queued: 1, capacity: 1 });
     b.gate.resolve("x");
     await flush();

@@ -1,56 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { GatewayDrainingError, LaneTimeoutError } from "../../src/errors.js";
-import type { TillerEvent, TillerEventType } from "../../src/events.js";
-import {
-  createLaneScheduler,
-  type LaneSchedulerOptions,
-  type RunOptions,
-} from "../../src/lanes/lane-scheduler.js";
-import { deferred } from "../support/deferred.js";
+import { laneHarness as harness, track } from "../support/lanes.js";
 
 // Timeouts, abort, drain and wait diagnostics, on a simulated clock: tasks are held open by deferreds
 // the test settles by hand, and time moves only with clock.advance().
-
-interface Caller {
-  status: "pending" | "fulfilled" | "rejected";
-  value?: unknown;
-  reason?: unknown;
-}
-
-function track(promise: Promise<unknown>): Caller {
-  const caller: Caller = { status: "pending" };
-  promise.then(
-    (value) => Object.assign(caller, { status: "fulfilled", value }),
-    (reason) => Object.assign(caller, { status: "rejected", reason }),
-  );
-  return caller;
-}
-
-function harness(options: Omit<LaneSchedulerOptions, "clock" | "onEvent"> = {}) {
-  const clock = new SimulatedClock();
-  const events: TillerEvent[] = [];
-  const lanes = createLaneScheduler({ ...options, clock, onEvent: (event) => events.push(event) });
-  const started: string[] = [];
-  function hold(name: string, runOptions: RunOptions = {}) {
-    const gate = deferred<string>();
-    const task: { signal?: AbortSignal } = {};
-    const before = events.length;
-    const caller = track(
-      lanes.run(runOptions, (signal) => {
-        started.push(name);
-        task.signal = signal;
-        return gate.promise;
-      }),
-    );
-    const enqueued = events.slice(before).find((event) => event.type === "lane.enqueued");
-    return { name, gate, caller, task, id: enqueued?.entryId as number | undefined };
-  }
-  const ofType = <K extends TillerEventType>(type: K) =>
-    events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
-  const flush = () => clock.advance(0);
-  return { clock, events, lanes, started, hold, ofType, flush };
-}
 
 describe("timeouts", () => {
   it("a task past timeoutMs rejects its caller with LaneTimeoutError and frees its slot at once", async () => {

@@ -2,13 +2,19 @@ import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TranscriptRecord } from "../../src/adapters/store.js";
-import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import type { ModelMessage } from "../../src/policy/turn-context.js";
-import { parseScenario } from "../../src/scenario/load.js";
-import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
+import type { ScenarioResult } from "../../src/scenario/runner.js";
+import {
+  customs,
+  eventsOf,
+  expectNoCrash,
+  play,
+  runOfTurn,
+  type StoredRecord,
+  transcript as transcriptOf,
+} from "../support/scenario.js";
 
 // Delivery and the undelivered-final marker end to end (docs/architecture.md, docs/store.md; invariant 6), through the
 // scenario runner on a simulated clock, asserting on the JSON output of docs/scenarios.md.
@@ -32,13 +38,6 @@ const MEDIUM_ONE_SENTENCE =
 /** Under 120 characters. */
 const SHORT = "Done: the orders table is migrated.";
 
-type StoredRecord = Partial<TranscriptRecord>;
-
-async function play(yaml: string): Promise<ScenarioResult> {
-  const { result } = await runScenario(parseScenario(yaml, "x.yaml"));
-  return result;
-}
-
 /** One session, one inbound message, a model that answers `text` after 500 ms. */
 function strandScenario(options: {
   text: string;
@@ -61,27 +60,7 @@ inbound:
 }
 
 function transcript(result: ScenarioResult, session = "telegram:7"): StoredRecord[] {
-  return result.transcripts[session] ?? [];
-}
-
-function customs(records: StoredRecord[], customType: string): StoredRecord[] {
-  return records.filter((record) => record.role === "custom" && record.customType === customType);
-}
-
-/** The run id of the n-th turn (1-based, in the order turns began); run ids themselves are opaque. */
-function runOfTurn(result: ScenarioResult, turn: number): string {
-  const ids: string[] = [];
-  for (const event of result.events) {
-    if (event.type !== "turn.started" && event.type !== "turn.ended") continue;
-    if (!ids.includes(String(event.runId))) ids.push(String(event.runId));
-  }
-  const id = ids[turn - 1];
-  if (id === undefined) throw new Error(`no turn ${turn} (turns: ${ids.join(", ")})`);
-  return id;
-}
-
-function eventsOf<K extends TillerEventType>(result: ScenarioResult, type: K) {
-  return result.events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
+  return transcriptOf(result, session);
 }
 
 function eventIndex(result: ScenarioResult, type: string): number {
@@ -126,11 +105,6 @@ function expectMarkerBeforeRecovery(result: ScenarioResult): void {
   expect(eventsOf(result, "recovery.queued")).toHaveLength(1);
   expect(eventIndex(result, "marker.appended")).toBeGreaterThanOrEqual(0);
   expect(eventIndex(result, "marker.appended")).toBeLessThan(eventIndex(result, "recovery.queued"));
-}
-
-function expectNoCrash(result: ScenarioResult): void {
-  expect(eventsOf(result, "session.crashed")).toEqual([]);
-  expect(eventsOf(result, "state.saveFailed")).toEqual([]);
 }
 
 describe("the texts used here sit where the substantive rule says", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 import type { Scenario } from "../../src/scenario/schema.js";
+import { eventsOf as events, replies } from "../support/scenario.js";
 
 // Inbound message policy (docs/architecture.md) end to end: every queue mode while the session is idle, while
 // the model streams, while a tool runs, while the final is drafted and during a collect window; FIFO,
@@ -120,16 +120,6 @@ function turns(
 
 function userTextsByTurn(result: ScenarioResult, session?: string): string[][] {
   return turns(result, session).map((turn) => turn.userTexts);
-}
-
-function replies(result: ScenarioResult, session?: string) {
-  return result.deliveries.filter(
-    (delivery) => delivery.kind === "reply" && (!session || delivery.session === session),
-  );
-}
-
-function events<K extends TillerEventType>(result: ScenarioResult, type: K) {
-  return result.events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
 }
 
 function inbound(...lines: string[]): string {

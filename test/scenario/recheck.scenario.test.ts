@@ -1,14 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { parseScenario } from "../../src/scenario/load.js";
-import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
+import type { ScenarioResult } from "../../src/scenario/runner.js";
+import { play, replies } from "../support/scenario.js";
 
 // The stale-reply re-check end to end (docs/architecture.md), through the scenario runner on a simulated clock,
 // asserting on the JSON output of docs/scenarios.md.
-
-async function play(yaml: string): Promise<ScenarioResult> {
-  const { result } = await runScenario(parseScenario(yaml, "x.yaml"));
-  return result;
-}
 
 /** Turn number (1, 2, ... in the order turns started) of a run id; run ids themselves are opaque. */
 function turnOf(result: ScenarioResult, runId: unknown): number {
@@ -31,10 +26,6 @@ function rechecks(result: ScenarioResult) {
   return result.events
     .filter((event) => event.type === "recheck.fired" || event.type === "recheck.skipped")
     .map((event) => ({ type: event.type, reason: event.reason, turn: turnOf(result, event.runId) }));
-}
-
-function replies(result: ScenarioResult) {
-  return result.deliveries.filter((delivery) => delivery.kind === "reply");
 }
 
 /** Every inbound message has exactly one ack, with text a person can read (docs/scenarios.md). */

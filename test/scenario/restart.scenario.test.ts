@@ -4,10 +4,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import type { TranscriptRecord } from "../../src/adapters/store.js";
-import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import type { PersistedSession } from "../../src/policy/plan-resume.js";
-import { parseScenario } from "../../src/scenario/load.js";
-import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
+import type { ScenarioResult } from "../../src/scenario/runner.js";
+import { customs, eventsOf, expectNoCrash, play, runOfTurn, transcript } from "../support/scenario.js";
 
 // Restarts (`restart: [{ at }]`: every in-process timer and promise dies, a new gateway starts on the
 // same store) at several points of a turn's life (docs/store.md; invariants 5 and 6 of docs/architecture.md): every accepted
@@ -34,23 +33,6 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
-async function play(yaml: string, storeDir?: string): Promise<ScenarioResult> {
-  const { result } = await runScenario(parseScenario(yaml, "x.yaml"), storeDir ? { storeDir } : {});
-  return result;
-}
-
-function transcript(result: ScenarioResult, session: string): StoredRecord[] {
-  return result.transcripts[session] ?? [];
-}
-
-function customs(records: StoredRecord[], customType: string): StoredRecord[] {
-  return records.filter((record) => record.role === "custom" && record.customType === customType);
-}
-
-function eventsOf<K extends TillerEventType>(result: ScenarioResult, type: K) {
-  return result.events.filter((event): event is Extract<TillerEvent, { type: K }> => event.type === type);
-}
-
 /** Events after the (first) restart. */
 function afterRestart(result: ScenarioResult) {
   const at = result.events.findIndex((event) => event.type === "process.restarted");
@@ -68,19 +50,6 @@ function priorityOfTurnsAfterRestart(result: ScenarioResult, session: string): u
     if (event.type === "turn.started") priorities.push(priority);
   }
   return priorities;
-}
-
-/** The run id of the n-th turn (1-based, in the order turns began); run ids themselves are opaque. */
-function runOfTurn(result: ScenarioResult, turn: number, session?: string): string {
-  const ids: string[] = [];
-  for (const event of result.events) {
-    if (event.type !== "turn.started" && event.type !== "turn.ended") continue;
-    if (session !== undefined && event.session !== session) continue;
-    if (!ids.includes(String(event.runId))) ids.push(String(event.runId));
-  }
-  const id = ids[turn - 1];
-  if (id === undefined) throw new Error(`no turn ${turn} (turns: ${ids.join(", ")})`);
-  return id;
 }
 
 /**
@@ -118,11 +87,6 @@ function expectEveryToolCallClosed(records: StoredRecord[]): void {
 function expectSeqIncreasing(records: StoredRecord[]): void {
   const seqs = records.map((record) => record.seq ?? 0);
   expect(seqs).toEqual(seqs.map((_, index) => index + 1));
-}
-
-function expectNoCrash(result: ScenarioResult): void {
-  expect(eventsOf(result, "session.crashed")).toEqual([]);
-  expect(eventsOf(result, "state.saveFailed")).toEqual([]);
 }
 
 describe("a restart cuts a turn off", () => {
