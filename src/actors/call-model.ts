@@ -1,11 +1,11 @@
 import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import type { ModelReply } from "../adapters/model.js";
+import { latestUserText } from "../adapters/model.js";
 import type { ToolSpec } from "../adapters/tool.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
 import { toRunError } from "../machines/run-context.js";
-import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";

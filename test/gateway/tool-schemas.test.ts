@@ -6,7 +6,7 @@ import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { ToolDefinition } from "../../src/adapters/tool.js";
 import { ConfigError } from "../../src/errors.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 
 // Tools carry schemas: every model call is told each tool's description and JSON Schema, and a call
