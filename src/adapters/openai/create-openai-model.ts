@@ -15,7 +15,7 @@ import { toChatMessages, toChatTools } from "./to-chat-messages.js";
 export interface OpenAIModel extends ModelProvider {
   /** True while an HTTP exchange is in flight (not while waiting to retry): lets a simulated clock wait. */
   readonly isBusy: boolean;
-  /** The options in force, defaults applied (the API key left out). */
+  /** The options in force, defaults applied (the API key and headers left out: they may hold credentials). */
   readonly settings: Readonly<OpenAISettings>;
 }
 
@@ -34,7 +34,7 @@ export interface OpenAIModel extends ModelProvider {
  * ```
  */
 export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
-  const settings = parseOpenAIOptions(options);
+  const { headers, ...settings } = parseOpenAIOptions(options);
   const clock: Clock = options.clock ?? new SystemClock();
   const logger: Logger = options.logger ?? silentLogger;
   const client = new OpenAI({
@@ -42,7 +42,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
     // The SDK insists on a key; without one the Authorization header is dropped below, so a local
     // server never receives a made-up credential (nor one read from the environment).
     apiKey: options.apiKey || "unused",
-    defaultHeaders: { ...settings.headers, ...(options.apiKey ? {} : { Authorization: null }) },
+    defaultHeaders: { ...headers, ...(options.apiKey ? {} : { Authorization: null }) },
     maxRetries: 0, // retries are ours: on the gateway's clock, and never once a reply has begun
     logLevel: "off",
     ...(options.fetch ? { fetch: options.fetch } : {}),

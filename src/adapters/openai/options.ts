@@ -16,7 +16,7 @@ export interface OpenAIModelOptions {
   headers?: Record<string, string>;
   /** Retries of a rate-limited or unavailable call, before any of its reply arrived. @default 2 */
   maxRetries?: number;
-  /** The longest wait for the server to start answering, and the longest silence within a stream. @default 60000 */
+  /** The longest wait for the server to start answering, and the longest silence within a stream (a local model on a CPU may take a while over a long prompt). @default 120000 */
   timeoutMs?: number;
   /** The clock retries wait on and timeouts run on (a SimulatedClock in tests). @default a SystemClock */
   clock?: Clock;
@@ -51,7 +51,7 @@ const schema = z
     model: z.string().min(1),
     headers: z.record(z.string(), z.string()).default({}),
     maxRetries: z.number().int().min(0).max(10).default(2),
-    timeoutMs: z.number().int().positive().default(60_000),
+    timeoutMs: z.number().int().positive().default(120_000),
     system: z.string().default(""),
     notesAs: z.enum(["system", "user"]).default("system"),
     includeUsage: z.boolean().default(true),
@@ -63,11 +63,13 @@ const schema = z
   })
   .strict();
 
-/** The options in force, defaults applied; the API key and the injected objects left out. */
-export type OpenAISettings = Omit<z.output<typeof schema>, "apiKey">;
+/** The options in force, defaults applied; the API key, the headers (they may hold credentials) and the injected objects left out. */
+export type OpenAISettings = Omit<z.output<typeof schema>, "apiKey" | "headers">;
+
+type ParsedOptions = OpenAISettings & { headers: Record<string, string> };
 
 /** Validates the options once; a bad one is a ConfigError naming `openai.<field>`. */
-export function parseOpenAIOptions(options: OpenAIModelOptions): OpenAISettings {
+export function parseOpenAIOptions(options: OpenAIModelOptions): ParsedOptions {
   if (options === null || typeof options !== "object")
     throw new ConfigError("openai", "an options object { baseURL, model, ... }", options);
   const { clock, logger, fetch, random, ...data } = options;

@@ -271,6 +271,33 @@ describe("createOpenAIModel", () => {
     expect(sent.clientClosed).toBe(true);
   });
 
+  it("fails a stream that falls silent past timeoutMs after it began as MODEL_STREAM_INTERRUPTED, without a retry", async () => {
+    const { clock, model } = await setup({ timeoutMs: 5000, maxRetries: 2 });
+    const never = gate();
+    server.reply({
+      stream: [
+        chunk({ role: "assistant", content: "" }),
+        chunk({ content: "Partly" }),
+        { pause: never.promise },
+      ],
+    });
+    let firstDelta!: () => void;
+    const delta = new Promise<void>((resolve) => {
+      firstDelta = resolve;
+    });
+    const settled = failure(model.complete(request({ onDelta: () => firstDelta() })));
+    await delta;
+    await clock.advance(4999);
+    expect(server.requests[0]!.clientClosed).toBe(false);
+    await clock.advance(1);
+    const error = await settled;
+    expect(error).toMatchObject({ code: "MODEL_STREAM_INTERRUPTED", retryable: false });
+    expect(error.message).toContain("no data from the model server for 5000 ms");
+    await server.requests[0]!.closed;
+    expect(server.requests).toHaveLength(1);
+    never.open();
+  });
+
   it("reports a server that is not listening as MODEL_UNAVAILABLE", async () => {
     const { model, idle } = await setup({ maxRetries: 1 });
     await server.close();
