@@ -129,6 +129,13 @@ export type ModelErrorCode =
  * server will not take (not retryable), or a reply that broke off after it began streaming (not
  * retried, so a half-streamed reply is never silently regenerated). `status` is the HTTP status, when
  * there was one.
+ *
+ * @example
+ * ```ts
+ * gateway.subscribe((event) => {
+ *   if (event.type === "turn.ended" && event.error?.code === "MODEL_AUTH") alertOperator(event);
+ * });
+ * ```
  */
 export class ModelError extends TillerError {
   readonly status: number | undefined;
