@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { compileTool } from "../adapters/tool-schema.js";
-import { expectation, parseConfig } from "../config.js";
+import { checkPattern, expectation, parseConfig } from "../config.js";
 import { ConfigError, TillerError } from "../errors.js";
 import { type Scenario, scenarioSchema } from "./schema.js";
 
@@ -58,6 +58,10 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
         { name, cancellable: tool.cancellable, execute: async () => null, ...schemaOf(tool) },
         `tools.${name}`,
       );
+    for (const [index, delivery] of (result.data.expect?.deliveries ?? []).entries()) {
+      if (delivery.textMatches !== undefined)
+        checkPattern(`expect.deliveries[${index}].textMatches`, delivery.textMatches);
+    }
   } catch (error) {
     if (error instanceof ConfigError)
       throw new ScenarioError(file, error.field, error.message.slice(error.field.length + 2));
