@@ -26,6 +26,7 @@
  */
 
 import type { DeliveryKind } from "./adapters/channel.js";
+import type { ModelUsage } from "./adapters/model.js";
 import type { Ack } from "./gateway/compose-ack.js";
 import type { RunError } from "./machines/run.types.js";
 import type { DeliveryMode } from "./policy/delivery.js";
@@ -137,12 +138,17 @@ export interface TillerEventMap {
   /** Text the model streams: a draft a re-check may replace; only the final is delivered. */
   "model.delta": ModelCall & { text: string };
   /**
-   * A model call ended: `done` with the reply's tool call count, `failed` (with `error`), `timedOut`
-   * (after `limits.modelTimeoutMs`) or `aborted` (the turn stopped).
+   * A model call ended, whatever the outcome (`done`, `failed` with `error`, `aborted` with its turn),
+   * after `durationMs`; a done call says how many tool calls and how much text it returned, and the
+   * finish reason and token usage when the provider reports them.
    */
   "model.ended": ModelCall & {
-    outcome: "done" | "failed" | "timedOut" | "aborted";
+    status: "done" | "failed" | "aborted";
+    durationMs: number;
     toolCalls?: number;
+    textLength?: number;
+    finishReason?: string;
+    usage?: ModelUsage;
     error?: RunError;
   };
 
@@ -151,6 +157,8 @@ export interface TillerEventMap {
   "tool.started": InTurn & ToolCallFields;
   /** A tool call ended, whatever the outcome (`status` as stored in the transcript). */
   "tool.ended": InTurn & ToolCallFields & { status: "done" | "failed" | "cancelled" | "skipped" };
+  /** A tool call's arguments did not fit its schema: the tool never ran, the model reads `problems`. */
+  "tool.argsInvalid": InTurn & { callId: string; name: string; problems: string[] };
   /** A tool call was skipped for a steering message (never started). */
   "tool.skipped": InTurn & ToolCallFields & { reason: string };
   /** A tool call was given up after `limits.toolTimeoutMs` (a cancellable tool is cancelled). */

@@ -9,6 +9,8 @@ import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
 import { MemoryStore } from "../adapters/memory-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
+import type { ToolDefinition } from "../adapters/tool.js";
+import { compileTool } from "../adapters/tool-schema.js";
 import { parseConfig } from "../config.js";
 import { type EmitEvent, EventHub, type EventListener, type TillerEvent, tillerEvent } from "../events.js";
 import { createLaneScheduler, type LaneScheduler } from "../lanes/lane-scheduler.js";
@@ -74,6 +76,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     model: options.model,
     tools: new Map(),
+    toolSchemas: new Map(),
     channelFor(session, preferred) {
       const name =
         (preferred !== undefined && preferred in options.channels ? preferred : undefined) ??
@@ -87,7 +90,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     newRunId: options.newRunId ?? ((session) => `${session}#${nanoid(10)}`),
     emit,
   };
-  for (const tool of [...builtinTools(deps), ...(options.tools ?? [])]) deps.tools.set(tool.name, tool);
+  for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
+  for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
 
   const providedRun = runMachine.provide({
     actors: { callModel: createCallModel(deps), runTool: createRunTool(deps) },
@@ -197,3 +201,9 @@ export function createGateway(options: GatewayOptions): Gateway {
 }
 
 export type { Gateway, GatewayOptions, InboundMessage, SessionInspection };
+
+/** Adds a tool with its schema compiled once; `field` names it in a ConfigError. */
+function registerTool(deps: ActorDeps, tool: ToolDefinition, field: string): void {
+  deps.tools.set(tool.name, tool);
+  deps.toolSchemas.set(tool.name, compileTool(tool, field));
+}
