@@ -53,10 +53,23 @@ export function failedOutput(runId: string, error: unknown): RunOutput {
 
 /**
  * The run's input, from the `lane.granted` that entered `running` with it; messages that joined while
- * the run was being prepared belong to it too.
+ * the run was being prepared belong to it too. A grant without a prepared input (a graph walk grants
+ * slots without one) starts a bare run from the messages alone.
  */
 export function runInputFor(event: SessionEvent, context: SessionContext): RunInput {
-  if (event.type !== "lane.granted" || !event.input)
-    throw new Error(`a run starts only from a prepared lane.granted, not from ${event.type}`);
-  return { ...event.input, messages: context.pending?.messages ?? event.input.messages };
+  const messages = context.pending?.messages;
+  if (event.type === "lane.granted" && event.input)
+    return { ...event.input, messages: messages ?? event.input.messages };
+  return {
+    runId: context.runId ?? `${context.key}#${context.turnSeq}`,
+    session: context.key,
+    kind: context.pending?.kind ?? "turn",
+    messages: messages ?? [],
+    preamble: [],
+    history: [],
+    olderUserTexts: [],
+    recheck: { enabled: false, maxPasses: 0, minOverlap: 0, complaintPatterns: [] },
+    tools: [],
+    cancellableTools: [],
+  };
 }
