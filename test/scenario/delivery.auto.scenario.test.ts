@@ -15,8 +15,7 @@ import {
 } from "../support/delivery.js";
 import { customs, eventsOf, expectNoCrash, play, runOfTurn } from "../support/scenario.js";
 
-// Delivery and the undelivered-final marker end to end (docs/architecture.md, docs/store.md; invariant 6), through the
-// scenario runner on a simulated clock, asserting on the JSON output of docs/scenarios.md.
+// One part of the delivery scenarios; what they cover and share: test/support/delivery.ts.
 
 describe("the texts used here sit where the substantive rule says", () => {
   it("uses finals of the lengths the rule distinguishes", () => {

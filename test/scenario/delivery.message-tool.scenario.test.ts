@@ -19,8 +19,7 @@ import {
 } from "../support/delivery.js";
 import { customs, eventsOf, expectNoCrash, play, runOfTurn, type StoredRecord } from "../support/scenario.js";
 
-// Delivery and the undelivered-final marker end to end (docs/architecture.md, docs/store.md; invariant 6), through the
-// scenario runner on a simulated clock, asserting on the JSON output of docs/scenarios.md.
+// One part of the delivery scenarios; what they cover and share: test/support/delivery.ts.
 
 describe("message_tool mode", () => {
   const SENT_BY_RECOVERY =

@@ -2,10 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ack, inbound, msg, play, turns, userTextsByTurn, withTools, yaml } from "../support/modes.js";
 import { eventsOf as events, replies } from "../support/scenario.js";
 
-// Inbound message policy (docs/architecture.md) end to end: every queue mode while the session is idle, while
-// the model streams, while a tool runs, while the final is drafted and during a collect window; FIFO,
-// cap and drop, duplicates, control commands, mode resolution and the acks. Every scenario also checks
-// the ack contract: one readable ack per inbound message, and none claims that work stopped unless it did.
+// One part of the modes scenarios; what they cover and share: test/support/modes.ts.
 
 describe("followup", () => {
   it("starts a turn at once when the session is idle", async () => {

@@ -9,8 +9,7 @@ import {
 } from "../support/recheck.js";
 import { play, replies } from "../support/scenario.js";
 
-// The stale-reply re-check end to end (docs/architecture.md), through the scenario runner on a simulated clock,
-// asserting on the JSON output of docs/scenarios.md.
+// One part of the recheck scenarios; what they cover and share: test/support/recheck.ts.
 
 describe("the re-check limit", () => {
   it("with maxPasses 0 never re-drafts: the stale draft ships with recheck.skipped (limit), the newer message gets its own turn", async () => {

@@ -8,8 +8,7 @@ import {
 } from "../support/recheck.js";
 import { play, replies } from "../support/scenario.js";
 
-// The stale-reply re-check end to end (docs/architecture.md), through the scenario runner on a simulated clock,
-// asserting on the JSON output of docs/scenarios.md.
+// One part of the recheck scenarios; what they cover and share: test/support/recheck.ts.
 
 describe("each signal re-drafts a stale answer", () => {
   it("re-drafts for newer-message when a question arrives while the answer is drafted", async () => {

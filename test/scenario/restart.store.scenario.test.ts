@@ -16,10 +16,7 @@ import {
 } from "../support/restart.js";
 import { customs, eventsOf, expectNoCrash, play, transcript } from "../support/scenario.js";
 
-// Restarts (`restart: [{ at }]`: every in-process timer and promise dies, a new gateway starts on the
-// same store) at several points of a turn's life (docs/store.md; invariants 5 and 6 of docs/architecture.md): every accepted
-// message is answered exactly once, no marker or recovery is duplicated, and the turn a restart cut off
-// runs again in the background lane.
+// One part of the restart scenarios; what they cover and share: test/support/restart.ts.
 
 describe("a JSONL store outlives the process", () => {
   it("continues the transcript in a second run on the same store and re-runs nothing of the first", async () => {

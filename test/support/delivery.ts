@@ -2,6 +2,9 @@ import { expect } from "vitest";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 import { customs, eventsOf, type StoredRecord, transcript as transcriptOf } from "./scenario.js";
 
+// Delivery and the undelivered-final marker end to end (docs/architecture.md, docs/store.md; invariant 6), through the
+// scenario runner on a simulated clock, asserting on the JSON output of docs/scenarios.md.
+//
 // Helpers of the delivery scenario tests (delivery.*.scenario.test.ts): finals of the lengths the
 // substantive rule distinguishes, a stranding scenario, and the marker checks.
 

@@ -3,6 +3,11 @@ import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 import type { Scenario } from "../../src/scenario/schema.js";
 
+// Inbound message policy (docs/architecture.md) end to end: every queue mode while the session is idle, while
+// the model streams, while a tool runs, while the final is drafted and during a collect window; FIFO,
+// cap and drop, duplicates, control commands, mode resolution and the acks. Every scenario also checks
+// the ack contract: one readable ack per inbound message, and none claims that work stopped unless it did.
+//
 // Helpers of the queue-mode scenario tests (modes.*.scenario.test.ts): scenarios written as YAML,
 // played through the scenario runner with the ack contract checked on every one.
 

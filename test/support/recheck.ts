@@ -1,6 +1,9 @@
 import { expect } from "vitest";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 
+// The stale-reply re-check end to end (docs/architecture.md), through the scenario runner on a simulated clock,
+// asserting on the JSON output of docs/scenarios.md.
+//
 // Helpers of the stale-reply re-check scenario tests (recheck.*.scenario.test.ts).
 
 /** Turn number (1, 2, ... in the order turns started) of a run id; run ids themselves are opaque. */

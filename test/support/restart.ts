@@ -8,6 +8,11 @@ import type { PersistedSession } from "../../src/policy/plan-resume.js";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 import { transcript } from "./scenario.js";
 
+// Restarts (`restart: [{ at }]`: every in-process timer and promise dies, a new gateway starts on the
+// same store) at several points of a turn's life (docs/store.md; invariants 5 and 6 of docs/architecture.md): every accepted
+// message is answered exactly once, no marker or recovery is duplicated, and the turn a restart cut off
+// runs again in the background lane.
+//
 // Helpers of the restart scenario tests (restart.*.scenario.test.ts): temporary stores, seeded stores
 // and the checks that every accepted message is answered once after a restart.
 
