@@ -24,6 +24,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
