@@ -37,7 +37,8 @@ export class LoopbackChannel implements Channel {
   }
 
   async send(message: OutboundMessage): Promise<DeliveryReceipt> {
-    if (this.options.sendDelayMs && this.options.clock) await sleep(this.options.clock, this.options.sendDelayMs);
+    if (this.options.sendDelayMs && this.options.clock)
+      await sleep(this.options.clock, this.options.sendDelayMs);
     const at = this.options.now?.() ?? Date.now();
     if (this.failuresLeft > 0) {
       this.failuresLeft--;
