@@ -9,7 +9,6 @@ import { runScenario } from "../../src/scenario/runner.js";
 import { machinePaths } from "../../src/testing/machine-paths.js";
 import { pathsCommand } from "../../src/testing/paths-command.js";
 import { replayPath } from "../../src/testing/replay-path.js";
-import { RUN_GRAPH_TEXTS } from "../../src/testing/run-graph.js";
 import { useTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
