@@ -90,6 +90,8 @@ export function createGateway(options: GatewayOptions) {
     warnAfterMs: config.warnAfterMs,
     clock,
     logger,
+    // The scheduler's own machine shows up in the same inspector as the sessions and runs.
+    ...(options.inspect ? { inspect: options.inspect } : {}),
     onEvent: (event) => {
       messageLog.observe(event);
       hub.emit(event);
