@@ -197,6 +197,10 @@ export function createGateway(options: GatewayOptions) {
       return hub.subscribe(listener);
     },
     inspectSession,
+    /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
+    sessionKeys(): string[] {
+      return [...registry.keys()];
+    },
     /** "What happened to my message?", from the event stream. */
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);

@@ -4,7 +4,7 @@ import { sleep } from "../../src/adapters/clock.js";
 import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 
 // The inspector hands each event to its adapter on an idle callback (`setTimeout(0)` in Node): one more
