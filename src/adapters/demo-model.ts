@@ -11,6 +11,9 @@ import type { ToolDefinition } from "./tool.js";
 /** The demo's slow tool: long enough to write while it runs (steer, `/stop`, `/queue`). */
 export const DEMO_TOOL = "demo_task";
 
+/** Tools the demo never calls by name (they need arguments it does not make up). */
+const NOT_BY_NAME = new Set(["message", "commitment", "commitment_decision", DEMO_TOOL]);
+
 /** Words that make the demo model start its slow tool. */
 const WORK = /\b(task|tasks|work|job|build|run|process|slow|tool)\b/i;
 
@@ -49,15 +52,14 @@ export class DemoModel implements ModelProvider {
     const results = turn.filter(
       (message): message is Extract<ModelMessage, { role: "toolResult" }> => message.role === "toolResult",
     );
-    const canWork = toolNames(request).includes(DEMO_TOOL);
-    if (!request.recheck && results.length === 0 && canWork && WORK.test(latest)) {
-      await this.stream(request, `Starting ${DEMO_TOOL} for "${clip(latest)}".`);
-      return {
-        text: "",
-        toolCalls: [
-          { callId: `${request.runId}-c${request.call}`, name: DEMO_TOOL, args: { task: clip(latest) } },
-        ],
-      };
+    const names = toolNames(request);
+    // A tool of the user's own (`--tools`) named in the message is called with the message as input.
+    const named = names.find((name) => !NOT_BY_NAME.has(name) && mentions(latest, name));
+    const tool = named ?? (names.includes(DEMO_TOOL) && WORK.test(latest) ? DEMO_TOOL : undefined);
+    if (!request.recheck && results.length === 0 && tool !== undefined) {
+      await this.stream(request, `Starting ${tool} for "${clip(latest)}".`);
+      const args = tool === DEMO_TOOL ? { task: clip(latest) } : { input: latest };
+      return { text: "", toolCalls: [{ callId: `${request.runId}-c${request.call}`, name: tool, args }] };
     }
     const text = [this.isFirstReply(request) ? DEMO_NOTICE : "", this.answer(request, turn, results, latest)]
       .filter(Boolean)
@@ -81,10 +83,12 @@ export class DemoModel implements ModelProvider {
     if (request.recheck) lines.push(`(Re-checked: your newest message came in while I was answering.)`);
     const last = results.at(-1);
     if (last) {
+      const call = turn.find((message) => message.role === "toolCall" && message.callId === last.callId);
+      const name = call?.role === "toolCall" ? call.name : DEMO_TOOL;
       const outcome =
         last.status === "done"
-          ? `${DEMO_TOOL} finished: ${describeResult(last.result)}.`
-          : `${DEMO_TOOL} did not finish (${last.status}).`;
+          ? `${name} finished: ${describeResult(last.result)}.`
+          : `${name} did not finish (${last.status}).`;
       lines.push(outcome);
       const later = users.slice(1);
       if (later.length > 0)
@@ -143,6 +147,15 @@ function describeResult(result: unknown): string {
   if (result && typeof result === "object" && "task" in result)
     return `"${clip(String((result as { task: unknown }).task))}" is done`;
   return clip(typeof result === "string" ? result : JSON.stringify(result));
+}
+
+/** Whether `text` names `tool` as a whole word. */
+function mentions(text: string, tool: string): boolean {
+  const at = text.indexOf(tool);
+  if (at < 0) return false;
+  const before = text[at - 1] ?? " ";
+  const after = text[at + tool.length] ?? " ";
+  return !/\w/.test(before) && !/\w/.test(after);
 }
 
 function clip(text: string, max = 120): string {

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DEMO_NOTICE, DemoModel, demoTool } from "../adapters/demo-model.js";
+import { DemoModel, demoTool } from "../adapters/demo-model.js";
 import { createHttpServer } from "../adapters/http/create-http-server.js";
 import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
@@ -44,7 +44,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   const clock = new SystemClock();
   const userTools = await loadToolsFile(values.tools);
   const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
-  const { model, tools, description } = chooseModel(modelUrl, clock);
+  const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
+  const { model, tools, description } = chooseModel(modelUrl, clock, demoTaskMs);
 
   let store: JsonlStore;
   try {
@@ -118,14 +119,14 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   return 0;
 }
 
-function chooseModel(modelUrl: string | undefined, clock: SystemClock) {
+function chooseModel(modelUrl: string | undefined, clock: SystemClock, demoTaskMs: number) {
   if (modelUrl !== undefined)
     throw new UsageError("--model-url: the OpenAI-compatible provider is not part of this build");
   const model: ModelProvider = new DemoModel({ clock });
   return {
     model,
-    tools: [demoTool({ clock })],
-    description: `the built-in DEMO model (${DEMO_NOTICE.replace("[demo] ", "")})`,
+    tools: [demoTool({ clock, durationMs: demoTaskMs })],
+    description: `DEMO: the built-in scripted demo model, no language model (ask it to "run a task" to see a ${demoTaskMs / 1000} s tool)`,
   };
 }
 

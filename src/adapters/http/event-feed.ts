@@ -50,6 +50,11 @@ export class EventFeed {
     return seq >= this.firstSeq && seq < this.next ? this.ring[seq % this.capacity] : undefined;
   }
 
+  /** Open event streams. */
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
   onEvent(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -39,6 +39,11 @@ export class WebChannel implements Channel {
     return { messageId: record.messageId };
   }
 
+  /** Open subscriptions for a session (streams that have not closed). */
+  listenerCount(session: string): number {
+    return this.listeners.get(session)?.size ?? 0;
+  }
+
   /** Calls `listener` with each delivery to `session` stored from now on; returns the unsubscribe. */
   subscribe(session: string, listener: DeliveryListener): () => void {
     let set = this.listeners.get(session);

@@ -92,6 +92,27 @@ describe("events stream", () => {
   });
 });
 
+describe("stream clients", () => {
+  it("are cleaned up when they go away, and kept alive by comment lines meanwhile", async () => {
+    const server = await start({ http: { heartbeatMs: 50 } });
+    const raw = new AbortController();
+    const response = await fetch(`${server.url}/v1/events`, { signal: raw.signal });
+    const reader = response.body!.getReader();
+    let text = "";
+    while (!text.includes(": keep-alive")) text += new TextDecoder().decode((await reader.read()).value);
+    const deliveries = follow(deliveriesOf(server, "web:gone"));
+    await deliveries.opened;
+    expect(server.web.listenerCount("web:gone")).toBe(1);
+    expect(server.http.feed.listenerCount).toBe(1);
+    deliveries.close();
+    raw.abort();
+    for (let i = 0; i < 100 && (server.web.listenerCount("web:gone") || server.http.feed.listenerCount); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(server.web.listenerCount("web:gone")).toBe(0);
+    expect(server.http.feed.listenerCount).toBe(0);
+  });
+});
+
 describe("a person talking to a busy agent", () => {
   it("a steer while the demo tool runs is acked as waiting for the tool and answered in the same turn", async () => {
     const server = await start({ demo: { toolMs: 800 } });
