@@ -1,11 +1,17 @@
 #!/usr/bin/env node
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { chat } from "./cli/chat.js";
+import { serve } from "./cli/serve.js";
+import { UsageError } from "./cli/serve-setup.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
 import { formatTimeline } from "./scenario/timeline.js";
 
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
+       tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
+                    [--model-url URL] [--model NAME] [--drain-timeout MS]
+       tiller chat [--url http://127.0.0.1:8787] [--session KEY]
 
   FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
   --json   print one JSON object per scenario (CONTRACTS.md §2) instead of a timeline
@@ -16,6 +22,10 @@ exit status: 0 ran, 2 invalid scenario or arguments, 1 internal error`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const io = { stdout: process.stdout, stderr: process.stderr, env: process.env };
+  // Both run until stopped; a stray timer or socket must not keep the process alive after that.
+  if (command === "serve") process.exit(await serve(rest, io));
+  if (command === "chat") process.exit(await chat(rest, { ...io, stdin: process.stdin }));
   if (command !== "run") {
     process.stderr.write(`${USAGE}\n`);
     return command === "--help" || command === "-h" ? 0 : 2;
@@ -72,6 +82,11 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`tiller: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     if (error instanceof ScenarioError) {
       process.stderr.write(`invalid scenario: ${error.message}\n`);
       process.exitCode = 2;
