@@ -27,9 +27,12 @@ export async function drawMachine(graph: MachineGraph): Promise<LiveDiagram> {
   svg.innerHTML = `<defs><marker id="arrow-${graph.id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker><marker id="arrow-${graph.id}-hot" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead hot"/></marker></defs>`;
   const nodes = new Map<string, SVGGElement>();
   const edgeEls = new Map<string, SVGGElement>();
+  // Boxes, then edges, then states: an edge label that meets a state hides behind it instead of
+  // covering its name, and edges inside a box stay above the box's fill.
+  const boxLayer = document.createElementNS(SVG, "g");
   const nodeLayer = document.createElementNS(SVG, "g");
   const edgeLayer = document.createElementNS(SVG, "g");
-  svg.append(nodeLayer, edgeLayer);
+  svg.append(boxLayer, edgeLayer, nodeLayer);
 
   const drawNode = (node: ElkNode): void => {
     const state = graph.states.get(node.id);
@@ -61,7 +64,7 @@ export async function drawMachine(graph: MachineGraph): Promise<LiveDiagram> {
       }
       nodes.set(state.id, g);
     }
-    nodeLayer.append(g);
+    (state && state.children.length > 0 ? boxLayer : nodeLayer).append(g);
     for (const child of node.children ?? []) drawNode(child);
   };
   for (const child of laidOut.children ?? []) drawNode(child);

@@ -163,11 +163,19 @@ async function send(): Promise<void> {
 }
 
 function onEvent(event: GatewayEvent): void {
-  if (event.type.startsWith("lane.")) scheduleLanes();
+  // A slot is released without a lane event of its own: a session changing state may have freed one.
+  if (event.type.startsWith("lane.") || (event.type === "state" && event.machine === "session"))
+    scheduleLanes();
   if (event.type === "state" && event.session) {
     const summary = app.sessions.get(event.session);
     if (summary && event.machine === "session") {
       summary.state = stateText(event.value).replaceAll(", ", ".");
+      if (summary.state === "idle") summary.run = null;
+      renderSessions();
+    } else if (summary && event.machine === "run" && event.runId) {
+      const state = stateText(event.value).replaceAll(", ", ".");
+      summary.run =
+        event.status === "active" ? { ...(summary.run ?? { passes: 0 }), runId: event.runId, state } : null;
       renderSessions();
     }
   }

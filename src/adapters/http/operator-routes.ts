@@ -1,17 +1,11 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { Gateway, SessionInspection } from "../../gateway/create-gateway.js";
 import { laneEntryMachine } from "../../machines/lane-entry.machine.js";
 import { laneSchedulerMachine } from "../../machines/lane-scheduler.machine.js";
 import { runMachine } from "../../machines/run.machine.js";
 import { sessionMachine } from "../../machines/session.machine.js";
 import { toMachineConfig } from "../../viz/machine-config.js";
-
-/** The shape of a route of the HTTP server's route table. */
-export interface OperatorRoute {
-  method: "GET";
-  path: string;
-  handler(context: { req: IncomingMessage; res: ServerResponse; url: URL }): Promise<void> | void;
-}
+import type { Route } from "./router.js";
 
 /** One entry of `GET /v1/sessions`: `inspectSession()` plus its key. */
 export type SessionSummary = SessionInspection & { key: string };
@@ -25,7 +19,7 @@ export type SessionSummary = SessionInspection & { key: string };
  * createHttpServer({ gateway, web, routes: operatorRoutes(gateway) });
  * ```
  */
-export function operatorRoutes(gateway: Gateway): OperatorRoute[] {
+export function operatorRoutes(gateway: Gateway): Route[] {
   // The configs never change while the process runs: build the body once.
   const machines = JSON.stringify({
     machines: {

@@ -32,7 +32,7 @@ async function serve() {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = routes.find((r) => r.method === req.method && r.path === url.pathname);
     if (!route) return void res.writeHead(404).end();
-    void route.handler({ req, res, url });
+    void route.handler({ req, res, url, params: {} });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
