@@ -56,6 +56,8 @@ describe("the operator page", () => {
     await activeRunState(page, "toolBatch.toolRunning.working");
     await page.waitForSelector("#status.tone-tool");
     expect(await page.textContent("#status")).toContain("Running tool demo_task");
+    // What the model said with its tool call is shown as such, not as a draft of the answer.
+    await page.waitForSelector(".bubble.draft .chip:has-text('said before a tool · call 1')");
 
     // A correction while the tool runs is steered into the turn, and the ack says so truthfully.
     await send(page, "Actually, only the March ones.");
@@ -67,7 +69,9 @@ describe("the operator page", () => {
 
     // After the tool the run streams again (the steered message reaches the model), then the final arrives.
     await activeRunState(page, "streaming");
-    await page.waitForSelector(".bubble.draft");
+    // The next model call's draft replaces the text of the first one as it streams.
+    await page.waitForSelector(".bubble.draft .chip:has-text('new draft · call 2')");
+    expect(await page.$$eval(".bubble.draft", (drafts) => drafts.length)).toBe(1);
     await page.screenshot({ path: join(SHOTS, "2-streaming-after-tool.png") });
     const final = await page.waitForSelector(".bubble.reply:has-text('demo_task finished')", {
       timeout: 20_000,

@@ -16,6 +16,8 @@ export interface Draft {
   text: string;
   /** How many drafts of this run a re-check replaced. */
   replaced: number;
+  /** The call ended in tool calls: this text accompanied them and is not the answer. */
+  interim?: boolean;
 }
 
 export class ChatView {
@@ -105,6 +107,14 @@ export class ChatView {
     this.render();
   }
 
+  /** The run started a tool: the text so far came with the tool calls (an interim, not a draft). */
+  markInterim(runId: string): void {
+    if (this.draft?.runId === runId && this.draft.text) {
+      this.draft.interim = true;
+      this.render();
+    }
+  }
+
   endRun(runId: string): void {
     if (this.draft?.runId === runId) {
       this.draft = null;
@@ -177,11 +187,13 @@ export class ChatView {
   }
 
   private draftBubble(draft: Draft): HTMLElement {
-    const note = draft.recheck
-      ? "re-drafting after a re-check"
-      : draft.replaced > 0
-        ? "new draft"
-        : "drafting";
+    const note = draft.interim
+      ? "said before a tool"
+      : draft.recheck
+        ? "re-drafting after a re-check"
+        : draft.replaced > 0
+          ? "new draft"
+          : "drafting";
     return h(
       "div",
       { class: "row left" },
@@ -190,7 +202,7 @@ export class ChatView {
         { class: `bubble draft${draft.recheck ? " recheck" : ""}`, "data-run": draft.runId },
         h("span", { class: "chip" }, `${note} · call ${draft.call}`),
         h("span", { class: "text" }, draft.text || "…"),
-        h("span", { class: "cursor" }, "▍"),
+        draft.interim ? null : h("span", { class: "cursor" }, "▍"),
       ),
     );
   }

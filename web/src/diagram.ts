@@ -111,8 +111,7 @@ export async function drawMachine(graph: MachineGraph): Promise<LiveDiagram> {
       for (const edge of taken) {
         // The label of the transition that fired: the one naming the event, else the edge's first.
         const wanted = cause === undefined ? undefined : causeLabel(cause);
-        const label =
-          edge.labels.find((l) => wanted !== undefined && l.split(" [")[0] === wanted) ?? edge.labels[0];
+        const label = firedLabel(edge.labels, wanted);
         const text = edgeEls.get(edge.id)?.querySelector("text.label");
         if (text) text.textContent = label ?? "";
       }
@@ -171,6 +170,18 @@ function toElk(graph: MachineGraph): ElkNode {
     children,
     edges,
   };
+}
+
+/**
+ * The label of the transition that fired: the one whose event is the cause when only one is; else just
+ * the event (which guard held is not known, and the diagram must not claim one).
+ */
+function firedLabel(labels: string[], wanted: string | undefined): string {
+  const eventOf = (label: string) => label.split(" [")[0] ?? label;
+  const matching = labels.filter((label) => eventOf(label) === wanted);
+  if (matching.length === 1) return matching[0]!;
+  const events = [...new Set((matching.length > 0 ? matching : labels).map(eventOf))];
+  return events.join(" / ");
 }
 
 /** An event type as the graph's labels name it (`xstate.done.actor.callModel` → `callModel done`). */

@@ -208,6 +208,7 @@ function onEvent(event: GatewayEvent): void {
       );
       break;
     case "tool.started":
+      chat.markInterim(String(event.runId));
       if (app.run && app.run.runId === event.runId) {
         app.run.tool = {
           name: String(event.name),
