@@ -95,6 +95,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await gateway.start();
   } catch (error) {
     await http.close();
+    await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
     throw new UsageError(`--store ${storeDir}: cannot resume (${errorMessage(error)})`);
   }
   http.markReady();
