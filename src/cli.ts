@@ -3,15 +3,18 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { chat } from "./cli/chat.js";
 import { serve } from "./cli/serve.js";
-import { UsageError } from "./cli/serve-setup.js";
+import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
+import { ConfigError } from "./errors.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
 import { formatTimeline } from "./scenario/timeline.js";
+import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.js";
 
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
        tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
                     [--model-url URL] [--model NAME] [--drain-timeout MS]
        tiller chat [--url http://127.0.0.1:8787] [--session KEY]
+       ${PATHS_USAGE.slice("usage: ".length).split("\n")[0]}
        tiller --version | --help
 
   FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
@@ -19,7 +22,10 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
   --explain  after the run, explain what happened to the message with this id
 
-exit status: 0 ran, 2 invalid scenario or arguments, 1 internal error`;
+A scenario's expect block is checked after it runs; a directory of such scenarios is a test suite and
+ends with a summary line "N passed, N failed".
+
+exit status: 0 ran, 3 an expectation failed, 2 invalid scenario or arguments, 1 internal error`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -32,6 +38,14 @@ async function main(argv: string[]): Promise<number> {
   // Both run until stopped; a stray timer or socket must not keep the process alive after that.
   if (command === "serve") process.exit(await serve(rest, io));
   if (command === "chat") process.exit(await chat(rest, { ...io, stdin: process.stdin }));
+  if (command === "paths") {
+    if (rest.includes("--help")) {
+      process.stdout.write(`${PATHS_USAGE}\n`);
+      return 0;
+    }
+    process.stdout.write(`${await pathsCommand(rest)}\n`);
+    return 0;
+  }
   if (command !== "run") {
     process.stderr.write(`${USAGE}\n`);
     return command === "--help" || command === "-h" ? 0 : 2;
@@ -55,11 +69,22 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const files = await scenarioFiles(target);
+  let passed = 0;
+  let failed = 0;
   for (const file of files) {
     const scenario = await loadScenario(file);
     const { result, gateway } = await runScenario(scenario, storeDir ? { storeDir } : {});
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else process.stdout.write(`${formatTimeline(result)}\n\n`);
+    if (result.expectations) {
+      const misses = result.expectations.filter((expectation) => !expectation.ok);
+      if (misses.length === 0) passed++;
+      else failed++;
+      if (!json) process.stdout.write(`${formatExpectations(file, result.expectations)}\n\n`);
+      else
+        for (const miss of misses)
+          process.stderr.write(`${file}: expected ${miss.what}; found ${miss.found}\n`);
+    }
     if (explain) {
       const sessions = Object.keys(result.transcripts).concat(result.acks.map((ack) => ack.session));
       const found = [...new Set(sessions)].map((session) => gateway.explain(session, explain!)).find(Boolean);
@@ -68,7 +93,24 @@ async function main(argv: string[]): Promise<number> {
       );
     }
   }
-  return 0;
+  if (passed + failed > 0) {
+    const summary = `${passed} passed, ${failed} failed`;
+    if (json) process.stderr.write(`${summary}\n`);
+    else process.stdout.write(`${summary}\n`);
+  }
+  return failed > 0 ? 3 : 0;
+}
+
+function formatExpectations(
+  file: string,
+  expectations: ReadonlyArray<{ ok: boolean; what: string; found: string }>,
+): string {
+  const lines = expectations.map((expectation) =>
+    expectation.ok
+      ? `  ok    ${expectation.what}`
+      : `  FAIL  ${expectation.what}\n        found: ${expectation.found}`,
+  );
+  return [`expectations of ${file}:`, ...lines].join("\n");
 }
 
 async function scenarioFiles(target: string): Promise<string[]> {
@@ -88,13 +130,13 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`tiller: ${error.message}\n`);
+    if (error instanceof ScenarioError) {
+      process.stderr.write(`invalid scenario: ${error.message}\n`);
       process.exitCode = 2;
       return;
     }
-    if (error instanceof ScenarioError) {
-      process.stderr.write(`invalid scenario: ${error.message}\n`);
+    if (error instanceof UsageError || error instanceof ServeUsageError || error instanceof ConfigError) {
+      process.stderr.write(`tiller: ${error.message}\n`);
       process.exitCode = 2;
       return;
     }
