@@ -44,6 +44,10 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   const clock = new SystemClock();
   const userTools = await loadToolsFile(values.tools);
   const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
+  if (values.model !== undefined && modelUrl === undefined)
+    throw new UsageError(
+      "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
+    );
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
   const { model, tools, description } = chooseModel(modelUrl, clock, demoTaskMs);
 
