@@ -23,8 +23,8 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "lane scheduler", file: "lanes.bench.ts", entry: "benchLanes" },
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
-  { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -18,12 +18,11 @@ const NOT_BY_NAME = new Set(["message", "commitment", "commitment_decision", DEM
 const WORK = /\b(task|tasks|work|job|build|run|process|slow|tool)\b/i;
 
 export const DEMO_NOTICE =
-  "[demo] I am Tiller's built-in demo model: scripted replies, no language model behind them. " +
-  "Start the server with --model-url (or TILLER_MODEL_URL) to talk to a real one.";
+  "[demo] Scripted demo model, no language model: start tiller serve with --model-url for a real one.";
 
 export interface DemoModelOptions {
   clock: Clock;
-  /** Pause between streamed words. @default 40 */
+  /** Pause between streamed words. @default 25 */
   wordDelayMs?: number;
 }
 
@@ -43,7 +42,7 @@ export class DemoModel implements ModelProvider {
   private readonly wordDelayMs: number;
 
   constructor(private readonly options: DemoModelOptions) {
-    this.wordDelayMs = options.wordDelayMs ?? 40;
+    this.wordDelayMs = options.wordDelayMs ?? 25;
   }
 
   async complete(request: ModelRequest): Promise<ModelReply> {
@@ -53,13 +52,26 @@ export class DemoModel implements ModelProvider {
       (message): message is Extract<ModelMessage, { role: "toolResult" }> => message.role === "toolResult",
     );
     const names = toolNames(request);
-    // A tool of the user's own (`--tools`) named in the message is called with the message as input.
-    const named = names.find((name) => !NOT_BY_NAME.has(name) && mentions(latest, name));
-    const tool = named ?? (names.includes(DEMO_TOOL) && WORK.test(latest) ? DEMO_TOOL : undefined);
-    if (!request.recheck && results.length === 0 && tool !== undefined) {
-      await this.stream(request, `Starting ${tool} for "${clip(latest)}".`);
-      const args = tool === DEMO_TOOL ? { task: clip(latest) } : { input: latest };
-      return { text: "", toolCalls: [{ callId: `${request.runId}-c${request.call}`, name: tool, args }] };
+    // What this turn's user messages ask for, newest first: a message steered in while the reply was
+    // being written may ask for work too.
+    const asks = turn
+      .filter((message) => message.role === "user")
+      .map((message) => message.text)
+      .reverse();
+    // A tool of the user's own (`--tools`) named in a message is called with the message as input.
+    const byName = names.filter((name) => !NOT_BY_NAME.has(name));
+    const named = asks.flatMap((text) =>
+      byName.filter((name) => mentions(text, name)).map((name) => ({ name, text })),
+    )[0];
+    const work = names.includes(DEMO_TOOL) ? asks.find((text) => WORK.test(text)) : undefined;
+    const call = named ?? (work !== undefined ? { name: DEMO_TOOL, text: work } : undefined);
+    if (results.length === 0 && call !== undefined) {
+      await this.stream(request, `Starting ${call.name} for "${clip(call.text)}".`);
+      const args = call.name === DEMO_TOOL ? { task: clip(call.text) } : { input: call.text };
+      return {
+        text: "",
+        toolCalls: [{ callId: `${request.runId}-c${request.call}`, name: call.name, args }],
+      };
     }
     const text = [this.isFirstReply(request) ? DEMO_NOTICE : "", this.answer(request, turn, results, latest)]
       .filter(Boolean)

@@ -47,6 +47,10 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   const clock = new SystemClock();
   const userTools = await loadToolsFile(values.tools);
   const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
+  if (values.model !== undefined && modelUrl === undefined)
+    throw new UsageError(
+      "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
+    );
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
   const { model, tools, description } = chooseModel(modelUrl, clock, demoTaskMs);
 
@@ -110,6 +114,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await gateway.start();
   } catch (error) {
     await http.close();
+    await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
     throw new UsageError(`--store ${storeDir}: cannot resume (${errorMessage(error)})`);
   }
   http.markReady();

@@ -17,7 +17,7 @@ async function call(path: string, init: RequestInit = {}) {
 
 const json = { "content-type": "application/json" };
 
-describe("HTTP API refusals", () => {
+describe("HTTP API refusals", { timeout: 20_000 }, () => {
   it("400 for a body that is not JSON, naming the body", async () => {
     const { status, body } = await server.post("web:e1", "{not json");
     expect(status).toBe(400);
@@ -113,7 +113,7 @@ describe("HTTP API refusals", () => {
   });
 });
 
-describe("bearer token", () => {
+describe("bearer token", { timeout: 20_000 }, () => {
   let guarded: TestServer;
   beforeAll(async () => {
     guarded = await startTestServer({ http: { token: "s3cret-token" } });
@@ -148,7 +148,7 @@ describe("bearer token", () => {
   });
 });
 
-describe("draining", () => {
+describe("draining", { timeout: 20_000 }, () => {
   it("503 for new messages and /readyz while draining; a control still acts", async () => {
     const draining = await startTestServer();
     try {

@@ -29,7 +29,7 @@ const deliveriesOf = (server: TestServer, session: string, query = "") =>
 const eventsOf = (server: TestServer, session: string) =>
   `${server.url}/v1/events?session=${encodeURIComponent(session)}`;
 
-describe("deliveries stream", () => {
+describe("deliveries stream", { timeout: 20_000 }, () => {
   it("opened before the session's first message, it waits and then carries the reply with its id", async () => {
     const server = await start();
     const deliveries = follow(deliveriesOf(server, "web:1"));
@@ -73,7 +73,7 @@ describe("deliveries stream", () => {
   });
 });
 
-describe("events stream", () => {
+describe("events stream", { timeout: 20_000 }, () => {
   it("streams one session's events with ids and replays from Last-Event-ID", async () => {
     const server = await start();
     const events = follow(eventsOf(server, "web:e"));
@@ -92,7 +92,7 @@ describe("events stream", () => {
   });
 });
 
-describe("stream clients", () => {
+describe("stream clients", { timeout: 20_000 }, () => {
   it("are cleaned up when they go away, and kept alive by comment lines meanwhile", async () => {
     const server = await start({ http: { heartbeatMs: 50 } });
     const raw = new AbortController();
@@ -113,7 +113,7 @@ describe("stream clients", () => {
   });
 });
 
-describe("a person talking to a busy agent", () => {
+describe("a person talking to a busy agent", { timeout: 20_000 }, () => {
   it("a steer while the demo tool runs is acked as waiting for the tool and answered in the same turn", async () => {
     const server = await start({ demo: { toolMs: 800 } });
     const deliveries = follow(deliveriesOf(server, "web:s"));
@@ -134,6 +134,22 @@ describe("a person talking to a busy agent", () => {
     expect(deliveries.of("delivery")).toHaveLength(1);
     expect(events.of("steer.injected")).toHaveLength(1);
   });
+
+  it("a message written while the reply streams makes the re-check answer it instead", async () => {
+    const server = await start({ demo: { wordDelayMs: 30 } });
+    const deliveries = follow(deliveriesOf(server, "web:rc"));
+    const events = follow(eventsOf(server, "web:rc"));
+    await Promise.all([deliveries.opened, events.opened]);
+    await server.post("web:rc", { text: "hello", id: "rc1" });
+    await events.waitFor((event) => event.event === "model.delta");
+    await server.post("web:rc", { text: "actually, what is the plan for friday", id: "rc2" });
+    const fired = await events.waitFor((event) => event.event === "recheck.fired");
+    expect(fired.data.reason).toBe("newer-message");
+    const reply = await deliveries.waitFor((event) => event.event === "delivery");
+    expect(String(reply.data.text)).toContain("Re-checked");
+    expect(String(reply.data.text)).toContain('You said: "actually, what is the plan for friday"');
+    expect(deliveries.of("delivery")).toHaveLength(1);
+  }, 20_000);
 
   it("/stop aborts a reply that is streaming: the draft stops and nothing is delivered", async () => {
     const server = await start({ demo: { wordDelayMs: 150 } });
