@@ -17,7 +17,11 @@ function request(
     review: false,
     context,
     turnStart,
-    tools: ["message", DEMO_TOOL, "shout"],
+    tools: ["message", DEMO_TOOL, "shout"].map((name) => ({
+      name,
+      description: "",
+      parameters: { type: "object" },
+    })),
     signal: new AbortController().signal,
     ...extra,
   };

@@ -171,6 +171,8 @@ describe("tiller serve refuses to start, with one line and exit 2", () => {
       [["--host", "0.0.0.0", "--store", join(tmp, "host")], /TILLER_TOKEN/],
       [["--tools", tools, "--store", join(tmp, "t")], /--tools .*array/],
       [["--port", "99999"], /--port/],
+      [["--model-url", "http://127.0.0.1:9/v1", "--store", join(tmp, "m")], /--model: required/],
+      [["--model", "llama3.2", "--store", join(tmp, "m")], /--model-url/],
     ];
     for (const [args, pattern] of cases) {
       const { code, stderr } = await refused(args);
