@@ -140,6 +140,11 @@ export function demoTool(options: DemoToolOptions): ToolDefinition {
   return {
     name: DEMO_TOOL,
     description: `A slow demo task (${durationMs / 1000} s) that pretends to do the work it is given.`,
+    parameters: {
+      type: "object",
+      properties: { task: { type: "string", description: "What to pretend to do" } },
+      required: ["task"],
+    },
     cancellable: true,
     async execute(args, { signal }) {
       await sleep(options.clock, durationMs, signal);
@@ -149,10 +154,7 @@ export function demoTool(options: DemoToolOptions): ToolDefinition {
 }
 
 function toolNames(request: ModelRequest): string[] {
-  // Tool lists are names today; descriptions with schemas carry a `name` too.
-  return (request.tools as unknown[]).map((tool) =>
-    typeof tool === "string" ? tool : String((tool as { name?: unknown }).name),
-  );
+  return request.tools.map((tool) => tool.name);
 }
 
 function describeResult(result: unknown): string {

@@ -9,7 +9,9 @@ import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import type { ModelProvider } from "../adapters/model.js";
+import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
 import { SystemClock } from "../adapters/system-clock.js";
+import type { ToolDefinition } from "../adapters/tool.js";
 import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
@@ -52,7 +54,13 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
     );
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
-  const { model, tools, description } = chooseModel(modelUrl, clock, demoTaskMs);
+  const { model, tools, description } = chooseModel({
+    modelUrl,
+    modelName: values.model ?? (io.env.TILLER_MODEL || undefined),
+    apiKey: io.env.TILLER_MODEL_KEY || io.env.OPENAI_API_KEY || undefined,
+    clock,
+    demoTaskMs,
+  });
 
   let store: JsonlStore;
   try {
@@ -139,14 +147,47 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   return 0;
 }
 
-function chooseModel(modelUrl: string | undefined, clock: SystemClock, demoTaskMs: number) {
-  if (modelUrl !== undefined)
-    throw new UsageError("--model-url: the OpenAI-compatible provider is not part of this build");
-  const model: ModelProvider = new DemoModel({ clock });
+interface ModelChoice {
+  modelUrl: string | undefined;
+  modelName: string | undefined;
+  apiKey: string | undefined;
+  clock: SystemClock;
+  demoTaskMs: number;
+}
+
+/** The OpenAI-compatible provider when a URL is given, else the demo model and its slow tool. */
+function chooseModel(choice: ModelChoice): {
+  model: ModelProvider;
+  tools: ToolDefinition[];
+  description: string;
+} {
+  const { modelUrl, modelName, apiKey, clock } = choice;
+  if (modelUrl !== undefined) {
+    if (modelName === undefined)
+      throw new UsageError(
+        "--model: required with --model-url (or TILLER_MODEL): the name the server knows, such as llama3.2",
+      );
+    try {
+      const model = createOpenAIModel({
+        baseURL: modelUrl,
+        model: modelName,
+        ...(apiKey ? { apiKey } : {}),
+        clock,
+        logger: createLogger(),
+      });
+      return {
+        model,
+        tools: [],
+        description: `${modelName} at ${modelUrl} (OpenAI-compatible${apiKey ? ", with a key" : ", no key"})`,
+      };
+    } catch (error) {
+      throw new UsageError(`--model-url ${modelUrl}: ${errorMessage(error)}`);
+    }
+  }
   return {
-    model,
-    tools: [demoTool({ clock, durationMs: demoTaskMs })],
-    description: `DEMO: the built-in scripted demo model, no language model (ask it to "run a task" to see a ${demoTaskMs / 1000} s tool)`,
+    model: new DemoModel({ clock }),
+    tools: [demoTool({ clock, durationMs: choice.demoTaskMs })],
+    description: `DEMO: the built-in scripted demo model, no language model (ask it to "run a task" to see a ${choice.demoTaskMs / 1000} s tool)`,
   };
 }
 

@@ -19,8 +19,8 @@ function request(
     turnStart,
     tools: ["message", DEMO_TOOL, "shout"].map((name) => ({
       name,
-      description: name,
-      parameters: { type: "object", properties: {} },
+      description: "",
+      parameters: { type: "object" },
     })),
     signal: new AbortController().signal,
     ...extra,

@@ -171,13 +171,16 @@ describe("tiller serve refuses to start, with one line and exit 2", () => {
       [["--host", "0.0.0.0", "--store", join(tmp, "host")], /TILLER_TOKEN/],
       [["--tools", tools, "--store", join(tmp, "t")], /--tools .*array/],
       [["--port", "99999"], /--port/],
+      [["--model-url", "http://127.0.0.1:9/v1", "--store", join(tmp, "m")], /--model: required/],
+      [["--model", "llama3.2", "--store", join(tmp, "m")], /--model-url/],
     ];
-    for (const [args, pattern] of cases) {
-      const { code, stderr } = await refused(args);
+    const results = await Promise.all(cases.map(([args]) => refused(args)));
+    cases.forEach(([args, pattern], index) => {
+      const { code, stderr } = results[index]!;
       expect(code, args.join(" ")).toBe(2);
       expect(stderr, args.join(" ")).toMatch(pattern);
       expect(stderr.split("\n"), args.join(" ")).toHaveLength(1);
-    }
+    });
   }, 60_000);
 
   it("for a port in use", async () => {
