@@ -5,7 +5,7 @@
  * @example
  * ```ts
  * import { describe, it } from "vitest";
- * import { machinePaths, testPaths } from "tiller/testing";
+ * import { machinePaths, testPaths } from "tiller-gateway/testing";
  * describe("run paths", () => testPaths(it, machinePaths("run", { config: { staleReplyRecheck: { maxPasses: 1 } } })));
  * ```
  */

@@ -66,7 +66,7 @@ interface Traversal {
  *
  * @example
  * ```ts
- * import { machinePaths } from "tiller/testing";
+ * import { machinePaths } from "tiller-gateway/testing";
  * const paths = machinePaths("run", { config: { staleReplyRecheck: { maxPasses: 1 } } });
  * paths.map((path) => path.name);
  * ```
