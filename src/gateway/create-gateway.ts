@@ -62,6 +62,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     warnAfterMs: config.warnAfterMs,
     clock,
     logger,
+    // The scheduler's own machine shows up in the same inspector as the sessions and runs.
+    ...(options.inspect ? { inspect: options.inspect } : {}),
     onEvent: (event) => {
       messageLog.observe(event);
       hub.emit(event);
@@ -171,6 +173,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       return hub.subscribe(listener);
     },
     inspectSession,
+    /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
+    sessionKeys(): string[] {
+      return [...registry.keys()];
+    },
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);
     },

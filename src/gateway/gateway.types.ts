@@ -112,6 +112,8 @@ export interface Gateway {
   events(signal?: AbortSignal): AsyncGenerator<TillerEvent>;
   /** The same stream as a synchronous callback; returns the function that unsubscribes. */
   subscribe(listener: EventListener): () => void;
+  /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
+  sessionKeys(): string[];
   /** The session's state, running turn, queue and lane, or `undefined` for a session never seen. */
   inspectSession(key: string): SessionInspection | undefined;
   /**
