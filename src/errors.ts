@@ -22,7 +22,8 @@ export type TillerErrorCode =
   | "UNKNOWN_EVENT"
   | "MODEL_REPLY_INVALID"
   | "STORE_FAILED"
-  | "MODEL_TIMEOUT";
+  | "MODEL_TIMEOUT"
+  | "LEASE_LOST";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
@@ -106,6 +107,23 @@ export class MessageRejectedError extends TillerError {
 export class StoreLockedError extends TillerError {
   constructor(dir: string, holder: string) {
     super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/**
+ * A write carried a fencing token that no longer holds the session's lease (it expired, or another
+ * process took the session over): nothing was written. The run that made it must stop.
+ */
+export class LeaseLostError extends TillerError {
+  readonly session: string;
+  readonly fence: number;
+  constructor(session: string, fence: number) {
+    super(
+      "LEASE_LOST",
+      `session "${session}": fencing token ${fence} no longer holds the lease; nothing was written`,
+    );
+    this.session = session;
+    this.fence = fence;
   }
 }
 
