@@ -66,8 +66,9 @@ CREATE TABLE lane_runs (
   -- 0 foreground, 1 normal, 2 background
   priority    smallint NOT NULL,
   state       text NOT NULL CHECK (state IN ('queued', 'active')),
-  -- the process that enqueued the task and runs it
+  -- the process that enqueued the task and runs it, and the task's id there
   owner       text NOT NULL,
+  local_id    bigint NOT NULL,
   -- from fence_seq at each grant: every write the run makes carries it
   fence       bigint,
   lease_until timestamptz,
@@ -76,7 +77,9 @@ CREATE TABLE lane_runs (
 );
 -- at most one active run per session, cluster-wide, enforced by the database itself
 CREATE UNIQUE INDEX lane_runs_one_active ON lane_runs (session_key) WHERE state = 'active';
-CREATE INDEX lane_runs_queued ON lane_runs (lane, session_key, id) WHERE state = 'queued';
+-- a session's queue, oldest first (its head is the only row of it that may start)
+CREATE INDEX lane_runs_queued ON lane_runs (session_key, id) WHERE state = 'queued';
+CREATE INDEX lane_runs_queued_lane ON lane_runs (lane) WHERE state = 'queued';
 CREATE INDEX lane_runs_active ON lane_runs (lane) WHERE state = 'active';
 CREATE INDEX lane_runs_owner ON lane_runs (owner);
 CREATE TABLE session_owners (

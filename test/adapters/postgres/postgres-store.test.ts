@@ -1,24 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { PostgresStore } from "../../src/adapters/postgres/postgres-store.js";
-import { schemaName, usePostgresSchema } from "../support/postgres.js";
-import { storeContract } from "./store-contract.js";
+import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
+import { usePostgresSchema } from "../../support/postgres.js";
+import { storeContract } from "../store-contract.js";
 
 const db = usePostgresSchema("store");
 
-// Each test gets a schema of its own inside the suite's: the contract expects an empty store.
+// The contract expects an empty store per test: the suite's schema, emptied after each.
 storeContract("PostgresStore", async () => {
-  const schema = schemaName(`${db.schema}_t`).slice(0, 63);
-  let current = await PostgresStore.connect({ url: db.url, schema, poolSize: 4 });
+  let current = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 4 });
   return {
     store: current,
     reopen: async () => {
       await current.close();
-      current = await PostgresStore.connect({ url: db.url, schema, poolSize: 4 });
+      current = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 4 });
       return current;
     },
     cleanup: async () => {
       await current.close();
-      await db.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await db.pool.query(
+        `TRUNCATE ${db.schema}.transcript, ${db.schema}.sessions, ${db.schema}.session_state`,
+      );
     },
   };
 });

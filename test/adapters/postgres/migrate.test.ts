@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createPool } from "../../src/adapters/postgres/connection.js";
-import { migrate } from "../../src/adapters/postgres/migrate.js";
-import { MIGRATIONS } from "../../src/adapters/postgres/migrations.js";
-import { PostgresStore } from "../../src/adapters/postgres/postgres-store.js";
-import { schemaName, usePostgresSchema } from "../support/postgres.js";
-import { answers, startPrivateServer } from "../support/postgres-server.js";
+import { createPool } from "../../../src/adapters/postgres/connection.js";
+import { migrate } from "../../../src/adapters/postgres/migrate.js";
+import { MIGRATIONS } from "../../../src/adapters/postgres/migrations.js";
+import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
+import { schemaName, usePostgresSchema } from "../../support/postgres.js";
+import { answers, startPrivateServer } from "../../support/postgres-server.js";
 
 const db = usePostgresSchema("migrate");
 
