@@ -1,6 +1,6 @@
-import { latestUserText } from "../turn.js";
 import { type Clock, sleep } from "./clock.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "./model.js";
+import { latestUserText } from "./model.js";
 
 /** Conditions of a scripted rule; all given ones must hold (CONTRACTS.md §2). */
 export interface ScriptedWhen {

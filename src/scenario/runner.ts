@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "../adapters/clock.js";
 import { sleep } from "../adapters/clock.js";
-import { JsonlStore } from "../adapters/jsonl-store.js";
+import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import { LoopbackChannel } from "../adapters/loopback-channel.js";
 import { MemoryStore } from "../adapters/memory-store.js";
 import { ScriptedModel } from "../adapters/scripted-model.js";
@@ -8,7 +8,7 @@ import { SimulatedClock } from "../adapters/simulated-clock.js";
 import type { TranscriptRecord, TranscriptStore } from "../adapters/store.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import type { TillerEvent } from "../events.js";
-import { createGateway, type Gateway } from "../gateway.js";
+import { createGateway, type Gateway } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
 import type { Scenario } from "./schema.js";
 

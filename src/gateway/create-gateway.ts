@@ -1,37 +1,33 @@
 import { nanoid } from "nanoid";
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import { type Ack, composeAck, type RunView } from "./ack.js";
-import { BUILTIN_TOOL_NAMES, builtinTools } from "./actors/builtin-tools.js";
-import { createCallModel } from "./actors/call-model.js";
-import { createDeliver, send } from "./actors/deliver.js";
-import type { ActorDeps } from "./actors/deps.js";
-import { createLaneSlot } from "./actors/lane-slot.js";
-import { createResetTranscript } from "./actors/reset-transcript.js";
-import { createRunTool } from "./actors/run-tool.js";
-import type { Channel } from "./adapters/channel.js";
-import type { Clock } from "./adapters/clock.js";
-import { MemoryStore } from "./adapters/memory-store.js";
-import type { ModelProvider } from "./adapters/model.js";
-import type { TranscriptStore } from "./adapters/store.js";
-import { SystemClock } from "./adapters/system-clock.js";
-import type { ToolDefinition } from "./adapters/tool.js";
-import { type GatewayConfig, type GatewayConfigInput, parseConfig, queueLayers } from "./config.js";
-import { applyControl, runViewOf } from "./control-ack.js";
-import { EventHub, type EventListener, type TillerEvent } from "./events.js";
-import { type MessageExplanation, MessageLog } from "./explain.js";
-import { checkAdapters } from "./gateway-adapters.js";
-import { type InboundMessage, pruneSeen, stateName, validateInbound } from "./inbound.js";
-import { createLaneScheduler, type LaneScheduler } from "./lanes/lane-scheduler.js";
-import { createLogger, type Logger, neverThrowing } from "./logger.js";
-import { runMachine } from "./machines/run.machine.js";
-import { sessionMachine } from "./machines/session.machine.js";
-import type { SessionDecision } from "./machines/session.types.js";
-import { parseControl } from "./policy/control.js";
-import { parseQueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
-import { type SessionMemory, SessionPersistence } from "./session-persistence.js";
+import { BUILTIN_TOOL_NAMES, builtinTools } from "../actors/builtin-tools.js";
+import { createCallModel } from "../actors/call-model.js";
+import { createDeliver } from "../actors/deliver.js";
+import type { ActorDeps } from "../actors/deps.js";
+import { createLaneSlot } from "../actors/lane-slot.js";
+import { createResetTranscript } from "../actors/reset-transcript.js";
+import { createRunTool } from "../actors/run-tool.js";
+import type { Channel } from "../adapters/channel.js";
+import type { Clock } from "../adapters/clock.js";
+import { MemoryStore } from "../adapters/memory-store.js";
+import type { ModelProvider } from "../adapters/model.js";
+import type { TranscriptStore } from "../adapters/store.js";
+import { SystemClock } from "../adapters/system-clock.js";
+import type { ToolDefinition } from "../adapters/tool.js";
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from "../config.js";
+import { EventHub, type EventListener, type TillerEvent } from "../events.js";
+import { createLaneScheduler, type LaneScheduler } from "../lanes/lane-scheduler.js";
+import { createLogger, type Logger, neverThrowing } from "../logger.js";
+import { runMachine } from "../machines/run.machine.js";
+import { sessionMachine } from "../machines/session.machine.js";
+import { checkAdapters } from "./check-adapters.js";
+import { type MessageExplanation, MessageLog } from "./message-log.js";
+import { createReceive } from "./receive.js";
+import { resumeSessions } from "./resume-sessions.js";
+import { SessionPersistence } from "./session-persistence.js";
 import { SessionRegistry } from "./session-registry.js";
-import { resumeSessions } from "./session-resume.js";
 import { TranscriptWriter } from "./transcript-writer.js";
+import { type InboundMessage, stateName } from "./validate-inbound.js";
 
 export interface GatewayOptions {
   config?: GatewayConfigInput | GatewayConfig;
@@ -142,108 +138,15 @@ export function createGateway(options: GatewayOptions) {
     emit,
   });
 
-  async function receive(inbound: InboundMessage): Promise<Ack> {
-    const message = validateInbound(inbound, config, channelNames);
-    const entry = registry.memory(message.session, message.channel);
-    entry.channel = message.channel;
-    // The window read for duplicate detection is the one the session's first turn starts from.
-    registry.keepWindow(message.session, entry, true);
-    await persistence.rememberStoredIds(message.session, entry);
-    const now = clock.now();
-    const layers = queueLayers(config, message.channel);
-    const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
-    const setting = resolveQueueSetting({ inline, session: entry.override, ...layers });
-    const owned = { id: message.id, text: message.text, channel: message.channel, at: now };
-
-    let decision: SessionDecision;
-    let runBefore: RunView | undefined;
-    const oversized = message.text.length > config.limits.maxMessageChars;
-    const control = parseControl(message.text);
-    pruneSeen(entry, now, config.limits.dedupeWindowMs);
-    if (entry.seen.has(message.id)) {
-      decision = { messageId: message.id, disposition: "duplicate", setting };
-    } else if (oversized) {
-      decision = {
-        messageId: message.id,
-        disposition: "rejected",
-        setting,
-        reason: `the message is ${message.text.length} characters; the limit is ${config.limits.maxMessageChars}`,
-      };
-    } else if (message.mode !== undefined && inline === undefined) {
-      decision = {
-        messageId: message.id,
-        disposition: "rejected",
-        setting,
-        reason: `unknown queue mode "${message.mode}"`,
-      };
-    } else if (control) {
-      entry.seen.set(message.id, now);
-      const ack = applyControl({
-        session: message.session,
-        entry,
-        messageId: owned.id,
-        control,
-        setting,
-        actor: () => registry.actor(message.session, entry),
-      });
-      registry.keepWindow(message.session, entry, false);
-      emit("message.acked", { ...ack, session: message.session });
-      if (isAckVisible(entry.channel)) void send(deps, message.session, ack.text, "ack");
-      return ack;
-    } else if (draining) {
-      decision = {
-        messageId: message.id,
-        disposition: "rejected",
-        setting,
-        reason: "the gateway is draining",
-      };
-    } else {
-      entry.seen.set(message.id, now);
-      const actor = registry.actor(message.session, entry);
-      // What the run was doing when the message arrived: an interrupt changes it at once.
-      runBefore = runViewOf(actor);
-      actor.send({ type: "session.message", message: owned, setting });
-      decision = actor.getSnapshot().context.lastDecision ?? {
-        messageId: message.id,
-        disposition: "rejected",
-        setting,
-      };
-      // Acknowledged means durable: the message is in the saved state (or the transcript) first.
-      persistence.flush(message.session, entry);
-      await entry.saving;
-    }
-    // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
-    if (decision.disposition === "rejected") entry.seen.delete(message.id);
-    // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
-    registry.keepWindow(message.session, entry, false);
-    return finishAck(message.session, entry, decision, runBefore);
-  }
-
-  function finishAck(
-    session: string,
-    entry: SessionMemory,
-    decision: SessionDecision,
-    runBefore?: RunView,
-  ): Ack {
-    const snapshot = entry.actor?.getSnapshot();
-    const run =
-      decision.disposition === "interrupted"
-        ? runBefore
-        : decision.disposition === "steered"
-          ? runViewOf(entry.actor)
-          : undefined;
-    const position =
-      snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
-    const ack = composeAck(session, decision, run, position);
-    emit("message.acked", { ...ack, session });
-    if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
-    return ack;
-  }
-
-  function isAckVisible(channel: string): boolean {
-    const visible = config.delivery.visibleAcks;
-    return typeof visible === "boolean" ? visible : visible[channel] === true;
-  }
+  const receive = createReceive({
+    config,
+    deps,
+    registry,
+    persistence,
+    channelNames,
+    isDraining: () => draining,
+    emit,
+  });
 
   function inspectSession(key: string): SessionInspection | undefined {
     const entry = registry.get(key);

@@ -1,9 +1,9 @@
 import { type AnyActorRef, createActor, type InspectionEvent } from "xstate";
-import type { Clock, TimerHandle } from "./adapters/clock.js";
-import type { GatewayConfig } from "./config.js";
-import type { Logger } from "./logger.js";
-import type { SessionActorRef, sessionMachine } from "./machines/session.machine.js";
-import type { SessionInput } from "./machines/session.types.js";
+import type { Clock, TimerHandle } from "../adapters/clock.js";
+import type { GatewayConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { SessionActorRef, sessionMachine } from "../machines/session.machine.js";
+import type { SessionInput } from "../machines/session.types.js";
 import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
 import type { TranscriptWriter } from "./transcript-writer.js";
 

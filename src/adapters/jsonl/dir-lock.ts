@@ -1,7 +1,7 @@
 import { link, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
-import { StoreLockedError } from "../errors.js";
+import { StoreLockedError } from "../../errors.js";
 
 /** Lock files held by live stores of this process: a pid check cannot tell two of our own apart. */
 const heldHere = new Set<string>();

@@ -1,6 +1,6 @@
-import type { TranscriptStore } from "./adapters/store.js";
-import type { GatewayConfig } from "./config.js";
-import { type PersistedSession, planResume } from "./resume.js";
+import type { TranscriptStore } from "../adapters/store.js";
+import type { GatewayConfig } from "../config.js";
+import { type PersistedSession, planResume } from "../policy/plan-resume.js";
 import type { SessionPersistence } from "./session-persistence.js";
 import type { SessionRegistry } from "./session-registry.js";
 import type { TranscriptWriter } from "./transcript-writer.js";

@@ -3,10 +3,10 @@ import { appendFile, mkdtemp, open, readdir, readFile, rm } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseLine, scanLines } from "../../src/adapters/jsonl-file.js";
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
-import { nodeEntry } from "../support/node-entry.js";
-import { mulberry32 } from "../support/random.js";
+import { parseLine, scanLines } from "../../../src/adapters/jsonl/jsonl-file.js";
+import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
+import { nodeEntry } from "../../support/node-entry.js";
+import { mulberry32 } from "../../support/random.js";
 
 /**
  * A real crash harness: a writer process (crash-writer.ts) appends to one store directory and is killed

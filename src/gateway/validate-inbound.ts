@@ -1,6 +1,6 @@
-import { hasLoneSurrogate } from "./adapters/session-key.js";
-import type { GatewayConfig } from "./config.js";
-import { MessageRejectedError } from "./errors.js";
+import { hasLoneSurrogate } from "../adapters/session-key.js";
+import type { GatewayConfig } from "../config.js";
+import { MessageRejectedError } from "../errors.js";
 
 /** Checks on an inbound message at the edge, before anything is accepted. */
 export interface InboundMessage {

@@ -1,6 +1,6 @@
-import type { RunContext } from "./machines/run.machine.js";
-import type { Disposition, SessionDecision } from "./machines/session.types.js";
-import type { QueueMode, SettingSource } from "./policy/queue-mode.js";
+import type { RunContext } from "../machines/run.machine.js";
+import type { Disposition, SessionDecision } from "../machines/session.types.js";
+import type { QueueMode, SettingSource } from "../policy/queue-mode.js";
 
 /**
  * The acknowledgement of one inbound message (DESIGN.md §2): what happened to it, truthfully. It never

@@ -1,15 +1,21 @@
 import { mkdir, readdir, rm, truncate, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../../errors.js";
+import { assertSessionKey, sessionFileName } from "../session-key.js";
+import type {
+  ExpectedHead,
+  RecordBody,
+  TranscriptHead,
+  TranscriptRecord,
+  TranscriptStore,
+} from "../store.js";
 import { crc32Run } from "./crc32.js";
 import { DirLock } from "./dir-lock.js";
 import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
 import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
 import { IndexTracker } from "./index-tracker.js";
 import { encodeLine, encodeState, readFileKey, readState, TRANSCRIPT_FORMAT } from "./jsonl-file.js";
-import { assertSessionKey, sessionFileName } from "./session-key.js";
-import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
 import { encodeIndex, indexFile, writeIndex } from "./transcript-index.js";
 import { loadTranscript } from "./transcript-load.js";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";

@@ -1,5 +1,8 @@
-import type { RecordBody, TranscriptRecord } from "./adapters/store.js";
-import { UNDELIVERED_FINAL } from "./adapters/store.js";
+import type { ModelMessage, ToolCallRequest } from "../adapters/model.js";
+import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
+import { UNDELIVERED_FINAL } from "../adapters/store.js";
+
+export type { ModelMessage, ToolCallRequest };
 
 /** A user message as a turn owns it. */
 export interface OwnedMessage {
@@ -9,21 +12,6 @@ export interface OwnedMessage {
   /** Arrival time on the gateway clock. */
   at: number;
 }
-
-/** A tool call the model asked for. */
-export interface ToolCallRequest {
-  callId: string;
-  name: string;
-  args: Record<string, unknown>;
-}
-
-/** One entry of what a model call sees. */
-export type ModelMessage =
-  | { role: "user"; text: string; messageId: string }
-  | { role: "assistant"; text: string }
-  | { role: "toolCall"; callId: string; name: string; args: unknown }
-  | { role: "toolResult"; callId: string; status: string; result: unknown }
-  | { role: "note"; text: string };
 
 /** Items of a turn's journal are transcript record bodies, stored in order. */
 export type TurnItem = RecordBody;
@@ -109,13 +97,4 @@ function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | unde
         return { role: "assistant", text: String(record.details.text ?? "") };
       return undefined;
   }
-}
-
-/** Newest user message text of a model context, "" when there is none. */
-export function latestUserText(context: readonly ModelMessage[]): string {
-  for (let i = context.length - 1; i >= 0; i--) {
-    const message = context[i];
-    if (message?.role === "user") return message.text;
-  }
-  return "";
 }

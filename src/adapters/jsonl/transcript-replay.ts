@@ -3,7 +3,9 @@
  * on the file's bytes: only control lines, and records another writer laid out differently, are decoded
  * and parsed.
  */
-import type { TillerError } from "../errors.js";
+import type { TillerError } from "../../errors.js";
+import type { TranscriptRecord } from "../store.js";
+import { UNDELIVERED_FINAL } from "../store.js";
 import {
   corruptError,
   isHeader,
@@ -12,8 +14,6 @@ import {
   TRANSCRIPT_FORMAT,
   type ValidLine,
 } from "./jsonl-file.js";
-import type { TranscriptRecord } from "./store.js";
-import { UNDELIVERED_FINAL } from "./store.js";
 import { metaOf, type RecordMeta, TranscriptLog } from "./transcript-log.js";
 
 const COMMA = 0x2c;

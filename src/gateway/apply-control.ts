@@ -1,11 +1,11 @@
 import type { AnyActorRef } from "xstate";
-import type { Ack, RunView } from "./ack.js";
-import { stateName } from "./inbound.js";
-import type { SessionActorRef } from "./machines/session.machine.js";
-import type { SessionDecision } from "./machines/session.types.js";
-import type { ControlCommand } from "./policy/control.js";
-import type { ResolvedQueueSetting } from "./policy/queue-mode.js";
+import type { SessionActorRef } from "../machines/session.machine.js";
+import type { SessionDecision } from "../machines/session.types.js";
+import type { ControlCommand } from "../policy/control.js";
+import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
+import type { Ack, RunView } from "./compose-ack.js";
 import type { SessionMemory } from "./session-persistence.js";
+import { stateName } from "./validate-inbound.js";
 
 /** What the session's run is doing now (its state and the context the ack reads), if one runs. */
 export function runViewOf(actor: SessionActorRef | null): RunView | undefined {

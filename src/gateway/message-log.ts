@@ -1,4 +1,4 @@
-import type { TillerEvent } from "./events.js";
+import type { TillerEvent } from "../events.js";
 
 /**
  * "What happened to my message?" (issue: explain), built only from the event stream: when it arrived,

@@ -1,7 +1,7 @@
 /**
  * The victim of the crash harness (jsonl-crash.test.ts):
  *
- *   node --import tsx test/adapters/crash-writer.ts DIR SEED [--wait]
+ *   node --import tsx test/adapters/jsonl/crash-writer.ts DIR SEED [--wait]
  *
  * Opens a JsonlStore on DIR (taking over the lock of the previous, killed writer), then appends records
  * of random sizes to a few sessions forever, and prints `ack <id>` for each record once its append has
@@ -10,9 +10,9 @@
  * before touching DIR, so the harness can start the next writer while the current one runs.
  */
 import { createInterface } from "node:readline";
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
-import type { RecordBody, TranscriptHead } from "../../src/adapters/store.js";
-import { mulberry32 } from "../support/random.js";
+import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
+import type { RecordBody, TranscriptHead } from "../../../src/adapters/store.js";
+import { mulberry32 } from "../../support/random.js";
 
 /** Each run writes to 3 of these, so a restart rereads only part of the accumulated directory. */
 const SESSIONS = [

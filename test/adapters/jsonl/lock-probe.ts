@@ -1,10 +1,10 @@
 /**
- * A second process for the directory-lock tests: `node --import tsx test/adapters/lock-probe.ts DIR try`
+ * A second process for the directory-lock tests: `node --import tsx test/adapters/jsonl/lock-probe.ts DIR try`
  * prints `{"ok":true}` or `{"ok":false,"code":...}`; `... DIR hold` takes the lock, prints "held" and
  * keeps it until stdin closes (or it is killed).
  */
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
-import { TillerError } from "../../src/errors.js";
+import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
+import { TillerError } from "../../../src/errors.js";
 
 const [dir, mode = "try"] = process.argv.slice(2);
 if (!dir) throw new Error("usage: lock-probe.ts DIR try|hold");

@@ -1,9 +1,9 @@
-import type { RecordBody, TranscriptRecord } from "./adapters/store.js";
-import { UNDELIVERED_FINAL } from "./adapters/store.js";
-import type { PendingTurn, QueueItem } from "./machines/session.types.js";
-import { isSubstantive, markerDeliveryMode, type VisibleReplies } from "./policy/delivery.js";
-import type { OwnedMessage } from "./turn.js";
-import { RECOVERED } from "./turn.js";
+import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
+import { UNDELIVERED_FINAL } from "../adapters/store.js";
+import type { PendingTurn, QueueItem } from "../machines/session.types.js";
+import { isSubstantive, markerDeliveryMode, type VisibleReplies } from "./delivery.js";
+import type { OwnedMessage } from "./turn-context.js";
+import { RECOVERED } from "./turn-context.js";
 
 /**
  * What a session persists so that a restarted gateway resumes it exactly once (DESIGN.md §6): the turn

@@ -2,13 +2,13 @@ import { appendFile, copyFile, readFile, rm, stat, truncate, writeFile } from "n
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
-import { sessionFileName } from "../../src/adapters/session-key.js";
-import type { RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
-import { UNDELIVERED_FINAL } from "../../src/adapters/store.js";
-import { decodeIndex, encodeIndex } from "../../src/adapters/transcript-index.js";
-import { loadTranscript } from "../../src/adapters/transcript-load.js";
-import { useTempDir } from "../support/temp-dir.js";
+import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
+import { decodeIndex, encodeIndex } from "../../../src/adapters/jsonl/transcript-index.js";
+import { loadTranscript } from "../../../src/adapters/jsonl/transcript-load.js";
+import { sessionFileName } from "../../../src/adapters/session-key.js";
+import type { RecordBody, TranscriptRecord } from "../../../src/adapters/store.js";
+import { UNDELIVERED_FINAL } from "../../../src/adapters/store.js";
+import { useTempDir } from "../../support/temp-dir.js";
 
 const user = (n: number): RecordBody => ({
   role: "user",

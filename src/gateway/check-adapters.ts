@@ -1,7 +1,7 @@
-import type { Channel } from "./adapters/channel.js";
-import type { ModelProvider } from "./adapters/model.js";
-import type { ToolDefinition } from "./adapters/tool.js";
-import { ConfigError } from "./errors.js";
+import type { Channel } from "../adapters/channel.js";
+import type { ModelProvider } from "../adapters/model.js";
+import type { ToolDefinition } from "../adapters/tool.js";
+import { ConfigError } from "../errors.js";
 
 /**
  * Checks the adapters handed to `createGateway` before anything runs, so a wiring mistake is a

@@ -4,12 +4,12 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
-import { assertSessionKey, sessionFileName } from "../../src/adapters/session-key.js";
-import type { RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
-import { StoreLockedError } from "../../src/errors.js";
-import { mulberry32 } from "../support/random.js";
-import { storeContract } from "./store-contract.js";
+import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
+import { assertSessionKey, sessionFileName } from "../../../src/adapters/session-key.js";
+import type { RecordBody, TranscriptRecord } from "../../../src/adapters/store.js";
+import { StoreLockedError } from "../../../src/errors.js";
+import { mulberry32 } from "../../support/random.js";
+import { storeContract } from "../store-contract.js";
 
 const run = promisify(execFile);
 const PROBE = resolve(import.meta.dirname, "lock-probe.ts");

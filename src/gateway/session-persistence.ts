@@ -1,10 +1,10 @@
 import type { Subscription } from "xstate";
-import type { Clock } from "./adapters/clock.js";
-import type { GatewayConfig } from "./config.js";
-import type { Logger } from "./logger.js";
-import type { SessionActorRef } from "./machines/session.machine.js";
-import type { QueueSettings } from "./policy/queue-mode.js";
-import type { PersistedSession } from "./resume.js";
+import type { Clock } from "../adapters/clock.js";
+import type { GatewayConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { SessionActorRef } from "../machines/session.machine.js";
+import type { PersistedSession } from "../policy/plan-resume.js";
+import type { QueueSettings } from "../policy/queue-mode.js";
 import type { TranscriptWriter } from "./transcript-writer.js";
 
 /** What the gateway keeps per session key, including while the session's actor is stopped. */

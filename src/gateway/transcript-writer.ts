@@ -1,4 +1,4 @@
-import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./adapters/store.js";
+import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "../adapters/store.js";
 
 /**
  * The gateway's one writer per session: remembers each transcript's head (session id and revision) and

@@ -1,7 +1,7 @@
 import * as zlib from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { crc32, crc32Run } from "../../src/adapters/crc32.js";
+import { crc32, crc32Run } from "../../../src/adapters/jsonl/crc32.js";
 
 // The JSONL store's line checksum must stay zlib's CRC-32: files written by earlier versions (which
 // called zlib.crc32) are verified with it.

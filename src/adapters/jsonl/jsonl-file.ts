@@ -5,10 +5,10 @@
  * the replay into a log that follows it, transcript-replay.ts).
  */
 import { open } from "node:fs/promises";
-import { TillerError } from "../errors.js";
+import { TillerError } from "../../errors.js";
+import { sessionFileName } from "../session-key.js";
 import { crc32, crc32Run } from "./crc32.js";
 import { readChunked, readIfExists } from "./durable-file.js";
-import { sessionFileName } from "./session-key.js";
 
 /** Written in every transcript header; a reader refuses formats it does not know. */
 export const TRANSCRIPT_FORMAT = "tiller.transcript/1";
