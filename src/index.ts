@@ -21,6 +21,13 @@ export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 export { LoopbackChannel } from "./adapters/loopback-channel.js";
 export { MemoryStore } from "./adapters/memory-store.js";
 export type { ModelProvider, ModelReply, ModelRequest } from "./adapters/model.js";
+export {
+  type ClusterLanes,
+  type ClusterLanesOptions,
+  createClusterLanes,
+} from "./adapters/postgres/cluster-lanes.js";
+export type { FenceSource } from "./adapters/postgres/fences.js";
+export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
 export * from "./adapters/store.js";

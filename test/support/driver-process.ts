@@ -26,7 +26,7 @@ export class DriverProcess {
 
   static start(command: string[], args: string[]): DriverProcess {
     return new DriverProcess(
-      spawn(process.execPath, [...command, ...args], { stdio: ["ignore", "pipe", "pipe"] }),
+      spawn(process.execPath, [...command, ...args], { stdio: ["pipe", "pipe", "pipe"] }),
     );
   }
 
@@ -55,6 +55,11 @@ export class DriverProcess {
       this.waiters.add(check);
       check();
     });
+  }
+
+  /** Writes one line to the process's stdin. */
+  send(line: string): void {
+    this.child.stdin!.write(`${line}\n`);
   }
 
   kill(signal: NodeJS.Signals = "SIGKILL"): void {

@@ -53,13 +53,14 @@ export class ClusterDb {
     try {
       await client.query("BEGIN");
       await client.query(sql.LOCK_LANE, [`${this.schema}:lane:${lane}`]);
+      // Named: prepared once per connection, so the planner does not run on every pass.
       const { rows } = await client.query<{
         id: string;
         owner: string;
         local_id: string;
         fence: string;
         session_key: string;
-      }>(sql.CLAIM, [lane, defaultCapacity, this.leaseMs]);
+      }>({ name: "tiller.claim", text: sql.CLAIM, values: [lane, defaultCapacity, this.leaseMs] });
       const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
       if (others.length > 0) {
         await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
@@ -111,14 +112,22 @@ export class ClusterDb {
     await this.pool.query(sql.DEQUEUE, [rowIds]);
   }
 
-  /** Keeps this process alive; returns the row ids whose leases it renewed. */
-  async heartbeat(): Promise<Set<string>> {
-    const { rows } = await this.pool.query<{ id: string }>(sql.HEARTBEAT, [
-      this.processId,
-      this.leaseMs,
-      { pid: process.pid },
-    ]);
-    return new Set(rows.map((row) => row.id));
+  /** Keeps this process alive; returns the grants whose leases it renewed. */
+  async heartbeat(): Promise<Grant[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      fence: string;
+      local_id: string;
+      session_key: string;
+    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }]);
+    return rows.map((row) => ({
+      id: row.id,
+      owner: this.processId,
+      localId: Number(row.local_id),
+      fence: Number(row.fence),
+      session: row.session_key,
+      remainingMs: this.leaseMs,
+    }));
   }
 
   async reap(): Promise<

@@ -1,4 +1,5 @@
 import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
+import type { TillerEvent } from "../../events.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../../lanes/lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../../lanes/run-options.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
@@ -39,14 +40,17 @@ export interface ClusterLanes extends LaneScheduler, FenceSource {
 export async function createClusterLanes(options: ClusterLanesOptions): Promise<ClusterLanes> {
   const { schema, clock, logger, leaseMs, heartbeatMs, pollMs, processId, capacities } =
     parseClusterOptions(options);
-  const pool = createPool({
-    ...options,
-    schema,
-    applicationName: options.applicationName ?? `tiller ${processId}`,
-  });
+  // Lane rows are scheduling state, not acknowledged data: their commits need not wait for the disk
+  // (a claim, a renewal or an end costs no fsync). The store's writes stay synchronous.
+  const pool = createPool(
+    { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId}` },
+    { synchronous_commit: "off" },
+  );
   const db = new ClusterDb(pool, schema, processId, leaseMs);
   const fences = new FenceRegistry<ClusterEntry>();
   const entries = new Map<number, ClusterEntry>();
+  /** Rows of runs that ended by themselves, given back once their writes landed. */
+  const returning = new Set<string>();
   const toEnqueue: ClusterEntry[] = [];
   let enqueueChain: Promise<void> = Promise.resolve();
   const passes = new Map<string, Promise<void>>();
@@ -62,9 +66,12 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
 
   const gate = new AdmissionGate(options.inspect);
 
+  const listeners = new Set<(event: TillerEvent) => void>();
+  if (options.onEvent) listeners.add(options.onEvent);
   function emit(type: string, fields: Record<string, unknown>): void {
-    if (!options.onEvent) return;
-    options.onEvent({ at: clock.now(), type, processId, ...fields });
+    if (listeners.size === 0) return;
+    const event: TillerEvent = { at: clock.now(), type, processId, ...fields };
+    for (const listener of listeners) listener(event);
   }
 
   /** Runs a database step in the background; a failure is logged, the poll retries it. */
@@ -181,7 +188,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     const entry = entries.get(grant.localId);
     if (!entry?.isWaiting || closed) {
       // Nobody waits for it any more (aborted, cleared, closed): give the slot back.
-      if (entry?.state !== "running") release(grant.id, grant.fence, undefined);
+      if (entry?.state !== "running" && !returning.has(grant.id)) release(grant.id, grant.fence, undefined);
       return;
     }
     entry.rowId = grant.id;
@@ -196,9 +203,20 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     emit,
     logger,
     processId,
-    ended(entry) {
+    ended(entry, clean) {
       activeCount--;
-      release(entry.rowId!, entry.fence!, entry.lane);
+      const rowId = entry.rowId!;
+      const fence = entry.fence!;
+      // Writes the run issued while it held the grant land first, then the grant goes (meanwhile a
+      // poll that sees the row must not give it back early).
+      if (clean) {
+        returning.add(rowId);
+        const landed = fences.settled(entry.sessionKey);
+        track(
+          "complete",
+          landed.then(() => release(rowId, fence, entry.lane)),
+        );
+      } else release(rowId, fence, entry.lane);
       forgetLater(entry);
       checkSettled();
     },
@@ -213,6 +231,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     track(
       "complete",
       db.complete(rowId, fence).then((ended) => {
+        returning.delete(rowId);
         const freed = lane ?? ended;
         if (freed !== undefined) claim(freed);
         for (const waiting of waitingLanes()) if (waiting !== freed) claim(waiting);
@@ -281,7 +300,13 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     const sentAt = clock.now();
     const judged = ++generation;
     try {
-      const held = await db.heartbeat();
+      const renewed = await db.heartbeat();
+      const held = new Set(renewed.map((grant) => grant.id));
+      // A grant whose wake-up was missed starts now; one nobody waits for is given back (a renewed
+      // row that no task of this process holds would keep its session blocked).
+      for (const grant of renewed) {
+        if (entries.get(grant.localId)?.state !== "running") granted(grant, sentAt);
+      }
       for (const entry of entries.values()) {
         if (entry.state !== "running") continue;
         if (held.has(entry.rowId!)) entry.leaseDeadline = sentAt + leaseMs;
@@ -396,7 +421,12 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     entryState: (entryId: number) => entries.get(entryId)?.state,
     actor: gate.actor,
     fenceFor: (session: string) => fences.fenceFor(session),
+    using: (session: string, write: Promise<unknown>) => fences.using(session, write),
     reap,
+    observe(listener: (event: TillerEvent) => void): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async close(): Promise<void> {
       if (closed) return;
       for (const entry of entries.values()) {

@@ -20,6 +20,9 @@ export interface PostgresConnectionOptions {
   poolSize?: number;
 }
 
+/** Extra server settings for a pool's connections (`-c name=value`). */
+type Settings = Record<string, string>;
+
 /** The checked schema name (safe to write into SQL and channel names). */
 export function checkSchema(schema: unknown = DEFAULT_SCHEMA): string {
   if (typeof schema !== "string" || !SCHEMA_NAME.test(schema)) {
@@ -29,22 +32,27 @@ export function checkSchema(schema: unknown = DEFAULT_SCHEMA): string {
 }
 
 /** Client settings: every connection resolves unqualified names in the adapter's schema. */
-export function clientConfig(options: PostgresConnectionOptions): pg.ClientConfig {
+export function clientConfig(options: PostgresConnectionOptions, settings: Settings = {}): pg.ClientConfig {
   if (typeof options.url !== "string" || options.url.length === 0) {
     throw new ConfigError("url", "a postgres:// connection string", options.url);
   }
   const schema = checkSchema(options.schema);
   return {
     connectionString: options.url,
-    options: `-c search_path=${schema}`,
+    options: [`-c search_path=${schema}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(
+      " ",
+    ),
     application_name: options.applicationName ?? "tiller",
   };
 }
 
 /** A pool whose idle-client errors (a server restart, a terminated backend) do not crash the process. */
-export function createPool(options: PostgresConnectionOptions): pg.Pool {
-  const pool = new pg.Pool({ ...clientConfig(options), max: options.poolSize ?? 10 });
+export function createPool(options: PostgresConnectionOptions, settings: Settings = {}): pg.Pool {
+  const pool = new pg.Pool({ ...clientConfig(options, settings), max: options.poolSize ?? 10 });
   pool.on("error", () => {});
+  // A connection lost while a client is checked out (between two statements of a transaction) must not
+  // crash the process either: the statement in flight, or the next one, fails and the caller handles it.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return pool;
 }
 

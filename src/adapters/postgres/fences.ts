@@ -6,6 +6,11 @@
 export interface FenceSource {
   /** The token of the session's run in this process; undefined when none runs here. */
   fenceFor(session: string): number | undefined;
+  /**
+   * Told of each write made with a token: a run that ends by itself gives its grant back only once the
+   * writes it issued while holding it have landed (else they would find the grant gone).
+   */
+  using?(session: string, write: Promise<unknown>): void;
 }
 
 /** No run holds anything: writes are not fenced (one process, or writes outside any run). */

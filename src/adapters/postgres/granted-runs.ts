@@ -11,8 +11,11 @@ export interface GrantedRunsContext {
   emit(type: string, fields: Record<string, unknown>): void;
   logger: Logger;
   processId: string;
-  /** A running entry stopped counting (done, failed, timed out, lease lost): free its row and slot. */
-  ended(entry: ClusterEntry): void;
+  /**
+   * A running entry stopped counting (done, failed, timed out, lease lost): free its row and slot;
+   * `clean` when the task ended by itself (its in-flight writes land before the row goes).
+   */
+  ended(entry: ClusterEntry, clean: boolean): void;
 }
 
 /**
@@ -28,7 +31,7 @@ export class GrantedRuns {
     const fence = entry.fence!;
     entry.state = "running";
     entry.startedInGeneration = generation;
-    if (entry.session !== undefined) fences.hold(entry.session, entry, fence);
+    fences.hold(entry.sessionKey, entry, fence);
     emit("lane.started", {
       lane: entry.lane,
       session: entry.session,
@@ -42,8 +45,7 @@ export class GrantedRuns {
       entry.timeoutTimer = clock.setTimeout(() => this.timeOut(entry), entry.timeoutMs);
     let result: unknown;
     try {
-      // Every write the task makes, however deep, carries this grant's token (see FenceRegistry).
-      result = fences.run(entry.sessionKey, fence, () => entry.task(controller.signal));
+      result = entry.task(controller.signal);
     } catch (error) {
       queueMicrotask(() => this.settle(entry, "failed", error));
       return;
@@ -75,9 +77,9 @@ export class GrantedRuns {
       });
       return;
     }
-    this.end(entry, outcome);
     // Only a run that ended by itself unfences the session: a timed-out or cut-off one stays fenced.
-    if (entry.session !== undefined) this.ctx.fences.release(entry.session, entry);
+    this.ctx.fences.release(entry.sessionKey, entry);
+    this.end(entry, outcome, true);
     if (outcome === "done") entry.resolve(value);
     else entry.reject(value);
   }
@@ -96,7 +98,7 @@ export class GrantedRuns {
     entry.reject(error);
   }
 
-  private end(entry: ClusterEntry, state: LaneEntryState): void {
+  private end(entry: ClusterEntry, state: LaneEntryState, clean = false): void {
     entry.state = state;
     if (entry.timeoutTimer) this.ctx.clock.clearTimeout(entry.timeoutTimer);
     this.ctx.emit("lane.ended", {
@@ -105,6 +107,6 @@ export class GrantedRuns {
       entryId: entry.id,
       status: state,
     });
-    this.ctx.ended(entry);
+    this.ctx.ended(entry, clean);
   }
 }

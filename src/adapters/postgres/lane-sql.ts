@@ -62,7 +62,7 @@ WITH alive AS (
   ON CONFLICT (process_id) DO UPDATE SET alive_until = excluded.alive_until)
 UPDATE lane_runs SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
  WHERE owner = $1 AND state = 'active' AND lease_until > clock_timestamp()
-RETURNING id, fence`;
+RETURNING id, fence, local_id, session_key`;
 
 /**
  * The reaper (any process, any time, idempotent): drops runs whose lease ran out (their sessions and

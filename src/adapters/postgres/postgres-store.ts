@@ -1,6 +1,7 @@
 import { nanoid } from "nanoid";
 import type pg from "pg";
 import { LeaseLostError, MessageRejectedError } from "../../errors.js";
+import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { assertSessionKey } from "../session-key.js";
 import type {
   ExpectedHead,
@@ -10,7 +11,6 @@ import type {
   TranscriptStore,
 } from "../store.js";
 import { UNDELIVERED_FINAL } from "../store.js";
-import { checkExpect, parseRecord, stampRecords, stateJson } from "../transcript-log.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
@@ -181,9 +181,10 @@ export class PostgresStore implements TranscriptStore {
   saveState(session: string, state: unknown): Promise<void> {
     checkKey(session);
     const json = state === null ? null : stateJson(state);
-    const fence = this.fences.fenceFor(session) ?? null;
     return this.serial(session, async () => {
-      const { rows } = await this.pool.query<{ ok: boolean }>(
+      // The token at the time the write runs: a run that ended meanwhile no longer fences it.
+      const fence = this.fences.fenceFor(session) ?? null;
+      const query = this.pool.query<{ ok: boolean }>(
         json === null
           ? `WITH ok AS (SELECT ${fenceHolds("$1", "$2")} AS ok),
              d AS (DELETE FROM session_state WHERE session_key = $1 AND (SELECT ok FROM ok))
@@ -194,6 +195,8 @@ export class PostgresStore implements TranscriptStore {
              SELECT ok FROM ok`,
         json === null ? [session, fence] : [session, fence, json],
       );
+      if (fence !== null) this.fences.using?.(session, query);
+      const { rows } = await query;
       if (!rows[0]?.ok) throw new LeaseLostError(session, fence!);
     });
   }
@@ -222,13 +225,15 @@ export class PostgresStore implements TranscriptStore {
     work: (client: pg.PoolClient, head: TranscriptHead) => Promise<T>,
   ): Promise<T> {
     const fence = this.fences.fenceFor(session) ?? null;
-    return inTransaction(this.pool, async (client) => {
+    const write = inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<HeadRow>(LOCK_HEAD, [session, fence]);
       const row = rows[0];
       checkExpect(session, row && { sessionId: row.session_id, revision: row.revision }, expect);
       if (!row!.fence_ok) throw new LeaseLostError(session, fence!);
       return work(client, headOf(row!));
     });
+    if (fence !== null) this.fences.using?.(session, write);
+    return write;
   }
 
   private serial<T>(session: string, work: () => Promise<T>): Promise<T> {

@@ -1,5 +1,6 @@
 // One gateway-like process of a cluster test: cluster lanes (and a fenced store) on the schema it is
 // given, doing what its mode says and printing one JSON line per fact. Run by cluster-processes.test.ts.
+import { createInterface } from "node:readline";
 import { sleep } from "../../../src/adapters/clock.js";
 import { createClusterLanes } from "../../../src/adapters/postgres/cluster-lanes.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
@@ -65,10 +66,12 @@ if (mode === "jobs") {
 }
 
 if (mode === "hold") {
-  // Holds its session until killed; a second task of the same session waits behind it.
+  // Holds its session until killed, or until a line on stdin; a second task of the session waits.
+  const released = new Promise((resolve) => createInterface({ input: process.stdin }).once("line", resolve));
   void lanes.run({ session: args.session! }, async (signal) => {
     out({ event: "started", session: args.session });
-    await new Promise((resolve) => signal.addEventListener("abort", resolve));
+    await Promise.race([released, new Promise((resolve) => signal.addEventListener("abort", resolve))]);
+    out({ event: "released", session: args.session });
   });
   void lanes.run({ session: args.session! }, async () => out({ event: "second" }));
 }

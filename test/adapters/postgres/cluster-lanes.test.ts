@@ -206,6 +206,17 @@ describe("cluster lanes (one process, several instances)", () => {
     }
   });
 
+  it("gives back a grant no task of the process waits for (a missed wake-up), freeing its session", async () => {
+    const a = await lanes({ main: 1 });
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.lane_runs (lane, session_key, priority, state, owner, local_id, fence, lease_until)
+       VALUES ('main', 'stuck', 1, 'active', $1, 999999, nextval('${db.schema}.fence_seq'), now() + interval '1 hour')`,
+      [a.processId],
+    );
+    // The process renews only what it holds: the stray grant goes, and the session runs again.
+    expect(await a.run({ session: "stuck" }, async () => "ran")).toBe("ran");
+  });
+
   it("drain waits for running work and refuses new work until resume", async () => {
     const a = await lanes({ main: 1 });
     let release!: () => void;

@@ -113,9 +113,8 @@ describe("cluster lanes across real processes", () => {
   it("starts waiting runs by priority across sessions and processes, FIFO within a priority", async () => {
     schema = schemaName(`${db.schema}_prio`);
     const capacity = { main: 1 };
-    const holder = start("jobs", { name: "ph", capacity, jobs: [{ session: "hold", n: 0, ms: 1500 }] });
-    await holder.waitFor((f) => f.event === "ready");
-    await expect.poll(async () => (await activeNow()).active, { timeout: 10_000 }).toBe(1);
+    const holder = start("hold", { name: "ph", capacity, session: "hold" });
+    await holder.waitFor((f) => f.event === "started");
     const jobs = (priorities: string[], tag: string) =>
       priorities.map((priority, n) => ({ session: `${tag}${n}`, n, priority, ms: 5 }));
     const procs = [
@@ -130,11 +129,21 @@ describe("cluster lanes across real processes", () => {
         jobs: jobs(["foreground", "background", "normal", "foreground"], "y"),
       }),
     ];
+    // Everything waits behind the holder (8 runs and its own second task); then it lets go, and the
+    // order is the claim's own.
+    await expect
+      .poll(
+        async () =>
+          (await db.pool.query(`SELECT count(*)::int AS n FROM ${schema}.lane_runs WHERE state = 'queued'`))
+            .rows[0].n,
+        { timeout: 20_000 },
+      )
+      .toBe(9);
+    holder.send("release");
     await Promise.all(procs.map((p) => p.waitFor((f) => f.event === "done", 30_000)));
     const order = ranOf(procs).sort((a, b) => a.start - b.start);
     const level = { foreground: 0, normal: 1, background: 2 } as Record<string, number>;
-    // Everything was waiting when the holder finished (it ran 1.5 s): the order is the claim's own.
-    expect(ranOf([holder])[0]!.end).toBeLessThan(order[0]!.start);
+    expect(Number(holder.facts.find((f) => f.event === "released")!.at)).toBeLessThanOrEqual(order[0]!.start);
     expect(order.map((r) => level[r.priority])).toEqual([0, 0, 0, 1, 1, 2, 2, 2]);
     for (const name of ["px", "py"])
       for (const priority of Object.keys(level)) {
