@@ -22,7 +22,10 @@ export type TillerErrorCode =
   | "UNKNOWN_EVENT"
   | "MODEL_REPLY_INVALID"
   | "STORE_FAILED"
-  | "MODEL_TIMEOUT";
+  | "MODEL_TIMEOUT"
+  | "DETECTOR_FAILED"
+  | "DETECTOR_TIMEOUT"
+  | "DETECTOR_VERDICT_INVALID";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
@@ -106,6 +109,20 @@ export class MessageRejectedError extends TillerError {
 export class StoreLockedError extends TillerError {
   constructor(dir: string, holder: string) {
     super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/**
+ * The gateway's stale-reply detector (`staleReplyRecheck.detect`) threw, did not answer within
+ * `detectTimeoutMs`, or returned something that is not a verdict; the built-in signals decided instead.
+ */
+export class DetectorError extends TillerError {
+  constructor(
+    code: "DETECTOR_FAILED" | "DETECTOR_TIMEOUT" | "DETECTOR_VERDICT_INVALID",
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(code, `staleReplyRecheck.detect: ${message}`, { retryable: true, ...options });
   }
 }
 
