@@ -63,23 +63,47 @@ function isSituation(text: string): boolean {
 /** A newest message with at most this many topic words of its own inherits the exchange's topic. */
 const SHORT_FOLLOW_UP_WORDS = 3;
 
+const WORD = /[\p{L}\p{N}'\u2019]+/gu;
+const APOSTROPHES = /['\u2019]/g;
+const DIGITS = /^\d+$/;
+const CONSONANT = /[b-df-hj-np-tv-z]/;
+
 export function contentTokens(text: string): Set<string> {
   const tokens = new Set<string>();
   const words =
     text
       .slice(0, MATCH_PREFIX_CHARS * 4)
       .toLowerCase()
-      .match(/[\p{L}\p{N}'\u2019]+/gu) ?? [];
+      .match(WORD) ?? [];
   for (const raw of words) {
-    const word = raw.replace(/['\u2019]s$/, "").replace(/['\u2019]/g, "");
-    if (word.length < 3 || STOPWORDS.has(word) || /^\d+$/.test(word)) continue;
-    // Light stemming so "files" meets "file", "updated" meets "update" and "checking" meets "check":
-    // final e's go too, or "files" → "fil" would never meet "file".
-    // A doubled consonant left by a suffix goes too: "dimmed" meets "dim", "stopping" meets "stop".
-    const stem = word.replace(/(ing|ed|s)$/, "").replace(/e+$/, "");
-    tokens.add((stem !== word ? stem.replace(/([b-df-hj-np-tv-z])\1$/, "$1") : stem) || word);
+    let word = raw.endsWith("'s") || raw.endsWith("\u2019s") ? raw.slice(0, -2) : raw;
+    if (word.includes("'") || word.includes("\u2019")) word = word.replace(APOSTROPHES, "");
+    if (word.length < 3 || STOPWORDS.has(word) || DIGITS.test(word)) continue;
+    tokens.add(stem(word));
   }
   return tokens;
+}
+
+/**
+ * Light stemming so "files" meets "file", "updated" meets "update" and "checking" meets "check": final
+ * e's go too, or "files" → "fil" would never meet "file"; and a doubled consonant left by a suffix, so
+ * "dimmed" meets "dim" and "stopping" meets "stop".
+ */
+function stem(word: string): string {
+  let base = word.endsWith("ing")
+    ? word.slice(0, -3)
+    : word.endsWith("ed")
+      ? word.slice(0, -2)
+      : word.endsWith("s")
+        ? word.slice(0, -1)
+        : word;
+  let end = base.length;
+  while (end > 0 && base[end - 1] === "e") end--;
+  base = base.slice(0, end);
+  const last = base[base.length - 1];
+  if (base !== word && last !== undefined && last === base[base.length - 2] && CONSONANT.test(last))
+    base = base.slice(0, -1);
+  return base || word;
 }
 
 const FOLLOW_UP_STEMS = new Set([...FOLLOW_UP_WORDS].flatMap((word) => [...contentTokens(word)]));
@@ -137,22 +161,23 @@ export interface TopicMeasure {
 export function measureTopic(facts: TopicFacts): TopicMeasure | undefined {
   const draftTokens = contentTokens(facts.draft);
   if (draftTokens.size === 0 || facts.older.length === 0) return undefined;
-  const newestTokens = contentTokens(facts.newest);
-  const previous = contentTokens(facts.previousUser ?? facts.older[0] ?? "");
+  const tokensOf = memoTokens();
+  const newestTokens = tokensOf(facts.newest);
+  const previous = tokensOf(facts.previousUser ?? facts.older[0] ?? "");
   // Words the newest shares with the message before it cannot tell which of the two a draft answers:
   // only what the newest adds counts. A short follow-up also inherits the assistant's last message.
-  let target = topicWords(facts.newest);
+  let target = new Set([...newestTokens].filter((word) => !FOLLOW_UP_STEMS.has(word)));
   const inherited = target.size > 0 && target.size <= SHORT_FOLLOW_UP_WORDS;
-  const known = inherited ? new Set([...previous, ...contentTokens(facts.lastAssistant ?? "")]) : previous;
+  const known = inherited ? new Set([...previous, ...tokensOf(facts.lastAssistant ?? "")]) : previous;
   target = new Set([...target].filter((word) => !known.has(word)));
   // "Which has more caffeine?" asks to choose among the options just given, and "it's raining" or "I
   // work long hours" adds a fact for them to fit: a draft naming one of those options answers it.
   const opening = facts.newest.slice(0, MATCH_PREFIX_CHARS);
   if (inherited && (CHOICE.test(opening) || isSituation(opening))) {
-    const options = contentTokens(facts.lastAssistant ?? "");
+    const options = tokensOf(facts.lastAssistant ?? "");
     if ([...options].some((word) => draftTokens.has(word))) target = new Set();
   }
-  const best = closestOlder(facts.older, draftTokens, newestTokens);
+  const best = closestOlder(facts.older, draftTokens, newestTokens, tokensOf);
   return {
     continuation: target.size === 0,
     inherited,
@@ -160,6 +185,19 @@ export function measureTopic(facts: TopicFacts): TopicMeasure | undefined {
     newestOverlap: share(target, draftTokens).ratio,
     olderOverlap: best.ratio,
     olderShared: best.shared,
+  };
+}
+
+/** contentTokens, once per distinct text of one assessment (the previous message is also the oldest, ...). */
+function memoTokens(): (text: string) => Set<string> {
+  const seen = new Map<string, Set<string>>();
+  return (text) => {
+    let tokens = seen.get(text);
+    if (!tokens) {
+      tokens = contentTokens(text);
+      seen.set(text, tokens);
+    }
+    return tokens;
   };
 }
 
@@ -175,10 +213,11 @@ function closestOlder(
   older: readonly string[],
   draftTokens: ReadonlySet<string>,
   exclude: ReadonlySet<string> = new Set(),
+  tokensOf: (text: string) => Set<string> = contentTokens,
 ) {
   let best = { ratio: 0, shared: 0 };
   for (const message of older) {
-    const all = contentTokens(message);
+    const all = tokensOf(message);
     const distinct = share(new Set([...all].filter((token) => !exclude.has(token))), draftTokens);
     // The ratio counts only what the older message does not share with the newest; the evidence
     // (how many of its words the draft repeats) counts all of them.
