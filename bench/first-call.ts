@@ -7,7 +7,7 @@
 import type { ModelProvider, ModelReply } from "../src/adapters/model.js";
 import { settle } from "../src/adapters/simulated-clock.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
-import { createGateway, type Gateway } from "../src/gateway.js";
+import { createGateway, type Gateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
 import { actorChainFloor } from "./actor-chain-floor.js";
 import { cpuMicros, type Figures, median, NullChannel, percentile, round } from "./bench-support.js";

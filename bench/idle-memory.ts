@@ -8,7 +8,7 @@ import { MemoryStore } from "../src/adapters/memory-store.js";
 import type { ModelProvider, ModelReply } from "../src/adapters/model.js";
 import { settle } from "../src/adapters/simulated-clock.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
-import { createGateway, type Gateway } from "../src/gateway.js";
+import { createGateway, type Gateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
 import { ensureGc, envNumber, type Figures, NullChannel, round } from "./bench-support.js";
 

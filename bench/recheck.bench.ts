@@ -18,7 +18,7 @@ import { pathToFileURL } from "node:url";
 import type { Channel, DeliveryReceipt } from "../src/adapters/channel.js";
 import type { ModelProvider, ModelReply } from "../src/adapters/model.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
-import { createGateway } from "../src/gateway.js";
+import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
 import {
   acknowledgesComplaint,

@@ -6,7 +6,7 @@
  * Opens the store at DIR, opens KEY and reads its whole window, and prints
  * `{"ms":…,"cpuMs":…,"records":…}` (the timing starts after the process and its modules are up).
  */
-import { JsonlStore } from "../src/adapters/jsonl-store.js";
+import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 
 const [dir, key] = process.argv.slice(2);
 if (!dir || !key) throw new Error("usage: reopen-child.ts DIR KEY");

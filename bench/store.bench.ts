@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { JsonlStore } from "../src/adapters/jsonl-store.js";
+import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
+import { decodeIndex } from "../src/adapters/jsonl/transcript-index.js";
 import { sessionFileName } from "../src/adapters/session-key.js";
 import type { RecordBody } from "../src/adapters/store.js";
-import { decodeIndex } from "../src/adapters/transcript-index.js";
 import { round } from "./bench-support.js";
 
 const run = promisify(execFile);

@@ -15,10 +15,9 @@
  * ```
  */
 
-export type { Ack } from "./ack.js";
 export type { Channel, DeliveryReceipt, OutboundMessage } from "./adapters/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
-export { JsonlStore } from "./adapters/jsonl-store.js";
+export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 export { LoopbackChannel } from "./adapters/loopback-channel.js";
 export { MemoryStore } from "./adapters/memory-store.js";
 export type { ModelProvider, ModelReply, ModelRequest } from "./adapters/model.js";
@@ -30,14 +29,15 @@ export type { ToolContext, ToolDefinition } from "./adapters/tool.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export * from "./errors.js";
 export { EventHub, type TillerEvent } from "./events.js";
-export type { MessageExplanation } from "./explain.js";
+export type { Ack } from "./gateway/compose-ack.js";
 export {
   createGateway,
   type Gateway,
   type GatewayOptions,
   type InboundMessage,
   type SessionInspection,
-} from "./gateway.js";
+} from "./gateway/create-gateway.js";
+export type { MessageExplanation } from "./gateway/message-log.js";
 export {
   createLaneScheduler,
   type LaneScheduler,

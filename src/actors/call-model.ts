@@ -1,8 +1,8 @@
 import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
+import { latestUserText } from "../adapters/model.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
-import { latestUserText } from "../turn.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";

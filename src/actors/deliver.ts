@@ -12,7 +12,7 @@ import {
   markerDeliveryMode,
   TIMED_OUT_NOTICE,
 } from "../policy/delivery.js";
-import { RECOVERED } from "../turn.js";
+import { RECOVERED } from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 
 const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };

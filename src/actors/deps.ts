@@ -3,9 +3,9 @@ import type { Clock } from "../adapters/clock.js";
 import type { ModelProvider } from "../adapters/model.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import type { GatewayConfig } from "../config.js";
+import type { TranscriptWriter } from "../gateway/transcript-writer.js";
 import type { LaneScheduler } from "../lanes/lane-scheduler.js";
 import type { Logger } from "../logger.js";
-import type { TranscriptWriter } from "../transcript-writer.js";
 
 /** What the gateway's actor logic needs: the adapters and a few shared registries. */
 export interface ActorDeps {

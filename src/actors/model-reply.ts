@@ -1,6 +1,6 @@
 import type { ModelReply } from "../adapters/model.js";
 import { describe, TillerError } from "../errors.js";
-import type { ToolCallRequest } from "../turn.js";
+import type { ToolCallRequest } from "../policy/turn-context.js";
 
 /**
  * Checks what a model adapter returned before the run acts on it, so a faulty adapter fails the turn

@@ -1,7 +1,7 @@
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
-import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../turn.js";
+import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 
 const RECENT_USER_MESSAGES = 3;

@@ -1,7 +1,7 @@
 import { nanoid } from "nanoid";
+import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./jsonl/transcript-log.js";
 import { assertSessionKey } from "./session-key.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
-import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
 
 /**
  * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale

@@ -1,5 +1,3 @@
-import type { ModelMessage, ToolCallRequest } from "../turn.js";
-
 /**
  * The model port: one streaming completion per call. Implementations honour `signal` (stop streaming
  * and reject with its reason) and may report text deltas through `onDelta`.
@@ -37,4 +35,28 @@ export interface ModelRequest {
 export interface ModelReply {
   text: string;
   toolCalls: ToolCallRequest[];
+}
+
+/** A tool call the model asked for. */
+export interface ToolCallRequest {
+  callId: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** One entry of what a model call sees. */
+export type ModelMessage =
+  | { role: "user"; text: string; messageId: string }
+  | { role: "assistant"; text: string }
+  | { role: "toolCall"; callId: string; name: string; args: unknown }
+  | { role: "toolResult"; callId: string; status: string; result: unknown }
+  | { role: "note"; text: string };
+
+/** Newest user message text of a model context, "" when there is none. */
+export function latestUserText(context: readonly ModelMessage[]): string {
+  for (let i = context.length - 1; i >= 0; i--) {
+    const message = context[i];
+    if (message?.role === "user") return message.text;
+  }
+  return "";
 }

@@ -1,6 +1,6 @@
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
+import { type Entry, SessionLane, WorkloadLane } from "./entry.js";
 import type { LaneSnapshot } from "./lane-scheduler.types.js";
-import { type Entry, SessionLane, WorkloadLane } from "./lanes.js";
 import { SESSION_PREFIX } from "./run-options.js";
 import type { WaitWarnings } from "./wait-warnings.js";
 

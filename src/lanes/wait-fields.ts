@@ -1,4 +1,4 @@
-import type { Entry } from "./lanes.js";
+import type { Entry } from "./entry.js";
 import type { QueueLinks } from "./wait-list.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle } from "../adapters/clock.js";
-import type { Entry } from "./lanes.js";
+import type { Entry } from "./entry.js";
 import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";
 import { WarnList } from "./warn-list.js";

@@ -1,4 +1,4 @@
-import type { Entry } from "./lanes.js";
+import type { Entry } from "./entry.js";
 
 /** Waiting entries not yet warned about, in arrival order (so sorted by wait deadline). */
 export class WarnList {

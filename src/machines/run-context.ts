@@ -1,7 +1,7 @@
 import { errorMessage } from "../errors.js";
 import { assessDraft, compilePatterns, type DraftFacts } from "../policy/stale-reply.js";
-import type { OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
-import { INTERIM_TEXT, journalToModel } from "../turn.js";
+import type { OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
+import { INTERIM_TEXT, journalToModel } from "../policy/turn-context.js";
 import type { CallModelInput, RunContext, RunError, RunVerdict } from "./run.types.js";
 
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.

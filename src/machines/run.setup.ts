@@ -2,8 +2,8 @@
 // (the machine itself, its states and transitions, is in run.machine.ts).
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
 import { reanchorInstruction } from "../policy/stale-reply.js";
-import type { TurnItem } from "../turn.js";
-import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../turn.js";
+import type { TurnItem } from "../policy/turn-context.js";
+import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../policy/turn-context.js";
 import type {
   CallModelInput,
   CallModelOutput,

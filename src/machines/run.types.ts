@@ -1,5 +1,5 @@
 import type { DraftFacts, DraftVerdict, RecheckFigures, StaleReason } from "../policy/stale-reply.js";
-import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../turn.js";
+import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 
 // The run machine's input, context, events and output, and what its invoked actors take and return.
 

@@ -1,5 +1,5 @@
 import { errorMessage, TillerError } from "../errors.js";
-import type { OwnedMessage } from "../turn.js";
+import type { OwnedMessage } from "../policy/turn-context.js";
 import type { RunOutput } from "./run.types.js";
 import type { SessionDecision, SessionEvent } from "./session.types.js";
 

@@ -1,5 +1,5 @@
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
-import type { OwnedMessage } from "../turn.js";
+import type { OwnedMessage } from "../policy/turn-context.js";
 import type { PendingTurn, QueueItem } from "./session.types.js";
 
 /**

@@ -1,7 +1,7 @@
 // The session machine's implementations: its types, the actors the gateway provides, guards and
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
-import type { OwnedMessage } from "../turn.js";
+import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
 import type {
   DeliverInput,

@@ -1,6 +1,6 @@
 import type { DeliveryMode } from "../policy/delivery.js";
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
-import type { OwnedMessage } from "../turn.js";
+import type { OwnedMessage } from "../policy/turn-context.js";
 import type { RunError, RunInput, RunOutput } from "./run.machine.js";
 
 /** Work waiting for its own turn in a session. */

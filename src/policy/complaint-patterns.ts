@@ -28,11 +28,11 @@ export const DEFAULT_COMPLAINT_PATTERNS: readonly string[] = [
   // "you're answering the wrong question", "you are replying to my old message", "you're stale"
   `\\byou(?:(?:'re| are|r| were)(?: still)?(?: (?:answering|replying|responding|looking|talking|stuck)(?: to| at| about| on)?| on)?| (?:keep |still )?(?:answering|replying|responding)(?: to)?) (?:the |my |an? )?${STALE}\\b`,
   // "you didn't answer my question", "did not answer the question", "you never answered my message"
-  `(?:\\byou(?: still)? |^\\W*(?:still |but )?)(?:did ?n[o'\u2019]?t|did not|didnt|never|have ?n[o'\u2019]?t|still have ?n[o'\u2019]?t)(?: even| really| actually)? (?:answer(?:ed)?|address(?:ed)?|respond(?:ed)? to|repl(?:y|ied) to|read|look(?:ed)? at) (?:(?:my|the) (?:question|message|latest|last|ask|request)|what i (?:asked|said|wrote|meant))`,
+  `(?:\\byou(?: still)? |^\\W{0,3}(?:still |but )?)(?:did ?n[o'\u2019]?t|did not|didnt|never|have ?n[o'\u2019]?t|still have ?n[o'\u2019]?t)(?: even| really| actually)? (?:answer(?:ed)?|address(?:ed)?|respond(?:ed)? to|repl(?:y|ied) to|read|look(?:ed)? at) (?:(?:my|the) (?:question|message|latest|last|ask|request)|what i (?:asked|said|wrote|meant))`,
   // "that's the wrong answer", "that's an old answer", "your answer is outdated", "wrong answer." at the start
-  `\\b(?:that|this|it)(?:'s|s| is| was)? (?:an? |the )?${STALE} (?:answer|reply|response|question)\\b|^\\W*(?:wrong|stale|old) (?:answer|reply|response|question)\\b|\\byour (?:answer|reply|response) (?:is|was|'s) (?:wrong|stale|old|outdated)\\b`,
+  `\\b(?:that|this|it)(?:'s|s| is| was)? (?:an? |the )?${STALE} (?:answer|reply|response|question)\\b|^\\W{0,3}(?:wrong|stale|old) (?:answer|reply|response|question)\\b|\\byour (?:answer|reply|response) (?:is|was|'s) (?:wrong|stale|old|outdated)\\b`,
   // "wrong question", "wrong-question"
-  "(?:^\\W*|\\b(?:the|a) )wrong[- ]question\\b",
+  "(?:^\\W{0,3}|\\b(?:the|a) )wrong[- ]question\\b",
   // "stale reply", "stale answer"
   "\\bstale[- ](?:reply|replies|answer|response)\\b",
   // "you answered my previous question", "you replied to the wrong message"
@@ -42,14 +42,14 @@ export const DEFAULT_COMPLAINT_PATTERNS: readonly string[] = [
   // "please address my latest question", "answer my new question", "respond to my latest message"
   `\\b(?:answer|address|focus on)(?: to)? (?:my |the )?${NEWEST} (?:question|message|ask|request|one)\\b|\\b(?:respond|reply) to (?:my |the )?${NEWEST_SENT} (?:question|message|one)\\b|\\banswer (?:the|my) question i (?:just |actually )?asked\\b`,
   // "can you recheck? that looks stale", "re-check, you repeated the previous answer"
-  // (the unbounded ".*" of the usual form can backtrack quadratically; this bounded one is proven safe)
-  "\\bre-?check\\b[^\\n]{0,80}?\\b(?:stale|duplicat|previous)",
+  // (the unbounded ".*" of the usual form backtracks quadratically; a short bound keeps it provably safe)
+  "\\bre-?check\\b[^\\n]{0,28}?\\b(?:stale|duplicat|previous)",
   // "that's not what I asked", "not the question I asked"
   "\\bnot (?:what|the question|the thing) i (?:asked|meant|wanted|said)\\b",
   // "that was my previous question"
   "\\bthat was (?:the|my) (?:previous|earlier|old|last|other) (?:question|message)\\b",
   // "read my last message again", "Read my last message, please." (but not "read my last message to Bob")
-  "\\b(?:re-?read|read|look at|check) my (?:last|latest|newest|new) message (?:again|first|properly|carefully)\\b|\\bre-?read my (?:last|latest|newest) message\\b|^\\W*(?:please )?(?:read|look at) my (?:last|latest|newest) message(?:,? please)?[.!]*$",
+  "\\b(?:re-?read|read|look at|check) my (?:last|latest|newest|new) message (?:again|first|properly|carefully)\\b|\\bre-?read my (?:last|latest|newest) message\\b|^\\W{0,3}(?:please )?(?:read|look at) my (?:last|latest|newest) message(?:,? please)?[.!]{0,3}$",
   // "I asked about something else", "I asked you something different"
   "\\bi asked (?:you )?(?:about |for )?something (?:else|different)\\b",
   // "you missed my question", "you ignored my last question"
@@ -57,7 +57,7 @@ export const DEFAULT_COMPLAINT_PATTERNS: readonly string[] = [
   // "that doesn't answer my question", "this reply doesn't match my question"
   "\\b(?:does ?n[o'\u2019]?t|does not|doesnt) (?:answer|address|match|respond to) (?:my|the|what i)\\b",
   // "I asked about the tests, not the deploy"
-  "\\bi (?:asked|was asking|meant)(?: you)? (?:about|for) [^.?!,]{1,60}, not\\b",
+  "\\bi (?:asked|was asking|meant)(?: you)? (?:about|for) [^.?!,]{1,28}, not\\b",
 ];
 
 // A re-drafted reply owns up to the complaint (in its opening) with one of these. "Sorry to hear" is

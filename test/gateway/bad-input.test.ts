@@ -3,7 +3,7 @@ import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { MessageRejectedError } from "../../src/errors.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario } from "../../src/scenario/runner.js";

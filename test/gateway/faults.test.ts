@@ -7,7 +7,7 @@ import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { ExpectedHead, RecordBody } from "../../src/adapters/store.js";
 import type { ToolDefinition } from "../../src/adapters/tool.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 
 // Faulty adapters and racing commands: whatever breaks, the user hears back, the transcript holds

@@ -8,9 +8,9 @@ import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { ExpectedHead, RecordBody, TranscriptRecord } from "../../src/adapters/store.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
+import { TranscriptWriter } from "../../src/gateway/transcript-writer.js";
 import { silentLogger } from "../../src/logger.js";
-import { TranscriptWriter } from "../../src/transcript-writer.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
 // A live session (one that was busy recently) starts its next turn from memory: its actor stays alive

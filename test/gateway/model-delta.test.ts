@@ -5,7 +5,7 @@ import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 
 // Text the model streams reaches the event stream as `model.delta`: a UI can show the draft while the

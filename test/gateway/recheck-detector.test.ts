@@ -4,7 +4,7 @@ import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { ConfigError } from "../../src/errors.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import type { StaleDetector } from "../../src/policy/stale-detector.js";
 import type { DraftFacts } from "../../src/policy/stale-reply.js";

@@ -3,7 +3,7 @@ import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 
 // A turn of a live session starts, and stores its messages, in the same step as its lane grant; the

@@ -4,7 +4,7 @@ import type { ModelProvider } from "../../src/adapters/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import type { Logger } from "../../src/logger.js";
 
 // A turn that does not end with a final says why, where an operator looks: `turn.ended` carries the

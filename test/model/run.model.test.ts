@@ -17,7 +17,7 @@ import {
   runMachine,
 } from "../../src/machines/run.machine.js";
 import { DEFAULT_COMPLAINT_PATTERNS } from "../../src/policy/stale-reply.js";
-import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../../src/turn.js";
+import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../../src/policy/turn-context.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
 // Graph-based tests of the run machine (DESIGN.md §3, invariants 4 and 5). xstate/graph enumerates the

@@ -20,7 +20,7 @@ import type {
 } from "../../src/machines/session.types.js";
 import { failedOutput } from "../../src/machines/session-context.js";
 import type { DropPolicy, QueueMode, ResolvedQueueSetting } from "../../src/policy/queue-mode.js";
-import type { OwnedMessage } from "../../src/turn.js";
+import type { OwnedMessage } from "../../src/policy/turn-context.js";
 
 // Model-based tests of the session machine (STYLE.md "Model-based tests"). xstate/graph walks the
 // machine over an explicit event list (inbound messages in every mode, controls, lane answers, and the

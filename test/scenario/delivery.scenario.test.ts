@@ -3,11 +3,11 @@ import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TranscriptRecord } from "../../src/adapters/store.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelMessage } from "../../src/policy/turn-context.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
-import type { ModelMessage } from "../../src/turn.js";
 
 // Delivery and the undelivered-final marker end to end (DESIGN.md §4, §6, invariant 6), through the
 // scenario runner on a simulated clock, asserting on the JSON output of CONTRACTS.md §2.

@@ -10,14 +10,14 @@
  * (an acknowledged message is durable; stdout to a pipe is synchronous on Linux, so a printed ack has
  * left the process). Then it waits forever, until the test kills it with SIGKILL.
  */
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
+import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
+import { latestUserText } from "../../src/adapters/model.js";
 import { SystemClock } from "../../src/adapters/system-clock.js";
 import type { ToolDefinition } from "../../src/adapters/tool.js";
-import { createGateway } from "../../src/gateway.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
-import { latestUserText } from "../../src/turn.js";
 import { mulberry32 } from "../support/random.js";
 
 const KILL9_SESSION = "web:kill9";

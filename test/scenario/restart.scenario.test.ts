@@ -2,9 +2,9 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { JsonlStore } from "../../src/adapters/jsonl-store.js";
+import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import type { TranscriptRecord } from "../../src/adapters/store.js";
-import type { PersistedSession } from "../../src/resume.js";
+import type { PersistedSession } from "../../src/policy/plan-resume.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 

@@ -1,0 +1,125 @@
+import { send } from "../actors/deliver.js";
+import type { ActorDeps } from "../actors/deps.js";
+import { type GatewayConfig, queueLayers } from "../config.js";
+import type { SessionDecision } from "../machines/session.types.js";
+import { admit } from "../policy/admission.js";
+import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
+import { applyControl, runViewOf } from "./apply-control.js";
+import { type Ack, composeAck, type RunView } from "./compose-ack.js";
+import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
+import type { SessionRegistry } from "./session-registry.js";
+import { type InboundMessage, pruneSeen, validateInbound } from "./validate-inbound.js";
+
+export interface ReceiveDeps {
+  config: GatewayConfig;
+  deps: ActorDeps;
+  registry: SessionRegistry;
+  persistence: SessionPersistence;
+  channelNames: readonly string[];
+  isDraining(): boolean;
+  emit(type: string, fields: Record<string, unknown>): void;
+}
+
+/**
+ * The gateway's `receive()`: validates the message, admits it (policy/admission), hands an accepted
+ * one to its session actor, and answers with one truthful ack once the message is durable.
+ */
+export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Promise<Ack> {
+  const { config, deps, registry, persistence, emit } = ctx;
+
+  function isAckVisible(channel: string): boolean {
+    const visible = config.delivery.visibleAcks;
+    return typeof visible === "boolean" ? visible : visible[channel] === true;
+  }
+
+  function finishAck(
+    session: string,
+    entry: SessionMemory,
+    decision: SessionDecision,
+    runBefore?: RunView,
+  ): Ack {
+    const snapshot = entry.actor?.getSnapshot();
+    const run =
+      decision.disposition === "interrupted"
+        ? runBefore
+        : decision.disposition === "steered"
+          ? runViewOf(entry.actor)
+          : undefined;
+    const position =
+      snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
+    const ack = composeAck(session, decision, run, position);
+    emit("message.acked", { ...ack, session });
+    if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
+    return ack;
+  }
+
+  return async function receive(inbound: InboundMessage): Promise<Ack> {
+    const message = validateInbound(inbound, config, ctx.channelNames);
+    const entry = registry.memory(message.session, message.channel);
+    entry.channel = message.channel;
+    // The window read for duplicate detection is the one the session's first turn starts from.
+    registry.keepWindow(message.session, entry, true);
+    await persistence.rememberStoredIds(message.session, entry);
+    const now = deps.clock.now();
+    const layers = queueLayers(config, message.channel);
+    const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
+    const setting = resolveQueueSetting({ inline, session: entry.override, ...layers });
+    const owned = { id: message.id, text: message.text, channel: message.channel, at: now };
+
+    pruneSeen(entry, now, config.limits.dedupeWindowMs);
+    const admission = admit({
+      text: message.text,
+      alreadySeen: entry.seen.has(message.id),
+      maxMessageChars: config.limits.maxMessageChars,
+      ...(message.mode !== undefined && inline === undefined ? { unknownInlineMode: message.mode } : {}),
+      draining: ctx.isDraining(),
+    });
+
+    let decision: SessionDecision;
+    let runBefore: RunView | undefined;
+    switch (admission.kind) {
+      case "duplicate":
+        decision = { messageId: message.id, disposition: "duplicate", setting };
+        break;
+      case "rejected":
+        decision = { messageId: message.id, disposition: "rejected", setting, reason: admission.reason };
+        break;
+      case "control": {
+        entry.seen.set(message.id, now);
+        const ack = applyControl({
+          session: message.session,
+          entry,
+          messageId: owned.id,
+          control: admission.control,
+          setting,
+          actor: () => registry.actor(message.session, entry),
+        });
+        registry.keepWindow(message.session, entry, false);
+        emit("message.acked", { ...ack, session: message.session });
+        if (isAckVisible(entry.channel)) void send(deps, message.session, ack.text, "ack");
+        return ack;
+      }
+      case "accept": {
+        entry.seen.set(message.id, now);
+        const actor = registry.actor(message.session, entry);
+        // What the run was doing when the message arrived: an interrupt changes it at once.
+        runBefore = runViewOf(actor);
+        actor.send({ type: "session.message", message: owned, setting });
+        decision = actor.getSnapshot().context.lastDecision ?? {
+          messageId: message.id,
+          disposition: "rejected",
+          setting,
+        };
+        // Acknowledged means durable: the message is in the saved state (or the transcript) first.
+        persistence.flush(message.session, entry);
+        await entry.saving;
+        break;
+      }
+    }
+    // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
+    if (decision.disposition === "rejected") entry.seen.delete(message.id);
+    // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
+    registry.keepWindow(message.session, entry, false);
+    return finishAck(message.session, entry, decision, runBefore);
+  };
+}

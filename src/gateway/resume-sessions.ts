@@ -1,0 +1,53 @@
+import type { TranscriptStore } from "../adapters/store.js";
+import type { GatewayConfig } from "../config.js";
+import { type PersistedSession, planResume } from "../policy/plan-resume.js";
+import type { SessionPersistence } from "./session-persistence.js";
+import type { SessionRegistry } from "./session-registry.js";
+import type { TranscriptWriter } from "./transcript-writer.js";
+
+export interface ResumeDeps {
+  store: TranscriptStore;
+  writer: TranscriptWriter;
+  config: GatewayConfig;
+  persistence: SessionPersistence;
+  registry: SessionRegistry;
+  channelNames: readonly string[];
+  emit(type: string, fields: Record<string, unknown>): void;
+}
+
+/**
+ * Resumes every session a previous process left with work, exactly once: repairs first (a final stored
+ * without its marker gets it), then the cut-off turn, follow-ups and recoveries run again in the
+ * background lane. Sessions with nothing left have their saved state cleared.
+ *
+ * @example
+ * ```ts
+ * await resumeSessions({ store, writer, config, persistence, registry, channelNames: ["web"], emit });
+ * ```
+ */
+export async function resumeSessions(deps: ResumeDeps): Promise<void> {
+  const { store, writer, persistence, registry } = deps;
+  for (const key of await store.sessions()) {
+    const state = (await store.loadState(key)) as PersistedSession | null;
+    if (state?.version !== 1) continue;
+    const records = await writer.readWindow(key);
+    const plan = planResume(state, records, deps.config.delivery.visibleReplies);
+    await writer.append(key, plan.repairs);
+    for (const note of plan.notes) deps.emit("session.resumed", { session: key, note });
+    const entry = registry.memory(key, deps.channelNames[0]!);
+    entry.turnSeq = state.turnSeq;
+    entry.savedEmpty = false;
+    // Channels redeliver what a dead process may not have acknowledged: ids this session already
+    // accepted (stored, or owned by the turn and queue being resumed) stay duplicates.
+    await persistence.rememberStoredIds(key, entry);
+    for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
+      if ("messages" in item) for (const message of item.messages) entry.seen.set(message.id, message.at);
+    const channel = records.findLast((record) => record.role === "user")?.channel;
+    if (channel && deps.channelNames.includes(channel)) entry.channel = channel;
+    if (plan.queue.length === 0) {
+      await writer.saveState(key, null);
+      continue;
+    }
+    registry.actor(key, entry, { pending: null, queue: plan.queue, summaries: plan.summaries });
+  }
+}

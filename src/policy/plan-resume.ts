@@ -1,0 +1,154 @@
+import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
+import { UNDELIVERED_FINAL } from "../adapters/store.js";
+import type { PendingTurn, QueueItem } from "../machines/session.types.js";
+import { isSubstantive, markerDeliveryMode, type VisibleReplies } from "./delivery.js";
+import type { OwnedMessage } from "./turn-context.js";
+import { RECOVERED } from "./turn-context.js";
+
+/**
+ * What a session persists so that a restarted gateway resumes it exactly once (DESIGN.md §6): the turn
+ * in progress (with every message it owns), the queue (follow-ups, collect bursts, recoveries) and
+ * the summaries of dropped messages.
+ */
+export interface PersistedSession {
+  version: 1;
+  turnSeq: number;
+  runId: string | null;
+  pending: PendingTurn | null;
+  queue: QueueItem[];
+  summaries: string[];
+}
+
+export interface ResumePlan {
+  queue: QueueItem[];
+  summaries: string[];
+  /** Records to append before the session runs again (a marker the crash cut off). */
+  repairs: RecordBody[];
+  /** Why, for the event stream. */
+  notes: string[];
+}
+
+/**
+ * Decides how a session continues after a restart, from its saved state and its transcript:
+ * - a turn cut off before its final was stored runs again (background priority, messages already in
+ *   the transcript are not stored twice);
+ * - a turn whose final was stored keeps it: if it was undelivered and the crash came before its marker,
+ *   the marker is appended now; a substantive one gets its recovery unless one is queued or done;
+ * - a recovery cut off before it ended runs again, once.
+ */
+export function planResume(
+  state: PersistedSession,
+  records: readonly TranscriptRecord[],
+  visibleReplies: VisibleReplies,
+): ResumePlan {
+  const queue = [...state.queue];
+  const summaries = [...state.summaries];
+  const repairs: RecordBody[] = [];
+  const notes: string[] = [];
+  const pending = state.pending;
+  // A run id may repeat in a transcript (stores written when ids restarted at #1 in every process, or a
+  // custom `newRunId`): only records after this turn's own can belong to it.
+  const recovered = {
+    has(strandedRunId: string): boolean {
+      const finalIndex = records.findLastIndex(
+        (record) => record.role === "assistant" && record.runId === strandedRunId,
+      );
+      return records.some(
+        (record, index) =>
+          index > finalIndex &&
+          record.role === "custom" &&
+          record.customType === RECOVERED &&
+          String(record.details.strandedRunId) === strandedRunId,
+      );
+    },
+  };
+  const queuedRecoveries = new Set(
+    queue.flatMap((item) => (item.kind === "recovery" ? [item.strandedRunId] : [])),
+  );
+
+  /** Recoveries of finals found stranded, queued at the front once the queue has been walked. */
+  const recoveries: QueueItem[] = [];
+  const storedIds = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
+
+  /**
+   * Whether the turn that owns `messages` reached its final (run `runId`, or any run when the start was
+   * never saved); if it did, a missing marker is appended and a stranded final gets its recovery.
+   */
+  function settleTurn(messages: readonly OwnedMessage[], runId: string | null): boolean {
+    const owned = new Set(messages.map((message) => message.id));
+    const turnStart = records.findIndex((record) => record.role === "user" && owned.has(record.messageId));
+    if (turnStart < 0) return false;
+    const finalIndex = records.findIndex(
+      (record, index) =>
+        index > turnStart && record.role === "assistant" && (runId === null || record.runId === runId),
+    );
+    const final = records[finalIndex];
+    if (final?.role !== "assistant") return false;
+    if (final.delivered || final.text.trim().length === 0) return true;
+    const marked = records
+      .slice(finalIndex + 1)
+      .some((record) => record.role === "custom" && record.customType === UNDELIVERED_FINAL);
+    if (!marked) {
+      repairs.push({
+        role: "custom",
+        customType: UNDELIVERED_FINAL,
+        display: false,
+        details: {
+          deliveryMode: markerDeliveryMode(visibleReplies),
+          delivered: false,
+          finalSeq: final.seq,
+          finalTextLength: final.text.length,
+        },
+      });
+      notes.push(`final of ${final.runId} was stored but not marked; marker appended`);
+    }
+    if (isSubstantive(final.text) && !recovered.has(final.runId) && !queuedRecoveries.has(final.runId)) {
+      recoveries.push({
+        kind: "recovery",
+        text: final.text,
+        strandedRunId: final.runId,
+        deliveryMode: markerDeliveryMode(visibleReplies),
+        resumed: true,
+      });
+      queuedRecoveries.add(final.runId);
+      notes.push(`recovery of ${final.runId} queued after restart`);
+    }
+    return true;
+  }
+
+  if (pending?.kind === "recovery" && pending.recovery) {
+    if (
+      !recovered.has(pending.recovery.strandedRunId) &&
+      !queuedRecoveries.has(pending.recovery.strandedRunId)
+    ) {
+      queue.unshift({ ...pending.recovery, resumed: true });
+      notes.push(`recovery of ${pending.recovery.strandedRunId} was cut off; it runs again`);
+    }
+  } else if (pending && pending.messages.length > 0) {
+    const settled = settleTurn(pending.messages, state.runId);
+    if (!settled) {
+      queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });
+      summaries.unshift(...pending.summaries);
+      notes.push(`turn ${state.runId ?? "(not started)"} was cut off; it runs again`);
+    }
+  }
+
+  // A turn can start, and store its messages, before the saved state says it left the queue: a queued
+  // item whose messages are already in the transcript is a turn that ran (settled like the pending one
+  // above) or was cut off (it runs again, its stored messages not stored twice).
+  for (let index = 0; index < queue.length; index++) {
+    const item = queue[index]!;
+    if (item.kind === "recovery" || (item.kind === "followup" && item.resumed)) continue;
+    if (!item.messages.some((message) => storedIds.has(message.id))) continue;
+    const ids = item.messages.map((message) => message.id).join(", ");
+    if (settleTurn(item.messages, null)) {
+      queue.splice(index--, 1);
+      notes.push(`the turn of ${ids} had ended before its start was saved; it does not run again`);
+    } else {
+      queue[index] = { kind: "followup", messages: item.messages, resumed: true };
+      notes.push(`the turn of ${ids} was cut off before its start was saved; it runs again`);
+    }
+  }
+  queue.unshift(...recoveries);
+  return { queue, summaries, repairs, notes };
+}

@@ -1,0 +1,100 @@
+import type { ModelMessage, ToolCallRequest } from "../adapters/model.js";
+import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
+import { UNDELIVERED_FINAL } from "../adapters/store.js";
+
+export type { ModelMessage, ToolCallRequest };
+
+/** A user message as a turn owns it. */
+export interface OwnedMessage {
+  id: string;
+  text: string;
+  channel: string;
+  /** Arrival time on the gateway clock. */
+  at: number;
+}
+
+/** Items of a turn's journal are transcript record bodies, stored in order. */
+export type TurnItem = RecordBody;
+
+export const RECHECK_NOTE = "tiller.recheck";
+export const SUPERSEDED_DRAFT = "tiller.superseded-draft";
+export const DROPPED_SUMMARY = "tiller.dropped-summary";
+export const INTERIM_TEXT = "tiller.interim";
+/** An instruction to the model for this turn only (recovery turns). */
+export const TURN_NOTE = "tiller.note";
+/** A stranded final that a recovery later delivered. */
+export const RECOVERED = "tiller.recovered";
+
+const UNDELIVERED_NOTE = "[note: the assistant reply above was never shown to the user]";
+const RECOVERED_NOTE = "[note: the undelivered reply above was delivered to the user later]";
+
+/**
+ * What the model sees of stored records: conversation and tool traffic, plus a note after a final that
+ * never reached the user. Control records of earlier turns (re-check instructions, discarded drafts)
+ * are left out of history.
+ */
+export function historyToModel(records: readonly TranscriptRecord[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (const record of records) {
+    const message = recordToModel(record, false);
+    if (message) out.push(message);
+  }
+  return out;
+}
+
+/**
+ * {@link historyToModel} of a context window, remembered with the window: a cached window only grows
+ * (by push) until it is replaced, so the next turn converts just the records appended since. Returns a
+ * new array whenever the window grew, never one handed out before with more messages in it.
+ */
+export function windowToModel(records: readonly TranscriptRecord[]): ModelMessage[] {
+  const known = converted.get(records);
+  if (known?.records === records.length) return known.messages;
+  const messages =
+    known && known.records < records.length
+      ? known.messages.concat(historyToModel(records.slice(known.records)))
+      : historyToModel(records);
+  converted.set(records, { records: records.length, messages });
+  return messages;
+}
+
+const converted = new WeakMap<readonly TranscriptRecord[], { records: number; messages: ModelMessage[] }>();
+
+/** The current turn's journal as the model sees it (re-check notes and discarded drafts included). */
+export function journalToModel(items: readonly TurnItem[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (const item of items) {
+    const message = recordToModel(item, true);
+    if (message) out.push(message);
+  }
+  return out;
+}
+
+function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | undefined {
+  switch (record.role) {
+    case "user":
+      return { role: "user", text: record.text, messageId: record.messageId };
+    case "assistant":
+      return { role: "assistant", text: record.text };
+    case "toolCall":
+      return { role: "toolCall", callId: record.callId, name: record.name, args: record.args };
+    case "toolResult":
+      return { role: "toolResult", callId: record.callId, status: record.status, result: record.result };
+    case "custom":
+      if (record.customType === UNDELIVERED_FINAL) return { role: "note", text: UNDELIVERED_NOTE };
+      if (record.customType === DROPPED_SUMMARY)
+        return { role: "note", text: String(record.details.text ?? "") };
+      if (record.customType === RECOVERED) {
+        return record.details.recovered === true ? { role: "note", text: RECOVERED_NOTE } : undefined;
+      }
+      if (record.customType === INTERIM_TEXT)
+        return { role: "assistant", text: String(record.details.text ?? "") };
+      if (!inTurn) return undefined;
+      if (record.customType === TURN_NOTE) return { role: "note", text: String(record.details.text ?? "") };
+      if (record.customType === RECHECK_NOTE)
+        return { role: "note", text: String(record.details.instruction ?? "") };
+      if (record.customType === SUPERSEDED_DRAFT)
+        return { role: "assistant", text: String(record.details.text ?? "") };
+      return undefined;
+  }
+}
