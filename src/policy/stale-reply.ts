@@ -2,7 +2,7 @@ import { acknowledgesComplaint, matchComplaint } from "./complaint-patterns.js";
 import { measureTopic, type TopicMeasure } from "./topic-overlap.js";
 
 /**
- * Stale-reply detection at finalize (DESIGN.md §3): does the draft answer the newest user message the
+ * Stale-reply detection at finalize (docs/recheck.md): does the draft answer the newest user message the
  * turn owns? Three signals, tested in this order: `newer-message`, `complaint`, `low-overlap`.
  * Pure and deterministic; the run machine calls it once per draft, and a stale verdict carries the
  * figures it was decided on, so an operator can see why it fired.
