@@ -25,7 +25,12 @@ export type TillerErrorCode =
   | "MODEL_TIMEOUT"
   | "DETECTOR_FAILED"
   | "DETECTOR_TIMEOUT"
-  | "DETECTOR_VERDICT_INVALID";
+  | "DETECTOR_VERDICT_INVALID"
+  | "MODEL_RATE_LIMITED"
+  | "MODEL_UNAVAILABLE"
+  | "MODEL_AUTH"
+  | "MODEL_BAD_REQUEST"
+  | "MODEL_STREAM_INTERRUPTED";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
@@ -123,6 +128,41 @@ export class DetectorError extends TillerError {
     options: { cause?: unknown } = {},
   ) {
     super(code, `staleReplyRecheck.detect: ${message}`, { retryable: true, ...options });
+  }
+}
+
+/** The codes a model provider fails with (see docs/models.md for what each one means). */
+export type ModelErrorCode =
+  | "MODEL_RATE_LIMITED"
+  | "MODEL_UNAVAILABLE"
+  | "MODEL_AUTH"
+  | "MODEL_BAD_REQUEST"
+  | "MODEL_TIMEOUT"
+  | "MODEL_REPLY_INVALID"
+  | "MODEL_STREAM_INTERRUPTED";
+
+/**
+ * A model call failed: rate limited or unavailable (retryable), refused credentials or a request the
+ * server will not take (not retryable), or a reply that broke off after it began streaming (not
+ * retried, so a half-streamed reply is never silently regenerated). `status` is the HTTP status, when
+ * there was one.
+ *
+ * @example
+ * ```ts
+ * gateway.subscribe((event) => {
+ *   if (event.type === "turn.ended" && event.error?.code === "MODEL_AUTH") alertOperator(event);
+ * });
+ * ```
+ */
+export class ModelError extends TillerError {
+  readonly status: number | undefined;
+  constructor(
+    code: ModelErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown; status?: number } = {},
+  ) {
+    super(code, message, options);
+    this.status = options.status;
   }
 }
 
