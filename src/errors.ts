@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { LaneClearedError, TillerError } from "tiller";
+ * import { LaneClearedError, TillerError } from "tiller-gateway";
  * try { await lanes.run({ session: "A" }, work); }
  * catch (error) { if (error instanceof TillerError && error.code === "LANE_CLEARED") retryLater(); }
  * ```

@@ -88,6 +88,8 @@ export function createGateway(options: GatewayOptions) {
     warnAfterMs: config.warnAfterMs,
     clock,
     logger,
+    // The scheduler's own machine shows up in the same inspector as the sessions and runs.
+    ...(options.inspect ? { inspect: options.inspect } : {}),
     onEvent: (event) => {
       messageLog.observe(event);
       hub.emit(event);
@@ -203,6 +205,10 @@ export function createGateway(options: GatewayOptions) {
       return hub.subscribe(listener);
     },
     inspectSession,
+    /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
+    sessionKeys(): string[] {
+      return [...registry.keys()];
+    },
     /** "What happened to my message?", from the event stream. */
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);
