@@ -25,11 +25,15 @@ export type TillerErrorCode =
   | "MODEL_CALL_LIMIT"
   | "STORE_FAILED"
   | "RUN_FAILED"
+  | "DETECTOR_FAILED"
+  | "DETECTOR_TIMEOUT"
+  | "DETECTOR_VERDICT_INVALID"
   | "MODEL_RATE_LIMITED"
   | "MODEL_UNAVAILABLE"
   | "MODEL_AUTH"
   | "MODEL_BAD_REQUEST"
-  | "MODEL_STREAM_INTERRUPTED";
+  | "MODEL_STREAM_INTERRUPTED"
+  | "LEASE_LOST";
 
 // One entry per code: TypeScript refuses this object when a code of the union is missing from it.
 const CODES: Record<TillerErrorCode, true> = {
@@ -53,6 +57,10 @@ const CODES: Record<TillerErrorCode, true> = {
   MODEL_AUTH: true,
   MODEL_BAD_REQUEST: true,
   MODEL_STREAM_INTERRUPTED: true,
+  DETECTOR_FAILED: true,
+  DETECTOR_TIMEOUT: true,
+  DETECTOR_VERDICT_INVALID: true,
+  LEASE_LOST: true,
 };
 
 /** True for a value that is one of Tiller's error codes (an adapter's own codes are not). */
@@ -145,6 +153,37 @@ export class MessageRejectedError extends TillerError {
 export class StoreLockedError extends TillerError {
   constructor(dir: string, holder: string) {
     super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/**
+ * A write carried a fencing token that no longer holds the session's lease (it expired, or another
+ * process took the session over): nothing was written. The run that made it must stop.
+ */
+export class LeaseLostError extends TillerError {
+  readonly session: string;
+  readonly fence: number;
+  constructor(session: string, fence: number) {
+    super(
+      "LEASE_LOST",
+      `session "${session}": fencing token ${fence} no longer holds the lease; nothing was written`,
+    );
+    this.session = session;
+    this.fence = fence;
+  }
+}
+
+/**
+ * The gateway's stale-reply detector (`staleReplyRecheck.detect`) threw, did not answer within
+ * `detectTimeoutMs`, or returned something that is not a verdict; the built-in signals decided instead.
+ */
+export class DetectorError extends TillerError {
+  constructor(
+    code: "DETECTOR_FAILED" | "DETECTOR_TIMEOUT" | "DETECTOR_VERDICT_INVALID",
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(code, `staleReplyRecheck.detect: ${message}`, { retryable: true, ...options });
   }
 }
 

@@ -28,10 +28,10 @@
 import type { DeliveryKind } from "./adapters/channel.js";
 import type { ModelUsage } from "./adapters/model.js";
 import type { Ack } from "./gateway/compose-ack.js";
-import type { RunError } from "./machines/run.types.js";
+import type { DetectorName, RunError } from "./machines/run.types.js";
 import type { DeliveryMode } from "./policy/delivery.js";
 import type { Priority } from "./policy/lane-priority.js";
-import type { StaleReason } from "./policy/stale-reply.js";
+import type { RecheckFigures, StaleReason } from "./policy/stale-reply.js";
 
 /** Fields of an event about one session. */
 export interface InSession {
@@ -85,6 +85,16 @@ export interface ToolCallFields {
   callId: string;
   name: string;
   args: unknown;
+}
+
+/** Who decided a re-check verdict, and the figures it was decided on. */
+export interface RecheckDecision {
+  /** `built-in` signals, or the gateway's own `staleReplyRecheck.detect`. */
+  detector: DetectorName;
+  /** The gateway's detector failed and the built-in signals decided instead. */
+  fallback: boolean;
+  /** The overlaps, the matched complaint pattern and the thresholds behind the verdict. */
+  figures: RecheckFigures;
 }
 
 /** What a durable write that failed was for. */
@@ -168,9 +178,12 @@ export interface TillerEventMap {
 
   // Stale-reply re-check
   /** The draft did not answer the newest user message: the model drafts once more. */
-  "recheck.fired": InTurn & { reason: StaleReason; detail: string; pass: number };
+  "recheck.fired": InTurn & RecheckDecision & { reason: StaleReason; detail: string; pass: number };
   /** The draft looked stale but no re-check runs: `limit` (passes used up) or `disabled`. */
-  "recheck.skipped": InTurn & { reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+  "recheck.skipped": InTurn &
+    RecheckDecision & { reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+  /** The gateway's own detector threw, timed out or gave no verdict: the built-in signals decided. */
+  "recheck.detectorFailed": InTurn & { error: RunError; fallback: "built-in" };
 
   // Delivery
   /** The final reached the user (a committed receipt). `stored: false` when `/new` came meanwhile. */
@@ -240,10 +253,14 @@ export interface TillerEventMap {
   "lane.capacityChanged": { lane: string; capacity: number };
   /** A task was refused because the scheduler drains. */
   "lane.rejected": { lane: string; session?: string | undefined; reason: string };
-  /** `drain()` began: `active` tasks still run, `queued` wait. */
-  "lane.draining": { active: number; queued: number };
+  /** `drain()` began: `active` tasks still run, `queued` wait (cluster lanes leave it out: their queue is in the database). */
+  "lane.draining": { active: number; queued?: number };
   /** `resume()` admits work again. */
   "lane.resumed": Record<never, never>;
+  /** Cluster lanes: a run's lease ran out or was taken over; its later writes are refused. */
+  "lane.leaseLost": { lane: string; session?: string | undefined; entryId: number; fence: number };
+  /** Cluster lanes: a dead process's claim was reaped, so its session can run elsewhere. */
+  "lane.reaped": { lane: string; session?: string | undefined; owner: string };
 
   // Inspection
   /**

@@ -46,6 +46,13 @@ export type {
 export { createOpenAIModel, type OpenAIModel } from "./adapters/openai/create-openai-model.js";
 export type { OpenAIModelOptions, OpenAISettings } from "./adapters/openai/options.js";
 export { toChatMessages } from "./adapters/openai/to-chat-messages.js";
+export {
+  type ClusterLanes,
+  type ClusterLanesOptions,
+  createClusterLanes,
+} from "./adapters/postgres/cluster-lanes.js";
+export type { FenceSource } from "./adapters/postgres/fences.js";
+export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
 export * from "./adapters/store.js";
@@ -114,6 +121,16 @@ export type {
 } from "./machines/session.types.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
-export { assessDraft, DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
+export type { DetectorVerdict, StaleDetector } from "./policy/stale-detector.js";
+export {
+  acknowledgesComplaint,
+  assessDraft,
+  DEFAULT_COMPLAINT_PATTERNS,
+  type DraftFacts,
+  type DraftVerdict,
+  matchComplaint,
+  type RecheckFigures,
+  type StaleReason,
+} from "./policy/stale-reply.js";
 export { loadScenario, parseScenario, ScenarioError } from "./scenario/load.js";
 export { runScenario, type ScenarioResult } from "./scenario/runner.js";

@@ -4,6 +4,7 @@ import { BUILTIN_TOOL_NAMES, builtinTools } from "../actors/builtin-tools.js";
 import { createCallModel } from "../actors/call-model.js";
 import { createDeliver } from "../actors/deliver.js";
 import type { ActorDeps } from "../actors/deps.js";
+import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
@@ -57,18 +58,22 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const persistence = new SessionPersistence({ writer, clock, config, logger, emit });
 
-  const lanes: LaneScheduler = createLaneScheduler({
-    capacity: config.lanes,
-    warnAfterMs: config.warnAfterMs,
-    clock,
-    logger,
-    // The scheduler's own machine shows up in the same inspector as the sessions and runs.
-    ...(options.inspect ? { inspect: options.inspect } : {}),
-    onEvent: (event) => {
-      messageLog.observe(event);
-      hub.emit(event);
-    },
-  });
+  const onLaneEvent = (event: TillerEvent) => {
+    messageLog.observe(event);
+    hub.emit(event);
+  };
+  const lanes: LaneScheduler =
+    options.lanes ??
+    createLaneScheduler({
+      capacity: config.lanes,
+      warnAfterMs: config.warnAfterMs,
+      clock,
+      logger,
+      // The scheduler's own machine shows up in the same inspector as the sessions and runs.
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      onEvent: onLaneEvent,
+    });
+  options.lanes?.observe?.(onLaneEvent);
 
   checkAdapters(options, BUILTIN_TOOL_NAMES);
   const channelNames = Object.keys(options.channels);
@@ -96,7 +101,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
 
   const providedRun = runMachine.provide({
-    actors: { callModel: createCallModel(deps), runTool: createRunTool(deps) },
+    actors: {
+      callModel: createCallModel(deps),
+      runTool: createRunTool(deps),
+      detectStale: createDetectStale(deps),
+    },
   });
   const providedSession = sessionMachine.provide({
     actors: {

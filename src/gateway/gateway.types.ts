@@ -42,6 +42,12 @@ export interface GatewayOptions {
   /** XState's inspection callback, for Stately's inspector or a custom one. */
   inspect?: (event: InspectionEvent) => void;
   /**
+   * The lane scheduler to ask for slots, such as the cluster lanes of several processes on one
+   * PostgreSQL (docs/postgres.md). Its `lane.*` events join the gateway's stream when it has `observe`.
+   * @default an in-process scheduler with `config.lanes`
+   */
+  lanes?: LaneScheduler;
+  /**
    * A pino-compatible logger; events are logged at debug level.
    * @default createLogger()
    */

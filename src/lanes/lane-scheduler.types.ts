@@ -1,6 +1,6 @@
 import type { Actor, InspectionEvent } from "xstate";
 import type { Clock } from "../adapters/clock.js";
-import type { LaneEvent } from "../events.js";
+import type { LaneEvent, TillerEvent } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import type { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
@@ -52,6 +52,8 @@ export interface LaneScheduler {
   readonly queuedCount: number;
   /** Where a task stands, by the id `lane.enqueued` reported; undefined once forgotten. */
   entryState(entryId: number): LaneEntryState | undefined;
+  /** Adds a receiver of every `lane.*` decision (besides `onEvent`); returns the unsubscribe. */
+  observe?(listener: (event: TillerEvent) => void): () => void;
   /** The admission machine's actor, for inspection. */
   readonly actor: Actor<typeof laneSchedulerMachine>;
 }
