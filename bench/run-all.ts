@@ -26,6 +26,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
   { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
+  { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -46,6 +46,13 @@ export type {
 export { createOpenAIModel, type OpenAIModel } from "./adapters/openai/create-openai-model.js";
 export type { OpenAIModelOptions, OpenAISettings } from "./adapters/openai/options.js";
 export { toChatMessages } from "./adapters/openai/to-chat-messages.js";
+export {
+  type ClusterLanes,
+  type ClusterLanesOptions,
+  createClusterLanes,
+} from "./adapters/postgres/cluster-lanes.js";
+export type { FenceSource } from "./adapters/postgres/fences.js";
+export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
 export * from "./adapters/store.js";

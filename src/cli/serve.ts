@@ -4,6 +4,8 @@ import { parseArgs } from "node:util";
 import { DemoModel, demoTool } from "../adapters/demo-model.js";
 import { createHttpServer } from "../adapters/http/create-http-server.js";
 import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
+import { operatorRoutes } from "../adapters/http/operator-routes.js";
+import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import type { ModelProvider } from "../adapters/model.js";
@@ -11,6 +13,7 @@ import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import { errorMessage } from "../errors.js";
+import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
 import { createLogger } from "../logger.js";
 import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
@@ -66,6 +69,10 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     throw new UsageError(`--store ${storeDir}: ${errorMessage(error)}`);
   }
   const web = new WebChannel(new FileDeliveryLog(storeDir));
+  // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
+  // (the server that owns that stream is created after the gateway that needs the callback).
+  let pushState: (event: TillerEvent) => void = () => {};
+  const states = createStateFeed({ now: () => clock.now(), emit: (event) => pushState(event) });
   let gateway: ReturnType<typeof createGateway>;
   try {
     gateway = createGateway({
@@ -76,12 +83,20 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       store,
       clock,
       logger: createLogger(),
+      inspect: states.inspect,
     });
   } catch (error) {
     await store.close();
     throw new UsageError(errorMessage(error));
   }
-  const http = createHttpServer({ gateway, web, ...(token ? { token } : {}), pageDir: PAGE_DIR });
+  const http = createHttpServer({
+    gateway,
+    web,
+    ...(token ? { token } : {}),
+    pageDir: PAGE_DIR,
+    routes: operatorRoutes(gateway),
+  });
+  pushState = http.feed.push;
   try {
     await listen(http.server, port, host);
   } catch (error) {
