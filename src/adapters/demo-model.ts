@@ -134,6 +134,11 @@ export interface DemoToolOptions {
 /**
  * The demo's slow tool. Cancellable: `/stop` or an interrupt cancels it at once; a steered message
  * waits for it to finish.
+ *
+ * @example
+ * ```ts
+ * const tools = [demoTool({ clock, durationMs: 3000 })];
+ * ```
  */
 export function demoTool(options: DemoToolOptions): ToolDefinition {
   const durationMs = options.durationMs ?? 5000;
