@@ -73,7 +73,19 @@ export const configSchema = z
     laneTimeoutMs: z.number().positive().optional(),
     warnAfterMs: nonNegativeInt.default(2000),
     commitments: z
-      .object({ enabled: z.boolean().default(false), maxPerDay: nonNegativeInt.default(3) })
+      .object({
+        enabled: z.boolean().default(false),
+        maxPerDay: nonNegativeInt.default(3),
+        // Optional, with their defaults applied by the gateway's commitments (docs/commitments.md).
+        /** Reviews started per heartbeat tick [3]. */
+        maxPerTick: z.number().int().positive().max(1000).optional(),
+        /** A pending commitment expires this long after its latest time [72 h]. */
+        expireAfterMs: z.number().int().positive().optional(),
+        /** A review that has not decided by then counts as unclear [120000]. */
+        reviewTimeoutMs: z.number().int().positive().optional(),
+        /** Model calls one review may make (read-only tools in between) [4]. */
+        maxReviewCalls: z.number().int().positive().max(20).optional(),
+      })
       .strict()
       .default({ enabled: false, maxPerDay: 3 }),
     heartbeat: z.object({ everyMs: z.number().positive().optional() }).strict().default({}),

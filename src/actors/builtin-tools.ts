@@ -1,11 +1,12 @@
 import { z } from "zod";
 import type { ToolDefinition } from "../adapters/tool.js";
+import { proposalSchema } from "../policy/commitment-fields.js";
 import { send } from "./deliver.js";
 import type { ActorDeps } from "./deps.js";
 
 /**
  * The tools every model may call (CONTRACTS.md §2): `message` sends a visible message now;
- * `commitment` records an inferred follow-up (validated here; scheduling comes with commitments).
+ * `commitment` records an inferred follow-up (stored when commitments are enabled).
  */
 /** Names a gateway's own tools may not take. */
 export const BUILTIN_TOOL_NAMES = ["message", "commitment"] as const;
@@ -43,35 +44,34 @@ function messageTool(deps: ActorDeps): ToolDefinition {
   };
 }
 
-export const commitmentArgs = z
-  .object({
-    kind: z.enum(["open_loop", "deadline_check", "event_check_in", "care_check_in"]),
-    reason: z.string().min(1).max(2000),
-    suggestedText: z.string().max(4000).default(""),
-    dedupeKey: z.string().min(1).max(200),
-    confidence: z.number().min(0).max(1).default(0.5),
-    dueWindow: z
-      .object({ earliestMs: z.number().nonnegative(), latestMs: z.number().nonnegative() })
-      .partial()
-      .default({}),
-    source: z.string().max(200).default("tool"),
-  })
-  .strict();
+/**
+ * The arguments of the `commitment` tool: the proposal fields of DESIGN.md §5, checked by the one
+ * validation every commitment passes (policy/commitment-fields.ts).
+ */
+export const commitmentArgs = proposalSchema;
 
 function commitmentTool(deps: ActorDeps): ToolDefinition {
   return {
     name: "commitment",
     description:
-      "Record a follow-up you promised (kind, reason, suggestedText, dedupeKey, confidence, dueWindow).",
+      "Record a follow-up to check on later: { kind: open_loop|deadline_check|event_check_in|care_check_in, " +
+      "reason, suggestedText, dedupeKey, confidence (0..1), dueWindow: { earliestMs, latestMs } (ms from now) }. " +
+      "Before anything is sent, a review reads the conversation again; the follow-up goes to this conversation.",
     cancellable: true,
     async execute(args, context) {
-      const parsed = commitmentArgs.safeParse(args);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new Error(`commitment.${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`);
-      }
-      deps.emit("commitment.proposed", { session: context.session, runId: context.runId, ...parsed.data });
-      return { accepted: true, dedupeKey: parsed.data.dedupeKey, scheduled: deps.config.commitments.enabled };
+      if (!deps.config.commitments.enabled || !deps.proposeCommitment)
+        return {
+          accepted: false,
+          reason: "commitments are off in this gateway (commitments.enabled: false)",
+        };
+      const outcome = (await deps.proposeCommitment(context.session, args, {
+        source: "tool",
+        runId: context.runId,
+      })) as { accepted: boolean; reason?: string; field?: string };
+      // A malformed call is the model's to fix: a failed result that names the field.
+      if (!outcome.accepted && outcome.field && outcome.field !== "confidence")
+        throw new Error(`commitment.${outcome.reason}`);
+      return outcome;
     },
   };
 }

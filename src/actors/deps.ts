@@ -27,4 +27,10 @@ export interface ActorDeps {
    * of the newest message the turn started with (its replies go there).
    */
   runFacts: Map<string, { messageSends: number; kind: "turn" | "recovery"; channel?: string }>;
+  /** Stores a proposed commitment (the `commitment` tool); set by the gateway. */
+  proposeCommitment?(
+    session: string,
+    args: unknown,
+    origin: { source: string; runId?: string },
+  ): Promise<unknown>;
 }

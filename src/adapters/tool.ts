@@ -17,6 +17,12 @@ export interface ToolDefinition {
   name: string;
   description?: string;
   cancellable: boolean;
+  /**
+   * The tool only reads: a commitment review may call it to check the current state (a sheet, a
+   * list, an artifact) before deciding. Tools without it are never offered to a review.
+   * @default false
+   */
+  readOnly?: boolean;
   execute(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
 }
 

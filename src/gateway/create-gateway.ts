@@ -21,6 +21,7 @@ import { createLogger, type Logger, neverThrowing } from "../logger.js";
 import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
 import { checkAdapters } from "./check-adapters.js";
+import { type CommitmentFilter, type CommitmentHooks, createCommitments } from "./commitments.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
 import { resumeSessions } from "./resume-sessions.js";
@@ -41,6 +42,15 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Names each turn's run; must never repeat for a session (default: the session key + a random id). */
   newRunId?: (session: string) => string;
+  /**
+   * Sees each finished turn and may propose commitments (validated like the `commitment` tool's);
+   * called only when `commitments.enabled`.
+   */
+  extractCommitments?: CommitmentHooks["extractCommitments"];
+  /** A current-state snapshot shown (fenced as data) to each commitment review. */
+  commitmentSnapshot?: CommitmentHooks["commitmentSnapshot"];
+  /** Ids of new commitments (default: `c_` + a random id). */
+  newCommitmentId?: () => string;
 }
 
 export interface SessionInspection {
@@ -71,10 +81,12 @@ export function createGateway(options: GatewayOptions) {
   const messageLog = new MessageLog(config.limits.explainMessages);
   const writer = new TranscriptWriter(store);
   let draining = false;
+  let observeCommitments: (event: TillerEvent) => void = () => {};
 
   function emit(type: string, fields: Record<string, unknown>): void {
     const event: TillerEvent = { at: clock.now(), type, ...fields };
     messageLog.observe(event);
+    observeCommitments(event);
     logger.debug(event, type);
     hub.emit(event);
   }
@@ -138,6 +150,22 @@ export function createGateway(options: GatewayOptions) {
     emit,
   });
 
+  const commitments = createCommitments({
+    deps,
+    store,
+    hooks: {
+      ...(options.extractCommitments ? { extractCommitments: options.extractCommitments } : {}),
+      ...(options.commitmentSnapshot ? { commitmentSnapshot: options.commitmentSnapshot } : {}),
+      ...(options.newCommitmentId ? { newCommitmentId: options.newCommitmentId } : {}),
+    },
+    isSessionBusy(session) {
+      const inspection = inspectSession(session);
+      return inspection !== undefined && (inspection.state !== "idle" || inspection.queue.length > 0);
+    },
+  });
+  observeCommitments = (event) => commitments.observe(event);
+  deps.proposeCommitment = (session, args, origin) => commitments.propose(session, args, origin);
+
   const receive = createReceive({
     config,
     deps,
@@ -183,6 +211,7 @@ export function createGateway(options: GatewayOptions) {
     lanes,
     async start(): Promise<void> {
       await resumeSessions({ store, writer, config, persistence, registry, channelNames, emit });
+      await commitments.start();
       emit("gateway.started", {});
     },
     receive,
@@ -199,9 +228,21 @@ export function createGateway(options: GatewayOptions) {
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);
     },
+    /**
+     * Commitments (DESIGN.md §5) for operators: `list({ session?, status? })` (oldest first) and
+     * `dismiss(id)` (the commitment after it, undefined for an unknown id).
+     */
+    commitments: {
+      list: (filter?: CommitmentFilter) => commitments.list(filter),
+      dismiss: (id: string) => commitments.dismiss(id),
+    },
+    /** A commitment's story: its stored record and what happened to it; undefined for an unknown id. */
+    explainCommitment(id: string) {
+      return commitments.explain(id);
+    },
     /** True while real I/O (store writes) is in flight. */
     get isBusy(): boolean {
-      return writer.isBusy;
+      return writer.isBusy || commitments.book.isBusy;
     },
     get isDraining(): boolean {
       return draining;
@@ -218,6 +259,7 @@ export function createGateway(options: GatewayOptions) {
     },
     async stop(): Promise<void> {
       draining = true;
+      commitments.stop();
       await lanes.drain();
       registry.stopAll();
       await store.close();

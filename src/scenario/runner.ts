@@ -10,6 +10,7 @@ import type { ToolDefinition } from "../adapters/tool.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway, type Gateway } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
+import { scenarioCommitments } from "./commitments.js";
 import type { Scenario } from "./schema.js";
 
 /** The JSON a scenario run prints (CONTRACTS.md §2). */
@@ -90,6 +91,7 @@ export async function runScenario(
   }
   let store: TranscriptStore = await openStore(options.storeDir, clock);
   const newRunId = await runIdsAfter(store);
+  const newCommitmentId = await scenarioCommitments(scenario, store);
   let incarnation = new ScopedClock(clock);
   let gateway = await boot();
 
@@ -104,6 +106,7 @@ export async function runScenario(
       clock: scoped,
       logger: silentLogger,
       newRunId,
+      newCommitmentId,
     });
     next.subscribe((event) => {
       if (scoped.isAlive) events.push(event);
@@ -190,10 +193,10 @@ export async function runScenario(
       })),
     toolCalls: collectToolCalls(events),
     transcripts,
-    commitments: scenario.commitments.map((commitment) => ({
+    commitments: gateway.commitments.list().map((commitment) => ({
       id: commitment.id,
       status: commitment.status,
-      classification: "",
+      classification: commitment.classification ?? "",
     })),
     events,
   };
