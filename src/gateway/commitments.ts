@@ -276,8 +276,10 @@ export function createCommitments(options: CommitmentsDeps) {
         runMessages.set(runId, [...(runMessages.get(runId) ?? []), ...ids]);
       } else if (event.type === "turn.ended") {
         const runId = String(event.runId);
+        // After the turn's delivery, which still holds the session's lane: the hook sees its final.
         if (enabled && hooks.extractCommitments && event.status === "done")
-          extract(event)
+          deps.lanes
+            .run({ session, priority: "background" }, () => extract(event))
             .catch((error: unknown) => {
               deps.logger.warn({ session, runId, error: errorMessage(error) }, "commitment.extractFailed");
               emit("commitment.extractFailed", { session, runId, error: errorMessage(error) });

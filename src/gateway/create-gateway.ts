@@ -20,6 +20,7 @@ import { createLaneScheduler, type LaneScheduler } from "../lanes/lane-scheduler
 import { createLogger, type Logger, neverThrowing } from "../logger.js";
 import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
+import type { CommitmentProposal } from "../policy/commitment-fields.js";
 import { checkAdapters } from "./check-adapters.js";
 import { type CommitmentFilter, type CommitmentHooks, createCommitments } from "./commitments.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
@@ -235,6 +236,20 @@ export function createGateway(options: GatewayOptions) {
     commitments: {
       list: (filter?: CommitmentFilter) => commitments.list(filter),
       dismiss: (id: string) => commitments.dismiss(id),
+      /**
+       * Proposes a commitment for `session` from the gateway's own code, through the same checks as
+       * the `commitment` tool (`source` defaults to "api"; `sourceMessageId` anchors its review).
+       */
+      propose: (
+        session: string,
+        proposal: CommitmentProposal,
+        origin: { source?: string; sourceMessageId?: string; sourceRunId?: string } = {},
+      ) =>
+        commitments.propose(session, proposal, {
+          source: origin.source ?? "api",
+          ...(origin.sourceMessageId ? { messageId: origin.sourceMessageId } : {}),
+          ...(origin.sourceRunId ? { runId: origin.sourceRunId } : {}),
+        }),
     },
     /** A commitment's story: its stored record and what happened to it; undefined for an unknown id. */
     explainCommitment(id: string) {
