@@ -83,7 +83,7 @@ export function createReviewCommitment(deps: ActorDeps, gate: ReviewGate) {
           voided: true,
           why: "the session has a turn running or waiting",
         };
-      const records = await deps.writer.store.read(session);
+      const records = await deps.writer.read(session);
       const verdict = settledByTranscript(records, commitment);
       if (verdict.settled) return result(verdict.classification, "transcript", { why: verdict.why });
       const decision = await withDeadline(

@@ -69,6 +69,7 @@ export class CommitmentBook {
     id: string,
     change: (current: Commitment | undefined) => Commitment | undefined,
   ): Promise<Commitment> {
+    this.writing++;
     const run = this.chain.then(async () => {
       const current = this.byId.get(id);
       const next = change(current);

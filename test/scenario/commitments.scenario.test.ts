@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkIns, HOUR, ofType, openLoop, play, reviews, SEED } from "../support/commitment-scenarios.js";
+import { useTempDir } from "../support/temp-dir.js";
 
 // Commitments end to end through the scenario runner (DESIGN.md §5, invariant 10), on the simulated
 // clock, asserting on the JSON output a user of `tiller run --json` reads.
@@ -160,6 +161,34 @@ ${commitments.join("\n")}
     expect(result.commitments.filter((c) => c.status === "sent").map((c) => c.classification)).toEqual([
       "still_pending_agent",
       "still_pending_agent",
+    ]);
+  });
+
+  const temp = useTempDir("tiller-commitments");
+  for (const store of ["memory", "jsonl"] as const) {
+    it(`reviews again after a restart cut a review off, and sends once (${store} store)`, async () => {
+      const yaml = openLoop({
+        review: `{ delayMs: 5000, toolCalls: [{ name: commitment_decision, args: { classification: still_pending_user, text: "Still need the room?" } }] }`,
+        restart: `restart:\n  - { at: ${3 * HOUR + 2000} }`,
+      });
+      const result = await play(yaml, store === "jsonl" ? temp.path : undefined);
+      // Cut off at 3 h + 2 s; the new process's first tick (1 h after it started) reviews it again.
+      expect(reviews(result).map((call) => call.at)).toEqual([3 * HOUR, 4 * HOUR + 2000]);
+      expect(checkIns(result)).toEqual([
+        expect.objectContaining({ text: "Still need the room?", at: 4 * HOUR + 7000 }),
+      ]);
+      expect(result.commitments).toEqual([
+        { id: "commitment-1", status: "sent", classification: "still_pending_user" },
+      ]);
+    });
+  }
+
+  it("keeps a sent follow-up sent across a later restart: no second send", async () => {
+    const result = await play(openLoop({ restart: `restart:\n  - { at: ${5 * HOUR} }`, until: 40 * HOUR }));
+    expect(checkIns(result)).toHaveLength(1);
+    expect(reviews(result)).toHaveLength(1);
+    expect(result.commitments).toEqual([
+      { id: "commitment-1", status: "sent", classification: "still_pending_user" },
     ]);
   });
 });
