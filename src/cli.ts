@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { COMMITMENTS_USAGE, commitmentsCommand, UsageError } from "./commitments-cli.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
 import { formatTimeline } from "./scenario/timeline.js";
@@ -12,10 +13,17 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
   --explain  after the run, explain what happened to the message with this id
 
+
+${COMMITMENTS_USAGE}
+
 exit status: 0 ran, 2 invalid scenario or arguments, 1 internal error`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "commitments") {
+    process.stdout.write(`${await commitmentsCommand(rest)}\n`);
+    return 0;
+  }
   if (command !== "run") {
     process.stderr.write(`${USAGE}\n`);
     return command === "--help" || command === "-h" ? 0 : 2;
@@ -72,6 +80,14 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
+    if (
+      error instanceof UsageError ||
+      (error instanceof Error && "code" in error && error.code === "STORE_LOCKED")
+    ) {
+      process.stderr.write(`${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     if (error instanceof ScenarioError) {
       process.stderr.write(`invalid scenario: ${error.message}\n`);
       process.exitCode = 2;
