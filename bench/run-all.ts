@@ -24,6 +24,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "commitments", file: "commitments.bench.ts", entry: "benchCommitments" },
+  { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 import type { StoredCommitment } from "./adapters/store.js";
 import { COMMITMENT_STATUSES, type Commitment } from "./machines/commitment.types.js";
+import { UsageError } from "./testing/paths-command.js";
 
 export const COMMITMENTS_USAGE = `usage: tiller commitments list [--session KEY] [--status STATUS] --store DIR [--json]
        tiller commitments dismiss ID... --store DIR [--json]
@@ -9,8 +10,7 @@ export const COMMITMENTS_USAGE = `usage: tiller commitments list [--session KEY]
   list     the commitments stored at DIR, oldest first
   dismiss  dismisses pending commitments (a gateway must not be running on DIR: the store is locked)`;
 
-/** A command-line mistake: exit status 2 with the message. */
-export class UsageError extends Error {}
+export { UsageError };
 
 /**
  * \`tiller commitments list|dismiss\`: reads and changes the commitments of a JSONL store directly

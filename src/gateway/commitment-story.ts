@@ -85,7 +85,9 @@ function describe(event: TillerEvent): string | undefined {
     case "commitment.reviewed":
       return `reviewed: ${String(event.classification)} (${event.via === "transcript" ? "settled by the transcript, no model call" : event.via === "model" ? "model review" : "no review"})${event.voided ? ", void: a user message arrived" : ""}`;
     case "commitment.sent":
-      return sentLine(String(event.receipt ?? "committed"), String(event.text ?? ""));
+      return sentLine("committed", String(event.text ?? ""));
+    case "commitment.sendInterrupted":
+      return sentLine("unknown", String(event.text ?? ""));
     case "commitment.dismissed":
       return `dismissed (${String(event.why)})`;
     case "commitment.retried":

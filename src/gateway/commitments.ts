@@ -246,7 +246,7 @@ export function createCommitments(options: CommitmentsDeps) {
           updatedAt: at,
           endedAt: at,
         });
-        emit("commitment.sent", {
+        emit("commitment.sendInterrupted", {
           session: commitment.session,
           id: commitment.id,
           receipt: "unknown",

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
-import { expectation, parseConfig } from "../config.js";
+import { checkPattern, expectation, parseConfig } from "../config.js";
 import { ConfigError, TillerError } from "../errors.js";
 import { type Scenario, scenarioSchema } from "./schema.js";
 
@@ -51,6 +51,10 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
   }
   try {
     parseConfig(result.data.config ?? {}, "config");
+    for (const [index, delivery] of (result.data.expect?.deliveries ?? []).entries()) {
+      if (delivery.textMatches !== undefined)
+        checkPattern(`expect.deliveries[${index}].textMatches`, delivery.textMatches);
+    }
   } catch (error) {
     if (error instanceof ConfigError)
       throw new ScenarioError(file, error.field, error.message.slice(error.field.length + 2));

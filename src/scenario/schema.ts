@@ -1,10 +1,12 @@
 import { z } from "zod";
+import { expectSchema } from "./expect-schema.js";
 
 /** The scenario file (CONTRACTS.md §2), validated with zod; `config` is checked by parseConfig. */
 const whenSchema = z
   .object({
     latestUser: z.string().optional(),
     call: z.number().int().positive().optional(),
+    turn: z.number().int().positive().optional(),
     recheck: z.boolean().optional(),
     recovery: z.boolean().optional(),
     review: z.boolean().optional(),
@@ -89,6 +91,7 @@ export const scenarioSchema = z
     commitments: z.array(commitmentSchema).default([]),
     restart: z.array(z.object({ at: z.number().nonnegative() }).strict()).default([]),
     until: z.number().positive().optional(),
+    expect: expectSchema.optional(),
   })
   .strict();
 
