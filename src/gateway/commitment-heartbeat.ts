@@ -138,6 +138,12 @@ export class CommitmentHeartbeat {
   }
 
   private async settle(actor: Actor<ProvidedMachine>, id: string): Promise<void> {
+    // Stopping (the gateway stops): whatever was under way stays pending in the store, to be
+    // reviewed again at the next start; nothing is written after the store may have closed.
+    if (this.stopped) {
+      this.finish(id, actor);
+      return;
+    }
     const snapshot = actor.getSnapshot();
     const now = this.deps.clock.now();
     const context = snapshot.context;
@@ -157,6 +163,8 @@ export class CommitmentHeartbeat {
           return { ...base, status: "dismissed", dismissedWhy: output.why, endedAt: now };
         if (state === "expired") return { ...base, status: "expired", endedAt: now };
         if (state === "sent") return undefined; // stored by the send itself
+        // Not started, or cut off on its way: due again at the next tick, no attempt counted.
+        if (state !== "waitingToRetry") return { ...base, dueAt: now };
         return this.retried(base, output.retry, now);
       });
     } catch (error) {

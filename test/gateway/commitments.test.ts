@@ -97,12 +97,18 @@ describe("the review", () => {
         name: "read_sheet",
         readOnly: true,
         cancellable: true,
-        execute: async () => (executed.push("read_sheet"), "A, C, D"),
+        execute: async () => {
+          executed.push("read_sheet");
+          return "A, C, D";
+        },
       },
       {
         name: "write_sheet",
         cancellable: false,
-        execute: async () => (executed.push("write_sheet"), "written"),
+        execute: async () => {
+          executed.push("write_sheet");
+          return "written";
+        },
       },
     ];
     let step = 0;
