@@ -25,6 +25,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "commitments", file: "commitments.bench.ts", entry: "benchCommitments" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import type { ToolDefinition } from "../adapters/tool.js";
-import { proposalSchema } from "../policy/commitment-fields.js";
 import { send } from "./deliver.js";
 import type { ActorDeps } from "./deps.js";
 
@@ -15,12 +14,16 @@ export function builtinTools(deps: ActorDeps): ToolDefinition[] {
   return [messageTool(deps), commitmentTool(deps)];
 }
 
-const messageArgs = z.object({ action: z.literal("send"), text: z.string().min(1).max(32_000) });
+const messageArgs = z.object({
+  action: z.literal("send").describe('Always "send".'),
+  text: z.string().min(1).max(32_000).describe("The message the user sees."),
+});
 
 function messageTool(deps: ActorDeps): ToolDefinition {
   return {
     name: "message",
     description: 'Send a visible message to the user now: { "action": "send", "text": "..." }.',
+    parameters: messageArgs,
     cancellable: false,
     async execute(args, context) {
       const parsed = messageArgs.safeParse(args);
@@ -45,18 +48,43 @@ function messageTool(deps: ActorDeps): ToolDefinition {
 }
 
 /**
- * The arguments of the `commitment` tool: the proposal fields of DESIGN.md §5, checked by the one
- * validation every commitment passes (policy/commitment-fields.ts).
+ * The arguments of the `commitment` tool, as the model is told them: the proposal fields of DESIGN.md
+ * §5. The execute step runs the one validation every commitment passes (policy/commitment-fields.ts);
+ * a target the model adds is accepted here and ignored there (a commitment belongs to this session).
  */
-export const commitmentArgs = proposalSchema;
+const ignored = z.unknown().optional().describe("Ignored: a follow-up always goes to this conversation.");
+export const commitmentArgs = z
+  .object({
+    kind: z.enum(["open_loop", "deadline_check", "event_check_in", "care_check_in"]),
+    reason: z.string().min(1).max(1000).describe("Why a follow-up is owed, in a sentence."),
+    suggestedText: z.string().max(1000).optional().describe("A hint for the follow-up, never sent as is."),
+    dedupeKey: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe("The same key for the same follow-up, so it is kept once."),
+    confidence: z.number().min(0).max(1).optional().describe("How sure the follow-up is owed (default 0.8)."),
+    dueWindow: z
+      .object({ earliestMs: z.number().int().nonnegative(), latestMs: z.number().int().nonnegative() })
+      .partial()
+      .strict()
+      .optional()
+      .describe("When it falls due: milliseconds from now (default: one heartbeat; latest 12 h later)."),
+    source: z.string().min(1).max(100).optional(),
+    session: ignored,
+    target: ignored,
+    to: ignored,
+    channel: ignored,
+  })
+  .strict();
 
 function commitmentTool(deps: ActorDeps): ToolDefinition {
   return {
     name: "commitment",
     description:
-      "Record a follow-up to check on later: { kind: open_loop|deadline_check|event_check_in|care_check_in, " +
-      "reason, suggestedText, dedupeKey, confidence (0..1), dueWindow: { earliestMs, latestMs } (ms from now) }. " +
-      "Before anything is sent, a review reads the conversation again; the follow-up goes to this conversation.",
+      "Record a follow-up to check on later. Before anything is sent, a review reads the conversation " +
+      "again; the follow-up goes to this conversation.",
+    parameters: commitmentArgs,
     cancellable: true,
     async execute(args, context) {
       if (!deps.config.commitments.enabled || !deps.proposeCommitment)

@@ -8,6 +8,7 @@ import { LANE_TIMEOUT_REASON } from "../machines/session.types.js";
 import {
   COULD_NOT_DELIVER_NOTICE,
   FAILED_NOTICE,
+  failedNotice,
   isSubstantive,
   markerDeliveryMode,
   TIMED_OUT_NOTICE,
@@ -55,7 +56,7 @@ export function createDeliver(deps: ActorDeps) {
     }
     if (output.status === "failed") {
       deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
-      await send(deps, session, FAILED_NOTICE, "notice", output.runId, facts?.channel);
+      await send(deps, session, failedNotice(output.error), "notice", output.runId, facts?.channel);
       return UNDELIVERED;
     }
     if (output.final.trim().length === 0) {

@@ -3,6 +3,8 @@ import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { latestUserText, type ModelMessage } from "../adapters/model.js";
 import type { TranscriptRecord } from "../adapters/store.js";
+import type { ToolSpec } from "../adapters/tool.js";
+import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { Classification, Commitment, ReviewOutput } from "../machines/commitment.types.js";
 import { CLASSIFICATIONS } from "../machines/commitment.types.js";
@@ -17,6 +19,22 @@ import { historyToModel } from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";
+
+/** What the review model is told about `commitment_decision`. */
+const DECISION_SPEC: ToolSpec = {
+  name: DECISION_TOOL,
+  description:
+    "Your decision on the follow-up: its classification and, only when still pending, the message to send now.",
+  parameters: {
+    type: "object",
+    properties: {
+      classification: { type: "string", enum: [...CLASSIFICATIONS] },
+      text: { type: "string", description: "The follow-up to send, composed from the current state." },
+    },
+    required: ["classification"],
+    additionalProperties: false,
+  },
+};
 
 /** Records before the source turn the review also sees ("a little before"). */
 const CONTEXT_BEFORE = 4;
@@ -141,7 +159,13 @@ async function modelReview(
     reviewId: runId,
     ...(snapshot !== undefined ? { snapshot } : {}),
   });
-  const tools = [...readOnly, DECISION_TOOL];
+  const tools: ToolSpec[] = [
+    ...readOnly.flatMap((name) => {
+      const spec = deps.toolSchemas.get(name)?.spec;
+      return spec ? [spec] : [];
+    }),
+    DECISION_SPEC,
+  ];
   for (let call = 1; call <= gate.settings.maxCalls; call++) {
     deps.emit("model.called", {
       session,
@@ -232,11 +256,16 @@ async function readOnlyCall(
     deps.emit("tool.ended", { ...fields, status: "refused" });
     return outcome;
   }
+  const checked = deps.toolSchemas.get(tool.name)?.check(toolCall.args) ?? { ok: true, args: toolCall.args };
+  if (!checked.ok) {
+    deps.emit("tool.ended", { ...fields, status: "failed" });
+    return { status: "failed", result: invalidArgsResult(checked.problems) };
+  }
   const control = linkedAbort(signal, tool.cancellable);
   try {
     const value = await withDeadline(
       deps.clock,
-      tool.execute(toolCall.args, { session, runId, callId: toolCall.callId, signal: control.signal }),
+      tool.execute(checked.args, { session, runId, callId: toolCall.callId, signal: control.signal }),
       deps.config.limits.toolTimeoutMs,
       signal,
     );

@@ -232,6 +232,9 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
   return Object.entries(scenario.tools).map(([name, spec]) => ({
     name,
     cancellable: spec.cancellable,
+    ...(spec.description !== undefined ? { description: spec.description } : {}),
+    ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+    ...(spec.readOnly !== undefined ? { readOnly: spec.readOnly } : {}),
     async execute(_args, context) {
       await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
       if (spec.error) throw new Error(spec.error);

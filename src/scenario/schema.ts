@@ -30,6 +30,10 @@ const replySchema = z
 
 const toolSchema = z
   .object({
+    description: z.string().optional(),
+    /** JSON Schema of the arguments; calls that do not fit fail without running. */
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    readOnly: z.boolean().optional(),
     durationMs: z.number().nonnegative().default(0),
     result: z.unknown().optional(),
     cancellable: z.boolean().default(false),

@@ -82,7 +82,7 @@ describe("commitment creation", () => {
     const result = requests[1]!.context.find((message) => message.role === "toolResult");
     expect(result).toMatchObject({
       status: "failed",
-      result: { error: expect.stringContaining("commitment.reason") },
+      result: { error: expect.stringContaining("args.reason") },
     });
     expect(gateway.commitments.list()).toEqual([]);
     await gateway.stop();
@@ -141,7 +141,7 @@ describe("the review", () => {
     await idle(3 * HOUR);
     expect(executed).toEqual(["read_sheet"]);
     const [first, second] = reviews();
-    expect(first!.tools).toEqual(["read_sheet", "commitment_decision"]);
+    expect(first!.tools.map((tool) => tool.name)).toEqual(["read_sheet", "commitment_decision"]);
     expect(first!.review).toBe(true);
     const shown = first!.context.map((message) => (message.role === "user" ? message.text : message.role));
     expect(shown.slice(0, 3)).toEqual(["earlier", "assistant", "Please book a meeting room."]);
