@@ -80,7 +80,7 @@ async function tickMicros(pending: number): Promise<number> {
     maxPerDay: 3,
   });
   const samples: number[] = [];
-  for (let round = 0; round < 30; round++) {
+  for (let round = 0; round < 60; round++) {
     const started = performance.now();
     const taken = heartbeat.tick();
     samples.push((performance.now() - started) * 1000);
@@ -92,7 +92,7 @@ async function tickMicros(pending: number): Promise<number> {
       book.index.schedule(id, HOUR);
     }
   }
-  return median(samples.slice(5));
+  return median(samples.slice(10));
 }
 
 async function heapPerPending(pending: number): Promise<number> {

@@ -39,6 +39,8 @@ export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./adapte
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export * from "./errors.js";
 export { EventHub, type TillerEvent } from "./events.js";
+export type { CommitmentStory } from "./gateway/commitment-story.js";
+export type { CommitmentFilter, FinishedTurn, ProposalOutcome } from "./gateway/commitments.js";
 export type { Ack } from "./gateway/compose-ack.js";
 export {
   createGateway,
@@ -56,10 +58,13 @@ export {
   type RunOptions,
 } from "./lanes/lane-scheduler.js";
 export { createLogger, type Logger, silentLogger } from "./logger.js";
+export { commitmentMachine } from "./machines/commitment.machine.js";
+export type { Classification, Commitment, CommitmentStatus } from "./machines/commitment.types.js";
 export { laneEntryMachine } from "./machines/lane-entry.machine.js";
 export { laneSchedulerMachine } from "./machines/lane-scheduler.machine.js";
 export { runMachine } from "./machines/run.machine.js";
 export { sessionMachine } from "./machines/session.machine.js";
+export type { CommitmentProposal } from "./policy/commitment-fields.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
 export { assessDraft, DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
