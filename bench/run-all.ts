@@ -25,7 +25,9 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "commitments", file: "commitments.bench.ts", entry: "benchCommitments" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
+  { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
