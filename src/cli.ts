@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { COMMITMENTS_USAGE, commitmentsCommand } from "./commitments-cli.js";
 import { chat } from "./cli/chat.js";
 import { serve } from "./cli/serve.js";
 import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
+import { COMMITMENTS_USAGE, commitmentsCommand } from "./commitments-cli.js";
 import { ConfigError } from "./errors.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
