@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { chat } from "./cli/chat.js";
 import { serve } from "./cli/serve.js";
 import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
+import { COMMITMENTS_USAGE, commitmentsCommand } from "./commitments-cli.js";
 import { ConfigError } from "./errors.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
@@ -26,6 +27,8 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
 A scenario's expect block is checked after it runs; a directory of such scenarios is a test suite and
 ends with a summary line "N passed, N failed".
 
+${COMMITMENTS_USAGE}
+
 exit status: 0 ran, 3 an expectation failed, 2 invalid scenario or arguments, 1 internal error`;
 
 async function main(argv: string[]): Promise<number> {
@@ -34,6 +37,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === "--version") {
     const pkg = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8"));
     process.stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
+  if (command === "commitments") {
+    process.stdout.write(`${await commitmentsCommand(rest)}\n`);
     return 0;
   }
   // Both run until stopped; a stray timer or socket must not keep the process alive after that.
@@ -131,6 +138,14 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
+    if (
+      error instanceof UsageError ||
+      (error instanceof Error && "code" in error && error.code === "STORE_LOCKED")
+    ) {
+      process.stderr.write(`${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     if (error instanceof ScenarioError) {
       process.stderr.write(`invalid scenario: ${error.message}\n`);
       process.exitCode = 2;

@@ -87,6 +87,11 @@ export interface ToolCallFields {
   args: unknown;
 }
 
+/** Fields of an event about one commitment. */
+export interface InCommitment extends InSession {
+  id: string;
+}
+
 /** Who decided a re-check verdict, and the figures it was decided on. */
 export interface RecheckDecision {
   /** `built-in` signals, or the gateway's own `staleReplyRecheck.detect`. */
@@ -144,7 +149,13 @@ export interface TillerEventMap {
 
   // Model
   /** A model call starts; `userTexts` and `messageIds` are the user messages of this turn it sees. */
-  "model.called": ModelCall & { latestUser: string; userTexts: string[]; messageIds: string[] };
+  "model.called": ModelCall & {
+    latestUser: string;
+    userTexts: string[];
+    messageIds: string[];
+    /** On a commitment review's call (`review: true`): the commitment it reviews. */
+    commitmentId?: string;
+  };
   /** Text the model streams: a draft a re-check may replace; only the final is delivered. */
   "model.delta": ModelCall & { text: string };
   /**
@@ -166,7 +177,11 @@ export interface TillerEventMap {
   /** A tool call starts. */
   "tool.started": InTurn & ToolCallFields;
   /** A tool call ended, whatever the outcome (`status` as stored in the transcript). */
-  "tool.ended": InTurn & ToolCallFields & { status: "done" | "failed" | "cancelled" | "skipped" };
+  "tool.ended": InTurn &
+    ToolCallFields & {
+      /** `refused`: a commitment review called a tool that is not read-only; it did not run. */
+      status: "done" | "failed" | "cancelled" | "skipped" | "refused";
+    };
   /** A tool call's arguments did not fit its schema: the tool never ran, the model reads `problems`. */
   "tool.argsInvalid": InTurn & { callId: string; name: string; problems: string[] };
   /** A tool call was skipped for a steering message (never started). */
@@ -261,6 +276,45 @@ export interface TillerEventMap {
   "lane.leaseLost": { lane: string; session?: string | undefined; entryId: number; fence: number };
   /** Cluster lanes: a dead process's claim was reaped, so its session can run elsewhere. */
   "lane.reaped": { lane: string; session?: string | undefined; owner: string };
+
+  // Commitments (docs/commitments.md)
+  /** A commitment was stored (the `commitment` tool, the extraction hook or `commitments.propose`). */
+  "commitment.created": InCommitment & {
+    runId?: string | undefined;
+    kind: string;
+    dedupeKey: string;
+    dueAt: number;
+  };
+  /** A proposal with the dedupe key of a pending commitment widened it instead of adding one. */
+  "commitment.merged": InCommitment & { runId?: string | undefined; dedupeKey: string };
+  /** A proposal was refused: the field and why. */
+  "commitment.rejected": InSession & {
+    runId?: string | undefined;
+    field?: string | undefined;
+    reason: string;
+  };
+  /** A heartbeat tick took it from the due index: its review begins (`attempt` counts reviews). */
+  "commitment.due": InCommitment & { attempt: number };
+  /** The review's classification, `via` the transcript alone or a model call; `voided` by a user message. */
+  "commitment.reviewed": InCommitment & { classification: string; via: string; voided: boolean };
+  /** The follow-up was sent (a committed receipt), in the review's own words. */
+  "commitment.sent": InCommitment & { messageId: string; text: string };
+  /** A send was cut off by a crash: it may have reached the user, so it is never sent again. */
+  "commitment.sendInterrupted": InCommitment & { receipt: "unknown"; text: string };
+  /** It ended without a send: completed, superseded, or dismissed by an operator (`why`). */
+  "commitment.dismissed": InCommitment & { why: string };
+  /** No decision this time (unclear, an error, a voided review): reviewed again at a later tick. */
+  "commitment.retried": InCommitment & { why: string; attempt: number };
+  /** Its window passed without a still-pending review: nothing was sent. */
+  "commitment.expired": InCommitment;
+  /** Its review could not start (the session's lane refused it); it stays pending. */
+  "commitment.deferred": InCommitment & { reason: string };
+  /** A commitment's state could not be stored. */
+  "commitment.storeFailed": { session?: string | undefined; id: string; error: string };
+  /** The gateway's `extractCommitments` hook threw for a finished turn. */
+  "commitment.extractFailed": InTurn & { error: string };
+  /** A commitments heartbeat tick: how many fell due and how many are pending. */
+  "heartbeat.ticked": { due: number; pending: number };
 
   // Inspection
   /**

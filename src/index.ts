@@ -82,6 +82,8 @@ export {
   type TillerEventOf,
   type TillerEventType,
 } from "./events.js";
+export type { CommitmentStory } from "./gateway/commitment-story.js";
+export type { CommitmentFilter, FinishedTurn, ProposalOutcome } from "./gateway/commitments.js";
 export type { Ack } from "./gateway/compose-ack.js";
 export { createGateway } from "./gateway/create-gateway.js";
 export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
@@ -95,6 +97,8 @@ export {
   type RunOptions,
 } from "./lanes/lane-scheduler.js";
 export { createLogger, type Logger, silentLogger } from "./logger.js";
+export { commitmentMachine } from "./machines/commitment.machine.js";
+export type { Classification, Commitment, CommitmentStatus } from "./machines/commitment.types.js";
 export { type LaneEntryEvent, laneEntryMachine } from "./machines/lane-entry.machine.js";
 export { type LaneSchedulerEvent, laneSchedulerMachine } from "./machines/lane-scheduler.machine.js";
 export {
@@ -119,6 +123,7 @@ export type {
   SessionEvent,
   SessionInput,
 } from "./machines/session.types.js";
+export type { CommitmentProposal } from "./policy/commitment-fields.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
 export type { DetectorVerdict, StaleDetector } from "./policy/stale-detector.js";

@@ -6,7 +6,7 @@ import type { ActorDeps } from "./deps.js";
 
 /**
  * The tools every model may call (docs/scenarios.md): `message` sends a visible message now;
- * `commitment` records an inferred follow-up (validated here; scheduling comes with commitments).
+ * `commitment` records an inferred follow-up (stored when commitments are enabled).
  */
 /** Names a gateway's own tools may not take. */
 export const BUILTIN_TOOL_NAMES = ["message", "commitment"] as const;
@@ -46,23 +46,34 @@ function messageTool(deps: ActorDeps): ToolDefinition {
   };
 }
 
+/**
+ * The arguments of the `commitment` tool, as the model is told them: the proposal fields of DESIGN.md
+ * §5. The execute step runs the one validation every commitment passes (policy/commitment-fields.ts);
+ * a target the model adds is accepted here and ignored there (a commitment belongs to this session).
+ */
+const ignored = z.unknown().optional().describe("Ignored: a follow-up always goes to this conversation.");
 export const commitmentArgs = z
   .object({
     kind: z.enum(["open_loop", "deadline_check", "event_check_in", "care_check_in"]),
-    reason: z.string().min(1).max(2000).describe("Why a follow-up is owed, in a sentence."),
-    suggestedText: z.string().max(4000).default("").describe("A hint for the follow-up, never sent as is."),
+    reason: z.string().min(1).max(1000).describe("Why a follow-up is owed, in a sentence."),
+    suggestedText: z.string().max(1000).optional().describe("A hint for the follow-up, never sent as is."),
     dedupeKey: z
       .string()
       .min(1)
       .max(200)
       .describe("The same key for the same follow-up, so it is kept once."),
-    confidence: z.number().min(0).max(1).default(0.5),
+    confidence: z.number().min(0).max(1).optional().describe("How sure the follow-up is owed (default 0.8)."),
     dueWindow: z
-      .object({ earliestMs: z.number().nonnegative(), latestMs: z.number().nonnegative() })
+      .object({ earliestMs: z.number().int().nonnegative(), latestMs: z.number().int().nonnegative() })
       .partial()
-      .default({})
-      .describe("When it falls due: epoch milliseconds."),
-    source: z.string().max(200).default("tool"),
+      .strict()
+      .optional()
+      .describe("When it falls due: milliseconds from now (default: one heartbeat; latest 12 h later)."),
+    source: z.string().min(1).max(100).optional(),
+    session: ignored,
+    target: ignored,
+    to: ignored,
+    channel: ignored,
   })
   .strict();
 
@@ -70,17 +81,24 @@ function commitmentTool(deps: ActorDeps): ToolDefinition {
   return {
     name: "commitment",
     description:
-      "Record a follow-up you promised (kind, reason, suggestedText, dedupeKey, confidence, dueWindow).",
+      "Record a follow-up to check on later. Before anything is sent, a review reads the conversation " +
+      "again; the follow-up goes to this conversation.",
     parameters: commitmentArgs,
     cancellable: true,
     async execute(args, context) {
-      const parsed = commitmentArgs.safeParse(args);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new Error(`commitment.${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`);
-      }
-      deps.emit("commitment.proposed", { session: context.session, runId: context.runId, ...parsed.data });
-      return { accepted: true, dedupeKey: parsed.data.dedupeKey, scheduled: deps.config.commitments.enabled };
+      if (!deps.config.commitments.enabled || !deps.proposeCommitment)
+        return {
+          accepted: false,
+          reason: "commitments are off in this gateway (commitments.enabled: false)",
+        };
+      const outcome = (await deps.proposeCommitment(context.session, args, {
+        source: "tool",
+        runId: context.runId,
+      })) as { accepted: boolean; reason?: string; field?: string };
+      // A malformed call is the model's to fix: a failed result that names the field.
+      if (!outcome.accepted && outcome.field && outcome.field !== "confidence")
+        throw new Error(`commitment.${outcome.reason}`);
+      return outcome;
     },
   };
 }

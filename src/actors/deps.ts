@@ -26,4 +26,10 @@ export interface ActorDeps {
   newRunId(session: string): string;
   /** Emits an observability event stamped with the clock. */
   emit: EmitEvent;
+  /** Stores a proposed commitment (the `commitment` tool); set by the gateway. */
+  proposeCommitment?(
+    session: string,
+    args: unknown,
+    origin: { source: string; runId?: string },
+  ): Promise<unknown>;
 }

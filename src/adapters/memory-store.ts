@@ -1,7 +1,14 @@
 import { nanoid } from "nanoid";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./jsonl/transcript-log.js";
 import { assertSessionKey } from "./session-key.js";
-import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
+import type {
+  ExpectedHead,
+  RecordBody,
+  StoredCommitment,
+  TranscriptHead,
+  TranscriptRecord,
+  TranscriptStore,
+} from "./store.js";
 
 /**
  * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale
@@ -23,6 +30,8 @@ export class MemoryStore implements TranscriptStore {
   private readonly logs = new Map<string, TranscriptLog>();
   /** JSON text: what loads is what a restart of a file store would see, and parsing is the copy. */
   private readonly states = new Map<string, string>();
+  /** Commitments by id, as JSON text (the same copy semantics as states). */
+  private readonly commitments = new Map<string, string>();
 
   constructor(options: { now?: () => number } = {}) {
     this.now = options.now ?? Date.now;
@@ -94,5 +103,22 @@ export class MemoryStore implements TranscriptStore {
     return json === undefined ? null : JSON.parse(json);
   }
 
+  async saveCommitments(records: readonly StoredCommitment[]): Promise<void> {
+    // Encode all first: one record JSON cannot carry leaves every record of the call unstored.
+    const encoded = records.map((record) => [checkCommitmentId(record), stateJson(record)] as const);
+    for (const [id, json] of encoded) this.commitments.set(id, json);
+  }
+
+  async loadCommitments(): Promise<StoredCommitment[]> {
+    return [...this.commitments.values()].map((json) => JSON.parse(json) as StoredCommitment);
+  }
+
   async close(): Promise<void> {}
+}
+
+/** The id a stored commitment must carry. */
+export function checkCommitmentId(record: StoredCommitment): string {
+  if (typeof record?.id !== "string" || record.id.length === 0)
+    throw new TypeError("a stored commitment needs a non-empty string id");
+  return record.id;
 }

@@ -119,6 +119,21 @@ export interface TranscriptStore {
 
   /** Releases files and locks. */
   close(): Promise<void>;
+
+  /**
+   * Durably stores commitment records (JSON objects with a string `id`): each replaces the stored
+   * version with the same id. Resolves once durable; records of one call land together, in order.
+   * Optional: a gateway with commitments enabled refuses a store without it.
+   */
+  saveCommitments?(records: readonly StoredCommitment[]): Promise<void>;
+  /** The latest stored version of every commitment, in the order they were first stored. */
+  loadCommitments?(): Promise<StoredCommitment[]>;
+}
+
+/** A commitment as the store keeps it: opaque JSON with an id (the gateway owns the shape). */
+export interface StoredCommitment {
+  id: string;
+  [field: string]: unknown;
 }
 
 export interface ExpectedHead {

@@ -32,7 +32,10 @@ export interface ToolDefinition {
    * @default an open object schema: any arguments
    */
   parameters?: JsonSchema | z.ZodType;
-  /** Safe to call during a commitment review: it only reads. @default false */
+  /**
+   * Safe to call during a commitment review: it only reads (a sheet, a list, an artifact). Tools
+   * without it are never offered to a review. @default false
+   */
   readOnly?: boolean;
   cancellable: boolean;
   execute(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;

@@ -18,7 +18,9 @@ import { createLaneScheduler, type LaneScheduler } from "../lanes/lane-scheduler
 import { createLogger, neverThrowing } from "../logger.js";
 import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
+import type { CommitmentProposal } from "../policy/commitment-fields.js";
 import { checkAdapters } from "./check-adapters.js";
+import { type CommitmentFilter, type CommitmentHooks, createCommitments } from "./commitments.js";
 import type { Gateway, GatewayOptions, SessionInspection } from "./gateway.types.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
@@ -48,9 +50,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const messageLog = new MessageLog(config.limits.explainMessages);
   const writer = new TranscriptWriter(store);
   let draining = false;
+  let observeCommitments: (event: TillerEvent) => void = () => {};
 
   function publish(event: TillerEvent): void {
     messageLog.observe(event);
+    observeCommitments(event);
     logger.debug(event, event.type);
     hub.emit(event);
   }
@@ -127,6 +131,22 @@ export function createGateway(options: GatewayOptions): Gateway {
     publish,
   });
 
+  const commitments = createCommitments({
+    deps,
+    store,
+    hooks: {
+      ...(options.extractCommitments ? { extractCommitments: options.extractCommitments } : {}),
+      ...(options.commitmentSnapshot ? { commitmentSnapshot: options.commitmentSnapshot } : {}),
+      ...(options.newCommitmentId ? { newCommitmentId: options.newCommitmentId } : {}),
+    },
+    isSessionBusy(session) {
+      const inspection = inspectSession(session);
+      return inspection !== undefined && (inspection.state !== "idle" || inspection.queue.length > 0);
+    },
+  });
+  observeCommitments = (event) => commitments.observe(event);
+  deps.proposeCommitment = (session, args, origin) => commitments.propose(session, args, origin);
+
   const receive = createReceive({
     config,
     deps,
@@ -172,6 +192,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     lanes,
     async start(): Promise<void> {
       await resumeSessions({ store, writer, config, persistence, registry, channelNames, emit });
+      await commitments.start();
       emit("gateway.started", {});
     },
     receive,
@@ -189,8 +210,34 @@ export function createGateway(options: GatewayOptions): Gateway {
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);
     },
+    /**
+     * Commitments (DESIGN.md §5) for operators: `list({ session?, status? })` (oldest first) and
+     * `dismiss(id)` (the commitment after it, undefined for an unknown id).
+     */
+    commitments: {
+      list: (filter?: CommitmentFilter) => commitments.list(filter),
+      dismiss: (id: string) => commitments.dismiss(id),
+      /**
+       * Proposes a commitment for `session` from the gateway's own code, through the same checks as
+       * the `commitment` tool (`source` defaults to "api"; `sourceMessageId` anchors its review).
+       */
+      propose: (
+        session: string,
+        proposal: CommitmentProposal,
+        origin: { source?: string; sourceMessageId?: string; sourceRunId?: string } = {},
+      ) =>
+        commitments.propose(session, proposal, {
+          source: origin.source ?? "api",
+          ...(origin.sourceMessageId ? { messageId: origin.sourceMessageId } : {}),
+          ...(origin.sourceRunId ? { runId: origin.sourceRunId } : {}),
+        }),
+    },
+    /** A commitment's story: its stored record and what happened to it; undefined for an unknown id. */
+    explainCommitment(id: string) {
+      return commitments.explain(id);
+    },
     get isBusy(): boolean {
-      return writer.isBusy;
+      return writer.isBusy || commitments.book.isBusy;
     },
     get isDraining(): boolean {
       return draining;
@@ -207,6 +254,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async stop(): Promise<void> {
       draining = true;
+      commitments.stop();
       await lanes.drain();
       registry.stopAll();
       await store.close();

@@ -8,6 +8,10 @@ import type { GatewayConfig, GatewayConfigInput } from "../config.js";
 import type { EventListener, TillerEvent } from "../events.js";
 import type { LaneScheduler } from "../lanes/lane-scheduler.js";
 import type { Logger } from "../logger.js";
+import type { Commitment } from "../machines/commitment.types.js";
+import type { CommitmentProposal } from "../policy/commitment-fields.js";
+import type { CommitmentStory } from "./commitment-story.js";
+import type { CommitmentFilter, CommitmentHooks, ProposalOutcome } from "./commitments.js";
 import type { Ack } from "./compose-ack.js";
 import type { MessageExplanation } from "./message-log.js";
 import type { InboundMessage } from "./validate-inbound.js";
@@ -47,6 +51,22 @@ export interface GatewayOptions {
    * @default an in-process scheduler with `config.lanes`
    */
   lanes?: LaneScheduler;
+  /**
+   * Sees each finished turn and may propose commitments (validated like the `commitment` tool's);
+   * called only when `commitments.enabled`.
+   * @default none
+   */
+  extractCommitments?: CommitmentHooks["extractCommitments"];
+  /**
+   * A current-state snapshot shown (fenced as data) to each commitment review.
+   * @default none
+   */
+  commitmentSnapshot?: CommitmentHooks["commitmentSnapshot"];
+  /**
+   * Ids of new commitments.
+   * @default `c_` + a random id
+   */
+  newCommitmentId?: () => string;
   /**
    * A pino-compatible logger; events are logged at debug level.
    * @default createLogger()
@@ -127,6 +147,22 @@ export interface Gateway {
    * call saw it and which reply answered it. `undefined` for a message this process never acked.
    */
   explain(session: string, messageId: string): MessageExplanation | undefined;
+  /**
+   * Commitments, for operators: `list({ session?, status? })` (oldest first, copies), `dismiss(id)` (the
+   * commitment after it; `undefined` for an unknown id) and `propose(session, proposal, origin?)`, which
+   * goes through the same checks as the `commitment` tool (`source` defaults to "api").
+   */
+  readonly commitments: {
+    list(filter?: CommitmentFilter): Commitment[];
+    dismiss(id: string): Promise<Commitment | undefined>;
+    propose(
+      session: string,
+      proposal: CommitmentProposal,
+      origin?: { source?: string; sourceMessageId?: string; sourceRunId?: string },
+    ): Promise<ProposalOutcome>;
+  };
+  /** A commitment's story: its stored record and what happened to it; `undefined` for an unknown id. */
+  explainCommitment(id: string): CommitmentStory | undefined;
   /** True while store writes are in flight. */
   readonly isBusy: boolean;
   /** True after `drain()` or `stop()`, until `resume()`. */

@@ -76,6 +76,11 @@ export class TranscriptWriter {
     });
   }
 
+  /** Every record of the session (all revisions), from the store; counted as I/O in flight. */
+  read(session: string): Promise<TranscriptRecord[]> {
+    return this.track(() => this.store.read(session));
+  }
+
   /** The window without waiting, when it is cached (a live session between turns). */
   cachedWindow(session: string): readonly TranscriptRecord[] | undefined {
     return this.windows.get(session);

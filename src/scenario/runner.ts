@@ -12,6 +12,7 @@ import type { TillerEvent } from "../events.js";
 import { createGateway, type Gateway } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
 import { checkExpectations, type Expectation, type RecordedStates } from "./check-expectations.js";
+import { scenarioCommitments } from "./commitments.js";
 import type { Scenario } from "./schema.js";
 import { StateRecorder } from "./state-recorder.js";
 
@@ -102,6 +103,7 @@ export async function runScenario(
   }
   let store: TranscriptStore = await openStore(options.storeDir, clock);
   const newRunId = await runIdsAfter(store);
+  const newCommitmentId = await scenarioCommitments(scenario, store);
   let incarnation = new ScopedClock(clock);
   const wrapModel = options.model ?? ((scripted: ModelProvider) => scripted);
   const wrapTools = options.tools ?? ((scripted: ToolDefinition[]) => scripted);
@@ -118,6 +120,7 @@ export async function runScenario(
       clock: scoped,
       logger: silentLogger,
       newRunId,
+      newCommitmentId,
       inspect: (event) => {
         if (scoped.isAlive) states.observe(event);
       },
@@ -207,10 +210,10 @@ export async function runScenario(
       })),
     toolCalls: collectToolCalls(events),
     transcripts,
-    commitments: scenario.commitments.map((commitment) => ({
+    commitments: gateway.commitments.list().map((commitment) => ({
       id: commitment.id,
       status: commitment.status,
-      classification: "",
+      classification: commitment.classification ?? "",
     })),
     events,
     states: states.result(),

@@ -72,7 +72,13 @@ const commitmentSchema = z
     dedupeKey: z.string(),
     confidence: z.number().min(0).max(1).default(0.5),
     dueAt: z.number().nonnegative(),
-    dueWindow: z.unknown().optional(),
+    /** Absolute ms on the simulated clock; `latestMs` defaults to 12 h after `dueAt`. */
+    dueWindow: z
+      .object({ earliestMs: z.number().nonnegative(), latestMs: z.number().nonnegative() })
+      .partial()
+      .strict()
+      .optional(),
+    createdAt: z.number().optional(),
     sourceMessageId: z.string().optional(),
     sourceRunId: z.string().optional(),
     status: z.enum(["pending", "sent", "dismissed", "expired"]).default("pending"),

@@ -6,6 +6,7 @@ import { stateName } from "../gateway/validate-inbound.js";
 import { laneEntryMachine } from "../machines/lane-entry.machine.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { parseQueueMode } from "../policy/queue-mode.js";
+import { commitmentTraversal } from "./commitment-graph.js";
 import {
   isPossibleRunEvent,
   type RunGraphEvent,
@@ -20,7 +21,7 @@ import {
 import { sessionTraversal } from "./session-graph.js";
 
 /** The machines a user can enumerate. */
-export const MACHINE_NAMES = ["session", "run", "lane-scheduler", "lane-entry"] as const;
+export const MACHINE_NAMES = ["session", "run", "commitment", "lane-scheduler", "lane-entry"] as const;
 export type MachineName = (typeof MACHINE_NAMES)[number];
 
 export interface MachinePathsOptions {
@@ -110,6 +111,8 @@ function traversalOf(
       };
     case "session":
       return sessionTraversal(config, configuredMode(raw)) as Traversal;
+    case "commitment":
+      return commitmentTraversal(config) as Traversal;
     case "lane-entry":
       return byValueTraversal(laneEntryMachine);
     case "lane-scheduler":

@@ -2,15 +2,19 @@ import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import { storeContract } from "./store-contract.js";
 
-storeContract("MemoryStore", async () => {
-  const store = new MemoryStore();
-  // The instance is the "disk": a restart closes it and keeps using it.
-  const reopen = async () => {
-    await store.close();
-    return store;
-  };
-  return { store, reopen, cleanup: async () => {} };
-});
+storeContract(
+  "MemoryStore",
+  async () => {
+    const store = new MemoryStore();
+    // The instance is the "disk": a restart closes it and keeps using it.
+    const reopen = async () => {
+      await store.close();
+      return store;
+    };
+    return { store, reopen, cleanup: async () => {} };
+  },
+  { commitments: true },
+);
 
 describe("MemoryStore", () => {
   it("stamps records with the injected clock", async () => {

@@ -34,7 +34,12 @@ const texts = (records: TranscriptRecord[]) => records.map((r) => ("text" in r ?
  * storeContract("MemoryStore", async () => ({ store: new MemoryStore(), cleanup: async () => {} }));
  * ```
  */
-export function storeContract(name: string, makeStore: () => Promise<StoreFixture>): void {
+export function storeContract(
+  name: string,
+  makeStore: () => Promise<StoreFixture>,
+  /** The store implements the optional commitment methods: their contract applies to it too. */
+  capabilities: { commitments?: boolean } = {},
+): void {
   describe(`${name} (store contract)`, () => {
     let fixture: StoreFixture;
     let store: TranscriptStore;
@@ -277,5 +282,62 @@ export function storeContract(name: string, makeStore: () => Promise<StoreFixtur
       const [after] = await store.append("A", [user("e")], before.head);
       expect(after!.seq).toBe(6);
     });
+
+    // Optional on the port: a store that has them keeps this contract.
+    if (capabilities.commitments)
+      describe("commitments", () => {
+        const version = (id: string, status: string, attempts = 0) => ({
+          id,
+          session: "A",
+          status,
+          attempts,
+          reason: "asked which slot",
+        });
+
+        it("keeps the latest version of each commitment, in the order they were first stored", async () => {
+          expect(await store.loadCommitments!()).toEqual([]);
+          await store.saveCommitments!([version("c1", "pending"), version("c2", "pending")]);
+          await store.saveCommitments!([version("c1", "pending", 1)]);
+          await store.saveCommitments!([version("c1", "sent", 1), version("c3", "pending")]);
+          expect(await store.loadCommitments!()).toEqual([
+            version("c1", "sent", 1),
+            version("c2", "pending"),
+            version("c3", "pending"),
+          ]);
+        });
+
+        it("returns copies: changing a loaded or saved object changes nothing stored", async () => {
+          const saved = version("c1", "pending");
+          await store.saveCommitments!([saved]);
+          saved.status = "sent";
+          const [loaded] = await store.loadCommitments!();
+          loaded!.status = "expired";
+          expect(await store.loadCommitments!()).toEqual([version("c1", "pending")]);
+        });
+
+        it("refuses a record without an id or that JSON cannot carry, and stores none of its call", async () => {
+          await expect(store.saveCommitments!([{ id: "" }])).rejects.toThrow(/id/);
+          await expect(
+            store.saveCommitments!([version("ok", "pending"), { id: "c2", n: 1n } as never]),
+          ).rejects.toThrow();
+          expect(await store.loadCommitments!()).toEqual([]);
+        });
+
+        it("keeps commitments across a restart, whatever happened in between", async () => {
+          if (!fixture.reopen) return;
+          await store.saveCommitments!([version("c1", "pending"), version("c2", "pending")]);
+          for (let attempt = 1; attempt <= 200; attempt++)
+            await store.saveCommitments!([version("c1", "pending", attempt)]);
+          await store.saveCommitments!([version("c2", "dismissed")]);
+          store = await fixture.reopen();
+          expect(await store.loadCommitments!()).toEqual([
+            version("c1", "pending", 200),
+            version("c2", "dismissed"),
+          ]);
+          await store.saveCommitments!([version("c3", "pending")]);
+          store = await fixture.reopen();
+          expect((await store.loadCommitments!()).map((record) => record.id)).toEqual(["c1", "c2", "c3"]);
+        });
+      });
   });
 }

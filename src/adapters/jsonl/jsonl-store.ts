@@ -2,14 +2,17 @@ import { mkdir, readdir, rm, truncate, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../../errors.js";
+import { checkCommitmentId } from "../memory-store.js";
 import { assertSessionKey, sessionFileName } from "../session-key.js";
 import type {
   ExpectedHead,
   RecordBody,
+  StoredCommitment,
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
 } from "../store.js";
+import { COMMITMENTS_FILE, CommitmentLog } from "./commitment-log.js";
 import { crc32Run } from "./crc32.js";
 import { DirLock } from "./dir-lock.js";
 import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
@@ -71,6 +74,7 @@ export class JsonlStore implements TranscriptStore {
   /** File base name → session key, for names this instance has already seen a header for. */
   private readonly keysByName = new Map<string, string>();
   private readonly stateChains = new Map<string, Promise<unknown>>();
+  private commitmentLog: CommitmentLog | undefined;
 
   constructor(options: JsonlStoreOptions) {
     if (typeof options?.dir !== "string" || options.dir === "")
@@ -229,6 +233,20 @@ export class JsonlStore implements TranscriptStore {
     return this.serializeState(session, () => readState(file, session));
   }
 
+  async saveCommitments(records: readonly StoredCommitment[]): Promise<void> {
+    await this.checkOpen();
+    if (records.length === 0) return;
+    for (const record of records) checkCommitmentId(record);
+    // Encoding first: a record JSON cannot carry leaves the whole call unwritten.
+    const copies = records.map((record) => JSON.parse(stateJson(record)) as StoredCommitment);
+    await this.track(this.commitments().append(copies));
+  }
+
+  async loadCommitments(): Promise<StoredCommitment[]> {
+    await this.checkOpen();
+    return this.track(this.commitments().load());
+  }
+
   /** Waits for queued writes, closes files and releases the directory lock. Later calls reject. */
   async close(): Promise<void> {
     if (this.isClosed) return;
@@ -374,6 +392,11 @@ export class JsonlStore implements TranscriptStore {
       if (this.stateChains.get(session) === settled) this.stateChains.delete(session);
     });
     return this.track(run);
+  }
+
+  private commitments(): CommitmentLog {
+    this.commitmentLog ??= new CommitmentLog(join(this.dir, COMMITMENTS_FILE), this.dir);
+    return this.commitmentLog;
   }
 
   private evict(session: string): void {

@@ -19,22 +19,26 @@ async function tempDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), "tiller-jsonl-"));
 }
 
-storeContract("JsonlStore", async () => {
-  const dir = await tempDir();
-  let current = await JsonlStore.openDir({ dir });
-  return {
-    store: current,
-    reopen: async () => {
-      await current.close();
-      current = await JsonlStore.openDir({ dir });
-      return current;
-    },
-    cleanup: async () => {
-      await current.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-});
+storeContract(
+  "JsonlStore",
+  async () => {
+    const dir = await tempDir();
+    let current = await JsonlStore.openDir({ dir });
+    return {
+      store: current,
+      reopen: async () => {
+        await current.close();
+        current = await JsonlStore.openDir({ dir });
+        return current;
+      },
+      cleanup: async () => {
+        await current.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  },
+  { commitments: true },
+);
 
 /** Writes a few records (and a reset and a rotation), closes, and returns the file and what it holds. */
 async function writeSample(

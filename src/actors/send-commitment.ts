@@ -1,0 +1,70 @@
+import { fromPromise } from "xstate";
+import { errorMessage } from "../errors.js";
+import type { CommitmentBook } from "../gateway/commitment-book.js";
+import type { Commitment, SendInput, SendOutput } from "../machines/commitment.types.js";
+import { CHECK_IN_RUN_PREFIX } from "../policy/commitment-review.js";
+import { send } from "./deliver.js";
+import type { ActorDeps } from "./deps.js";
+
+export interface SendGate {
+  /** Whether a message arrived for the session since the review decided. */
+  arrivedSinceDecision(id: string, session: string): boolean;
+  maxPerDay: number;
+}
+
+/**
+ * Sends a reviewed follow-up at most once (DESIGN.md §5): a durable `sending` intent is written before
+ * the channel is called and the outcome after it, so a crash in between leaves the intent, which a
+ * restart settles as sent with an unknown receipt and never sends again. A committed receipt makes the
+ * commitment `sent` and appends the text to the transcript as an assistant record; a failed send
+ * clears the intent and leaves it pending for the next tick. A message that arrived since the review
+ * decided, or a daily limit reached meanwhile, sends nothing.
+ */
+export function createSendCommitment(deps: ActorDeps, book: CommitmentBook, gate: SendGate) {
+  return fromPromise<SendOutput, SendInput>(async ({ input }) => {
+    const { commitment, text } = input;
+    const { session, id } = commitment;
+    const notSent = (reason: string): SendOutput => ({ delivered: false, reason, at: deps.clock.now() });
+    if (gate.arrivedSinceDecision(id, session)) return notSent("a user message arrived after the review");
+    if (book.sentInWindow(session, deps.clock.now()) >= gate.maxPerDay) return notSent("maxPerDay reached");
+    const intent = await book.update(id, (current) =>
+      current?.status === "pending" && !current.sending
+        ? { ...current, sending: { at: deps.clock.now(), text }, updatedAt: deps.clock.now() }
+        : undefined,
+    );
+    if (intent.sending?.text !== text) return notSent(`it is ${intent.status} now`);
+    const runId = `${CHECK_IN_RUN_PREFIX}${id}`;
+    const messageId = await send(deps, session, text, "commitment", runId);
+    const at = deps.clock.now();
+    if (!messageId) {
+      await book.update(id, (current) => (current ? withoutIntent(current, at) : undefined));
+      return notSent("the channel did not commit the send");
+    }
+    await book.update(id, (current) =>
+      current
+        ? {
+            ...withoutIntent(current, at),
+            status: "sent",
+            ...(input.classification ? { classification: input.classification } : {}),
+            sent: { at, text, receipt: "committed", messageId },
+            endedAt: at,
+          }
+        : undefined,
+    );
+    try {
+      await deps.writer.append(session, [
+        { role: "assistant", text, runId, delivered: true, deliveryMessageId: messageId },
+      ]);
+    } catch (error) {
+      // The user has it and the commitment says so; only the transcript lacks the record.
+      deps.logger.error({ session, id, error: errorMessage(error) }, "commitment.storeFailed");
+      deps.emit("commitment.storeFailed", { session, id, error: errorMessage(error) });
+    }
+    return { delivered: true, messageId, at };
+  });
+}
+
+function withoutIntent(commitment: Commitment, at: number): Commitment {
+  const { sending: _sending, ...rest } = commitment;
+  return { ...rest, updatedAt: at };
+}

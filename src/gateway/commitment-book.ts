@@ -1,0 +1,137 @@
+import type { StoredCommitment, TranscriptStore } from "../adapters/store.js";
+import type { Commitment } from "../machines/commitment.types.js";
+import { DueIndex } from "./due-index.js";
+
+const DAY_MS = 24 * 3_600_000;
+
+/**
+ * The gateway's commitments in memory, always behind the store: every change is written (durably,
+ * one after another, in call order) before memory and the due index follow it. Pending commitments
+ * sit in the due index; a per-session list of send times answers "sends in the rolling 24 h".
+ *
+ * @example
+ * ```ts
+ * const book = new CommitmentBook(store);
+ * await book.load();
+ * await book.put({ ...commitment, status: "dismissed" });
+ * ```
+ */
+export class CommitmentBook {
+  readonly byId = new Map<string, Commitment>();
+  readonly index = new DueIndex();
+  /** session → dedupeKey → id of its pending commitment. */
+  private readonly pendingKeys = new Map<string, Map<string, string>>();
+  /** session → times of its sends, oldest first (only those in the last 24 h are kept). */
+  private readonly sends = new Map<string, number[]>();
+  private chain: Promise<unknown> = Promise.resolve();
+  private writing = 0;
+
+  constructor(private readonly store: TranscriptStore) {}
+
+  /** True while a write is queued or in flight. */
+  get isBusy(): boolean {
+    return this.writing > 0;
+  }
+
+  get isDurable(): boolean {
+    return (
+      typeof this.store.saveCommitments === "function" && typeof this.store.loadCommitments === "function"
+    );
+  }
+
+  /** Reads every stored commitment; pending ones are scheduled again. */
+  async load(): Promise<Commitment[]> {
+    const stored = (await this.store.loadCommitments?.()) ?? [];
+    const records = stored.map((record) => record as unknown as Commitment);
+    for (const commitment of records) this.remember(commitment);
+    return records;
+  }
+
+  get(id: string): Commitment | undefined {
+    return this.byId.get(id);
+  }
+
+  pendingFor(session: string, dedupeKey: string): Commitment | undefined {
+    const id = this.pendingKeys.get(session)?.get(dedupeKey);
+    return id === undefined ? undefined : this.byId.get(id);
+  }
+
+  /** Stores a new version of a commitment, then updates memory. Writes run in call order. */
+  put(commitment: Commitment): Promise<Commitment> {
+    return this.update(commitment.id, () => commitment);
+  }
+
+  /**
+   * Applies `change` to the latest version (after every write before it), stores the result, then
+   * updates memory. `change` may return undefined to write nothing.
+   */
+  update(
+    id: string,
+    change: (current: Commitment | undefined) => Commitment | undefined,
+  ): Promise<Commitment> {
+    this.writing++;
+    const run = this.chain.then(async () => {
+      const current = this.byId.get(id);
+      const next = change(current);
+      if (!next) return current as Commitment;
+      await this.store.saveCommitments?.([next as unknown as StoredCommitment]);
+      this.remember(next);
+      return next;
+    });
+    this.chain = run.catch(() => undefined);
+    void this.chain.then(() => this.writing--);
+    return run;
+  }
+
+  /** Sends of the session in the 24 h up to `now`. */
+  sentInWindow(session: string, now: number): number {
+    const times = this.sends.get(session);
+    if (!times) return 0;
+    while (times.length > 0 && times[0]! <= now - DAY_MS) times.shift();
+    if (times.length === 0) this.sends.delete(session);
+    return times.length;
+  }
+
+  /** When the session may send again (its oldest send in the window leaves it). */
+  quotaFreesAt(session: string, now: number): number {
+    const oldest = this.sends.get(session)?.[0];
+    return oldest === undefined ? now : oldest + DAY_MS;
+  }
+
+  private remember(commitment: Commitment): void {
+    const previous = this.byId.get(commitment.id);
+    this.byId.set(commitment.id, commitment);
+    if (previous && previous.dedupeKey !== commitment.dedupeKey) this.forgetKey(previous);
+    if (commitment.status === "pending") {
+      let keys = this.pendingKeys.get(commitment.session);
+      if (!keys) {
+        keys = new Map();
+        this.pendingKeys.set(commitment.session, keys);
+      }
+      keys.set(commitment.dedupeKey, commitment.id);
+      this.index.schedule(commitment.id, commitment.dueAt);
+    } else {
+      this.forgetKey(commitment);
+      this.index.remove(commitment.id);
+    }
+    if (commitment.sent && previous?.sent === undefined)
+      this.noteSend(commitment.session, commitment.sent.at);
+  }
+
+  private forgetKey(commitment: Commitment): void {
+    const keys = this.pendingKeys.get(commitment.session);
+    if (keys?.get(commitment.dedupeKey) !== commitment.id) return;
+    keys.delete(commitment.dedupeKey);
+    if (keys.size === 0) this.pendingKeys.delete(commitment.session);
+  }
+
+  private noteSend(session: string, at: number): void {
+    let times = this.sends.get(session);
+    if (!times) {
+      times = [];
+      this.sends.set(session, times);
+    }
+    times.push(at);
+    times.sort((a, b) => a - b);
+  }
+}
