@@ -3,6 +3,7 @@ import { ConfigError, errorMessage, MessageRejectedError, TillerError } from "..
 import type { Gateway } from "../../gateway/create-gateway.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import { hasBearer } from "./bearer-auth.js";
+import { commitmentRoutes } from "./commitment-routes.js";
 import { EventFeed } from "./event-feed.js";
 import { HttpError, sendError, sendJson } from "./http-error.js";
 import { serveOperatorPage } from "./operator-page.js";
@@ -75,6 +76,7 @@ export function createHttpServer(options: HttpServerOptions) {
       heartbeatMs: options.heartbeatMs ?? 15_000,
       refusal: () => (state === "ready" ? undefined : state),
     }),
+    ...commitmentRoutes(gateway),
     ...(options.routes ?? []),
   );
 
