@@ -15,16 +15,21 @@ export interface LoopbackDelivery extends OutboundMessage {
 }
 
 /**
- * A channel that keeps what it is sent, with injectable faults; scenarios and tests read `sent`.
+ * A channel that keeps what it is sent, with injectable faults; scenarios and tests read `sent`. A send
+ * whose `deliveryId` was already committed is dropped (not added to `sent`, counted in `duplicates`) and
+ * answered with the first receipt, so a resend after a crash never shows the user a reply twice.
  *
  * @example
  * ```ts
  * const channel = new LoopbackChannel({ failSends: 1 });
- * await channel.send({ session: "s", text: "hi", kind: "reply" }).catch(() => "first send fails");
+ * await channel.send({ session: "s", text: "hi", kind: "reply", deliveryId: "d1" }).catch(() => "first send fails");
  * ```
  */
 export class LoopbackChannel implements Channel {
   readonly sent: LoopbackDelivery[] = [];
+  /** Sends dropped because their deliveryId was already committed. */
+  readonly duplicates: OutboundMessage[] = [];
+  private readonly committed = new Map<string, string>();
   private failuresLeft: number;
   private counter = 0;
 
@@ -34,6 +39,11 @@ export class LoopbackChannel implements Channel {
 
   async send(message: OutboundMessage): Promise<DeliveryReceipt> {
     const at = this.options.now?.() ?? Date.now();
+    const earlier = message.deliveryId ? this.committed.get(message.deliveryId) : undefined;
+    if (earlier !== undefined) {
+      this.duplicates.push(message);
+      return { messageId: earlier, duplicate: true };
+    }
     if (this.failuresLeft > 0) {
       this.failuresLeft--;
       this.sent.push({ ...message, at, ok: false });
@@ -45,6 +55,7 @@ export class LoopbackChannel implements Channel {
       return { status: "accepted" };
     }
     const messageId = `out-${this.counter}`;
+    if (message.deliveryId) this.committed.set(message.deliveryId, messageId);
     this.sent.push({ ...message, at, ok: true, messageId });
     return { messageId };
   }

@@ -1,5 +1,5 @@
-import { send } from "../actors/deliver.js";
 import type { ActorDeps } from "../actors/deps.js";
+import { send } from "../actors/send.js";
 import { type GatewayConfig, queueLayers } from "../config.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
@@ -49,7 +49,8 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
     const ack = composeAck(session, decision, run, position);
     emit("message.acked", { ...ack, session });
-    if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
+    if (isAckVisible(entry.channel))
+      void send(deps, session, ack.text, "ack", { deliveryId: `ack:${session}:${decision.messageId}` });
     return ack;
   }
 
@@ -96,7 +97,10 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         });
         registry.keepWindow(message.session, entry, false);
         emit("message.acked", { ...ack, session: message.session });
-        if (isAckVisible(entry.channel)) void send(deps, message.session, ack.text, "ack");
+        if (isAckVisible(entry.channel))
+          void send(deps, message.session, ack.text, "ack", {
+            deliveryId: `ack:${message.session}:${message.id}`,
+          });
         return ack;
       }
       case "accept": {

@@ -126,6 +126,8 @@ export const sessionSetup = setup({
       const messages = [...folded, event.message];
       enqueue.assign({
         queue: [{ kind: "followup", messages }, ...kept],
+        // Saved with the turn, so a restart does not run the interrupted turn again.
+        ...(context.pending ? { pending: { ...context.pending, interrupted: true } } : {}),
         lastDecision: decision(event, "interrupted"),
       });
       enqueue.sendTo("run", {

@@ -23,6 +23,14 @@ export function isSubstantive(text: string): boolean {
   return sentences.length >= 2;
 }
 
+/**
+ * Whether a final that did not reach the user gets its one recovery: in `auto` mode always (the channel
+ * failed; a short reply must not end in silence), in `message_tool` mode only when it is substantive.
+ */
+export function wantsRecovery(text: string, visibleReplies: VisibleReplies): boolean {
+  return visibleReplies === "auto" ? text.trim().length > 0 : isSubstantive(text);
+}
+
 export const COULD_NOT_DELIVER_NOTICE =
   "I wrote a reply but could not deliver it. Please ask again if you still need it.";
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TranscriptRecord } from "../../src/adapters/store.js";
+import { DELIVERY_INTENT, type TranscriptRecord } from "../../src/adapters/store.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import type { ModelMessage } from "../../src/policy/turn-context.js";
@@ -148,16 +148,19 @@ describe("auto mode: a final the channel did not commit", () => {
     const result = await play(strandScenario({ text: LONG, channel: "{ failSends: 1 }" }));
     const records = transcript(result);
     const final = expectMarkedOnce(records, runOfTurn(result, 1), "automatic");
-    expect(final).toMatchObject({ text: LONG, seq: 2 });
+    // The final's intent is durable before the send; the assistant record is its receipt.
+    expect(final).toMatchObject({ text: LONG, seq: 3, deliveryId: `reply:${records[1]?.id}` });
     expect(records.map((record) => (record.role === "custom" ? record.customType : record.role))).toEqual([
       "user",
+      DELIVERY_INTENT,
       "assistant",
       MARKER,
+      DELIVERY_INTENT,
       RECOVERED,
     ]);
-    expect(records[3]).toMatchObject({
+    expect(records[5]).toMatchObject({
       display: false,
-      details: { strandedRunId: runOfTurn(result, 1), recovered: true },
+      details: { strandedRunId: runOfTurn(result, 1), recovered: true, deliveryId: final.deliveryId },
     });
 
     expectMarkerBeforeRecovery(result);
@@ -165,6 +168,9 @@ describe("auto mode: a final the channel did not commit", () => {
     expect(eventIndex(result, "final.undelivered")).toBeLessThan(eventIndex(result, "marker.appended"));
     expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([["recovery", LONG]]);
     expect(deliveriesOf(result, "recovery")[0]?.messageId).not.toBe("");
+    // The resend is the same logical delivery as the failed send: a channel can tell them apart from
+    // any other reply, and drop a second copy.
+    expect(eventsOf(result, "delivery.failed").map((event) => event.deliveryId)).toEqual([final.deliveryId]);
     expect(eventsOf(result, "recovery.delivered")).toHaveLength(1);
     // An automatic recovery is one resend: no model call, no second marker.
     expect(result.modelCalls.filter((call) => call.recovery)).toEqual([]);
@@ -180,7 +186,9 @@ describe("auto mode: a final the channel did not commit", () => {
     expectMarkerBeforeRecovery(result);
     // The resend comes back without a messageId too: it is not counted as recovered.
     expect(customs(records, RECOVERED)).toEqual([
-      expect.objectContaining({ details: { strandedRunId: runOfTurn(result, 1), recovered: false } }),
+      expect.objectContaining({
+        details: { strandedRunId: runOfTurn(result, 1), recovered: false, deliveryId: expect.any(String) },
+      }),
     ]);
     expectNoCrash(result);
   });
@@ -194,29 +202,30 @@ describe("auto mode: a final the channel did not commit", () => {
     expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([["reply", LONG]]);
   });
 
-  it("marks a short stranded final but queues no recovery for it", async () => {
+  it("resends a short stranded final once too: a network error never ends in silence", async () => {
     const result = await play(strandScenario({ text: SHORT, channel: "{ failSends: 1 }" }));
     const records = transcript(result);
     expectMarkedOnce(records, runOfTurn(result, 1), "automatic");
     expect(eventsOf(result, "marker.appended")).toHaveLength(1);
-    expect(eventsOf(result, "recovery.queued")).toEqual([]);
-    expect(customs(records, RECOVERED)).toEqual([]);
-    expect(result.deliveries).toEqual([]);
+    expectMarkerBeforeRecovery(result);
+    expect(customs(records, RECOVERED)).toEqual([
+      expect.objectContaining({ details: expect.objectContaining({ recovered: true }) }),
+    ]);
+    expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([
+      ["recovery", SHORT],
+    ]);
     expectNoCrash(result);
   });
 
-  it("recovers a stranded final of 120 to 280 characters only when it has two sentences or more", async () => {
-    const two = await play(strandScenario({ text: MEDIUM_TWO_SENTENCES, channel: "{ failSends: 1 }" }));
-    expectMarkedOnce(transcript(two), runOfTurn(two, 1), "automatic");
-    expectMarkerBeforeRecovery(two);
-    expect(two.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([
-      ["recovery", MEDIUM_TWO_SENTENCES],
-    ]);
-
-    const one = await play(strandScenario({ text: MEDIUM_ONE_SENTENCE, channel: "{ failSends: 1 }" }));
-    expectMarkedOnce(transcript(one), runOfTurn(one, 1), "automatic");
-    expect(eventsOf(one, "recovery.queued")).toEqual([]);
-    expect(one.deliveries).toEqual([]);
+  it("in auto mode resends a stranded final of any length once, one sentence or two", async () => {
+    for (const text of [MEDIUM_TWO_SENTENCES, MEDIUM_ONE_SENTENCE]) {
+      const result = await play(strandScenario({ text, channel: "{ failSends: 1 }" }));
+      expectMarkedOnce(transcript(result), runOfTurn(result, 1), "automatic");
+      expectMarkerBeforeRecovery(result);
+      expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([
+        ["recovery", text],
+      ]);
+    }
   });
 
   it("treats an empty final as silence: nothing is sent, stored or marked", async () => {
@@ -240,7 +249,9 @@ describe("a recovery that strands too", () => {
     expect(failed).toEqual(["reply", "recovery"]);
     expect(eventsOf(result, "recovery.failed")).toHaveLength(1);
     expect(customs(records, RECOVERED)).toEqual([
-      expect.objectContaining({ details: { strandedRunId: runOfTurn(result, 1), recovered: false } }),
+      expect.objectContaining({
+        details: { strandedRunId: runOfTurn(result, 1), recovered: false, deliveryId: expect.any(String) },
+      }),
     ]);
 
     expect(result.deliveries.map((delivery) => delivery.kind)).toEqual(["notice"]);
@@ -455,19 +466,25 @@ inbound:
 `);
     const records = transcript(result);
     expectMarkedOnce(records, runOfTurn(result, 1), "automatic");
+    // The short final is resent once (its recovery), and the marker stays right after it.
     expect(records.map((record) => (record.role === "custom" ? record.customType : record.role))).toEqual([
       "user",
+      DELIVERY_INTENT,
       "assistant",
       MARKER,
+      DELIVERY_INTENT,
+      RECOVERED,
       "user",
+      DELIVERY_INTENT,
       "assistant",
     ]);
-    expect(records.at(-1)).toMatchObject({ runId: runOfTurn(result, 2), delivered: true });
+    // Turn 2 is the resend (no model call); turn 3 answers the second message.
+    expect(records.at(-1)).toMatchObject({ runId: runOfTurn(result, 3), delivered: true });
     expect(result.modelCalls.map((call) => [call.runId, call.latestUser])).toEqual([
       [runOfTurn(result, 1), "Is the orders table migrated?"],
-      [runOfTurn(result, 2), "Hello? Did you see my question?"],
+      [runOfTurn(result, 3), "Hello? Did you see my question?"],
     ]);
-    expect(result.deliveries.map((delivery) => delivery.kind)).toEqual(["reply"]);
+    expect(result.deliveries.map((delivery) => delivery.kind)).toEqual(["recovery", "reply"]);
   });
 
   it("shows the next model call a note right after the undelivered final, and a recovered note after a recovery", async () => {

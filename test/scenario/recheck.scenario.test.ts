@@ -127,6 +127,7 @@ inbound:
       "tiller.superseded-draft",
       "tiller.recheck",
       "user",
+      "tiller.delivery-intent",
       "assistant",
     ]);
     expect(records[1]).toMatchObject({ display: false, details: { text: "Paris: sunny, 24 degrees." } });
@@ -442,6 +443,7 @@ inbound:
       'call {"path":"notes.md"}',
       "result skipped",
       "user m2",
+      "custom",
       "assistant delivered=true",
     ]);
     expectEachMessageOnce(result, "telegram:42", ["m1", "m2"]);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
-import type { TranscriptRecord } from "../../src/adapters/store.js";
+import { DELIVERY_INTENT, type TranscriptRecord } from "../../src/adapters/store.js";
 import type { PersistedSession } from "../../src/policy/plan-resume.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
@@ -338,7 +338,8 @@ restart:
     const records = transcript(result, "telegram:7");
     expect(customs(records, MARKER)).toEqual([
       expect.objectContaining({
-        details: expect.objectContaining({ finalSeq: 2, deliveryMode: "automatic" }),
+        // seq 2 is the final's delivery intent, seq 3 the final (its receipt).
+        details: expect.objectContaining({ finalSeq: 3, deliveryMode: "automatic" }),
       }),
     ]);
     expect(customs(records, RECOVERED)).toEqual([
@@ -417,11 +418,13 @@ restart:
     const records = transcript(result, "telegram:7");
     expect(records.map((record) => (record.role === "custom" ? record.customType : record.role))).toEqual([
       "user",
+      DELIVERY_INTENT,
       "assistant",
       MARKER,
+      DELIVERY_INTENT,
       RECOVERED,
     ]);
-    expect(records[1]).toMatchObject({ runId: runOfTurn(result, 2), delivered: false });
+    expect(records[2]).toMatchObject({ runId: runOfTurn(result, 2), delivered: false });
     expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([["recovery", LONG]]);
     expect(eventsOf(result, "recovery.queued")).toHaveLength(1);
     expectNoCrash(result);
@@ -471,9 +474,10 @@ inbound:
     // The first run's records are kept as they were; the second run appends after them.
     expect(records.slice(0, firstRecords.length)).toEqual(firstRecords);
     expectSeqIncreasing(records);
-    expect(records.length).toBe(firstRecords.length + 2);
+    expect(records.length).toBe(firstRecords.length + 3);
     expect(records.slice(firstRecords.length)).toEqual([
       expect.objectContaining({ role: "user", messageId: "m3" }),
+      expect.objectContaining({ role: "custom", customType: DELIVERY_INTENT }),
       expect.objectContaining({ role: "assistant", text: "Re: three", delivered: true }),
     ]);
     // Nothing of the first run is resumed or answered again.
@@ -558,6 +562,7 @@ restart: [ { at: 50 } ]
       "user",
       "assistant",
       MARKER,
+      DELIVERY_INTENT,
       RECOVERED,
     ]);
     expect(records[2]).toMatchObject({
@@ -620,6 +625,10 @@ restart: [ { at: 50 } ]
     const records = transcript(result, "telegram:7");
     expect(records.slice(6)).toEqual([
       expect.objectContaining({ customType: MARKER, details: expect.objectContaining({ finalSeq: 6 }) }),
+      expect.objectContaining({
+        customType: DELIVERY_INTENT,
+        details: expect.objectContaining({ kind: "recovery" }),
+      }),
       expect.objectContaining({
         customType: RECOVERED,
         details: expect.objectContaining({ recovered: true }),
