@@ -40,5 +40,5 @@ export interface ActorDeps {
   >;
   /** Resolves once the session's resume state holds everything its actor accepted (closes the window
    * between a message stored in the transcript and the state that says who answers it). */
-  stateDurable?(session: string): Promise<void>;
+  stateDurable?(session: string, messageIds: readonly string[]): Promise<void>;
 }

@@ -158,6 +158,14 @@ export const runMachine = runSetup.createMachine({
             aborting: {
               description:
                 "Interrupted, but the running tool cannot be cancelled: the run ends when it does.",
+              on: {
+                "run.abandon": {
+                  target: "#run.aborted",
+                  actions: ["recordToolAbandoned", "emitToolEnded"],
+                  description:
+                    "The lane timeout ended the turn: the tool is no longer waited for; its late result is dropped.",
+                },
+              },
             },
           },
         },

@@ -159,6 +159,21 @@ export const runSetup = setup({
         ],
       };
     }),
+    recordToolAbandoned: assign(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        toolIndex: context.toolIndex + 1,
+        journal: [
+          ...context.journal,
+          toolResultItem(
+            context,
+            call,
+            "cancelled",
+            "abandoned: the turn ran out of time while this call was still running; its outcome is unknown",
+          ),
+        ],
+      };
+    }),
     skipRemainingTools: assign(({ context }) => {
       const skipped = context.pendingCalls.slice(context.toolIndex);
       const items: TurnItem[] = [];

@@ -107,7 +107,9 @@ export type RunEvent =
   | { type: "run.steer"; message: OwnedMessage }
   | { type: "run.abort"; reason: string }
   /** `/stop`: abort, and drop the steering messages the run still holds back (never shown to the model). */
-  | { type: "run.stop"; reason: string };
+  | { type: "run.stop"; reason: string }
+  /** Stop waiting for a tool that cannot be cancelled (the lane timeout ended the turn): it runs on unseen. */
+  | { type: "run.abandon" };
 
 export type RunEmitted =
   | { type: "steer.injected"; messageIds: string[] }

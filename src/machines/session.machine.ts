@@ -128,7 +128,11 @@ export const sessionMachine = sessionSetup.createMachine({
               description: "The started turn is cut off; its end is announced like any other.",
             },
             "lane.timeout": {
-              actions: sendTo("run", { type: "run.abort", reason: LANE_TIMEOUT_REASON } as RunEvent),
+              // A tool that cannot be cancelled is not waited for: the session is free at once.
+              actions: [
+                sendTo("run", { type: "run.abort", reason: LANE_TIMEOUT_REASON } as RunEvent),
+                sendTo("run", { type: "run.abandon" } as RunEvent),
+              ],
             },
           },
         },

@@ -152,9 +152,15 @@ export const sessionSetup = setup({
       }
       enqueue.assign({ queue: context.queue.filter((item) => item.kind === "recovery"), summaries: [] });
     }),
-    dropPending: enqueueActions(({ context, event, enqueue }) => {
+    dropPending: enqueueActions(({ context, event, enqueue, self }) => {
       const reason = clearedBy(event);
+      // Messages the model already saw were not dropped: their turn was cut off (turn.ended says so).
+      const run = self.getSnapshot().children.run?.getSnapshot();
+      const seen = new Set(
+        run && run.context.call > 0 ? run.context.owned.map((message: OwnedMessage) => message.id) : [],
+      );
       for (const message of context.pending?.messages ?? []) {
+        if (seen.has(message.id)) continue;
         enqueue.emit({ type: "message.dropped", messageId: message.id, reason });
       }
       enqueue.assign({ pending: null });

@@ -79,16 +79,19 @@ export async function runScenario(
   const clock = new SimulatedClock();
   const events: TillerEvent[] = [];
   const acks: ScenarioResult["acks"] = [];
+  let store: TranscriptStore = await openStore(options.storeDir, clock);
   const channelNames = new Set([
     ...Object.keys(scenario.channels),
     ...scenario.inbound.map((message) => message.channel),
   ]);
+  // A pure resume (no inbound, no channels): the stored sessions' channels are loopback channels.
+  if (channelNames.size === 0) for (const name of await storedChannels(store)) channelNames.add(name);
+  if (channelNames.size === 0) channelNames.add("loopback");
   const channels = new Map<string, LoopbackChannel>();
   for (const name of channelNames) {
     const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
     channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now() }));
   }
-  let store: TranscriptStore = await openStore(options.storeDir, clock);
   const newRunId = await runIdsAfter(store);
   let incarnation = new ScopedClock(clock);
   let gateway = await boot();
@@ -199,6 +202,15 @@ export async function runScenario(
   };
   await gateway.stop();
   return { result, gateway };
+}
+
+/** The channels the stored sessions' messages came in on. */
+async function storedChannels(store: TranscriptStore): Promise<string[]> {
+  const names = new Set<string>();
+  for (const session of await store.sessions())
+    for (const record of await store.readWindow(session))
+      if (record.role === "user" && record.channel) names.add(record.channel);
+  return [...names].sort();
 }
 
 async function openStore(dir: string | undefined, clock: Clock): Promise<TranscriptStore> {

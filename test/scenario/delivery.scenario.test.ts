@@ -147,7 +147,7 @@ describe("auto mode: a final the channel did not commit", () => {
   it("stores the substantive final undelivered, marks it once and resends the same text once as a recovery", async () => {
     const result = await play(strandScenario({ text: LONG, channel: "{ failSends: 1 }" }));
     const records = transcript(result);
-    const final = expectMarkedOnce(records, runOfTurn(result, 1), "automatic");
+    const final = expectMarkedOnce(records, runOfTurn(result, 1), "automatic") as { deliveryId?: string };
     // The final's intent is durable before the send; the assistant record is its receipt.
     expect(final).toMatchObject({ text: LONG, seq: 3, deliveryId: `reply:${records[1]?.id}` });
     expect(records.map((record) => (record.role === "custom" ? record.customType : record.role))).toEqual([
