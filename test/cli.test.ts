@@ -57,7 +57,10 @@ describe("tiller run and user mistakes", () => {
   });
 
   it("a --store that is a file is exit 2 with one line", async () => {
-    await writeFile(join(tmp, "chat.yaml"), "channels: { web: {} }\ninbound:\n  - { at: 0, session: s, channel: web, id: m1, text: hi }\n");
+    await writeFile(
+      join(tmp, "chat.yaml"),
+      "channels: { web: {} }\ninbound:\n  - { at: 0, session: s, channel: web, id: m1, text: hi }\n",
+    );
     await writeFile(join(tmp, "a-file"), "not a directory");
     const result = await tiller("run", join(tmp, "chat.yaml"), "--store", join(tmp, "a-file"));
     expect(result.code).toBe(2);
@@ -77,7 +80,10 @@ describe("tiller run and user mistakes", () => {
     const resumed = await tiller("run", join(tmp, "resume.yaml"), "--store", store, "--json");
     expect(resumed.stderr).toBe("");
     expect(resumed.code).toBe(0);
-    const result = JSON.parse(resumed.stdout) as { transcripts: Record<string, unknown[]>; deliveries: unknown[] };
+    const result = JSON.parse(resumed.stdout) as {
+      transcripts: Record<string, unknown[]>;
+      deliveries: unknown[];
+    };
     expect(Object.keys(result.transcripts)).toEqual(["telegram:1"]);
     expect(result.deliveries).toEqual([]);
   });

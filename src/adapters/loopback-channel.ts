@@ -16,7 +16,7 @@ export interface LoopbackDelivery extends OutboundMessage {
 
 /**
  * A channel that keeps what it is sent, with injectable faults; scenarios and tests read `sent`. A send
- * whose `deliveryId` was already committed is dropped (not added to `sent`, counted in `duplicates`) and
+ * whose `deliveryId` it already took is dropped (not added to `sent`, counted in `duplicates`) and
  * answered with the first receipt, so a resend after a crash never shows the user a reply twice.
  *
  * @example
@@ -29,6 +29,7 @@ export class LoopbackChannel implements Channel {
   readonly sent: LoopbackDelivery[] = [];
   /** Sends dropped because their deliveryId was already committed. */
   readonly duplicates: OutboundMessage[] = [];
+  /** deliveryId → the messageId it was taken under ("" when the receipt omitted it). */
   private readonly committed = new Map<string, string>();
   private failuresLeft: number;
   private counter = 0;
@@ -42,7 +43,7 @@ export class LoopbackChannel implements Channel {
     const earlier = message.deliveryId ? this.committed.get(message.deliveryId) : undefined;
     if (earlier !== undefined) {
       this.duplicates.push(message);
-      return { messageId: earlier, duplicate: true };
+      return earlier ? { messageId: earlier, duplicate: true } : { status: "accepted", duplicate: true };
     }
     if (this.failuresLeft > 0) {
       this.failuresLeft--;
@@ -51,6 +52,7 @@ export class LoopbackChannel implements Channel {
     }
     this.counter++;
     if (this.options.omitMessageId) {
+      if (message.deliveryId) this.committed.set(message.deliveryId, "");
       this.sent.push({ ...message, at, ok: true });
       return { status: "accepted" };
     }

@@ -52,6 +52,7 @@ export const runSetup = setup({
     steerPending: ({ context }) => context.steerBuffer.length > 0,
     moreTools: ({ context }) => context.toolIndex < context.pendingCalls.length,
     abortRequested: ({ context }) => context.abortReason !== null,
+    abandonRequested: ({ event }) => event.type === "run.abort" && event.abandon === true,
     currentToolCancellable: ({ context }) => isCancellable(context),
     staleWithPassesLeft: ({ context }) =>
       context.verdict.stale &&

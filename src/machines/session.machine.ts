@@ -129,10 +129,11 @@ export const sessionMachine = sessionSetup.createMachine({
             },
             "lane.timeout": {
               // A tool that cannot be cancelled is not waited for: the session is free at once.
-              actions: [
-                sendTo("run", { type: "run.abort", reason: LANE_TIMEOUT_REASON } as RunEvent),
-                sendTo("run", { type: "run.abandon" } as RunEvent),
-              ],
+              actions: sendTo("run", {
+                type: "run.abort",
+                reason: LANE_TIMEOUT_REASON,
+                abandon: true,
+              } as RunEvent),
             },
           },
         },

@@ -23,6 +23,8 @@ export interface ScenarioResult {
     text: string;
     messageId: string;
     runId: string;
+    /** The logical delivery (stable across resends and restarts). */
+    deliveryId?: string;
   }>;
   acks: Array<{
     at: number;
@@ -103,7 +105,7 @@ export async function runScenario(
       model: new ScriptedModel(scenario.model, scoped),
       tools: scenarioTools(scenario, scoped),
       channels: Object.fromEntries(channels),
-      store,
+      store: fenced(store, scoped),
       clock: scoped,
       logger: silentLogger,
       newRunId,
@@ -118,8 +120,11 @@ export async function runScenario(
   for (const message of scenario.inbound) {
     clock.setTimeout(() => {
       const target = gateway;
+      const alive = incarnation;
       target.receive(message).then(
         (ack) =>
+          // A process killed before it answered never acknowledged the message.
+          alive.isAlive &&
           acks.push({
             at: clock.now(),
             session: ack.session,
@@ -130,6 +135,7 @@ export async function runScenario(
             text: ack.text,
           }),
         (error: unknown) =>
+          alive.isAlive &&
           acks.push({
             at: clock.now(),
             session: message.session,
@@ -244,6 +250,7 @@ function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResu
         text: sent.text,
         messageId: sent.messageId ?? "",
         runId: sent.runId ?? "",
+        ...(sent.deliveryId ? { deliveryId: sent.deliveryId } : {}),
         order: order++,
       });
     }
@@ -270,6 +277,26 @@ function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {
     }
   }
   return calls;
+}
+
+/**
+ * The store as one process sees it: once the process is killed, nothing it still had in flight reaches
+ * the store (a call after the kill never settles), as after kill -9.
+ */
+function fenced(store: TranscriptStore, scope: ScopedClock): TranscriptStore {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== "function" || key === "close") return value;
+      return (...args: unknown[]) => {
+        if (!scope.isAlive) return new Promise(() => {});
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return result instanceof Promise
+          ? result.then((settled) => (scope.isAlive ? settled : new Promise(() => {})))
+          : result;
+      };
+    },
+  });
 }
 
 /**

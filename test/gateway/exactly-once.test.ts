@@ -40,7 +40,11 @@ describe("a crash while a reply is on its way", () => {
     ]);
     const records = await store.readWindow("web:1");
     expect(records.filter((record) => record.role === "assistant")).toEqual([
-      expect.objectContaining({ text: "Re: hello", delivered: true, deliveryId: hanging.sent[0]!.deliveryId }),
+      expect.objectContaining({
+        text: "Re: hello",
+        delivered: true,
+        deliveryId: hanging.sent[0]!.deliveryId,
+      }),
     ]);
     expect(await store.loadState("web:1")).toBeNull();
 
@@ -101,7 +105,8 @@ describe("state saves that fail", () => {
     class FlakyStore extends MemoryStore {
       failures = 2;
       override async saveState(session: string, state: unknown): Promise<void> {
-        if (this.failures-- > 0) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+        if (this.failures-- > 0)
+          throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
         return super.saveState(session, state);
       }
     }

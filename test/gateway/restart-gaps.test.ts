@@ -64,9 +64,9 @@ describe("a restart keeps what was acknowledged", () => {
     await second.clock.advance(100);
     expect((await second.send("m1", "old question", "interrupt")).disposition).toBe("duplicate");
     await second.settle();
-    expect(second.events.filter((event) => event.type === "turn.ended").map((event) => event.status)).toEqual([
-      "done",
-    ]);
+    expect(second.events.filter((event) => event.type === "turn.ended").map((event) => event.status)).toEqual(
+      ["done"],
+    );
     expect(second.channel.sent.map((sent) => sent.text)).toEqual(["Re: new question"]);
   });
 
@@ -127,8 +127,16 @@ describe("what a session reports", () => {
   });
 
   it("a tool that cannot be cancelled and hangs does not hold its session past the lane timeout", async () => {
-    const hang: ToolDefinition = { name: "write_file", cancellable: false, execute: () => new Promise(() => {}) };
-    const g = gatewayOn(new MemoryStore(), { config: { laneTimeoutMs: 1000 }, rules: TOOL_FIRST, tools: [hang] });
+    const hang: ToolDefinition = {
+      name: "write_file",
+      cancellable: false,
+      execute: () => new Promise(() => {}),
+    };
+    const g = gatewayOn(new MemoryStore(), {
+      config: { laneTimeoutMs: 1000 },
+      rules: TOOL_FIRST,
+      tools: [hang],
+    });
     await g.gateway.start();
     await g.send("m1", "write the file");
     await g.clock.advance(1500);

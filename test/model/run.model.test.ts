@@ -135,7 +135,7 @@ function graphEvents(config: GraphConfig): GraphEvent[] {
     { type: "run.steer", message: { id: "steer", text: STEER_TEXT, channel: "telegram", at: 10 } },
     { type: "run.abort", reason: "stopped by the test" },
     { type: "run.stop", reason: "stopped by /stop" },
-    { type: "run.abandon" },
+    { type: "run.abort", reason: "the lane timeout", abandon: true },
     {
       type: "xstate.done.actor.callModel",
       output: { text: "Let me update the file.", toolCalls: TOOL_CALLS, persisted: 0 },
@@ -248,11 +248,9 @@ function eventLabel(event: GraphEvent): string {
     case "run.steer":
       return "steer";
     case "run.abort":
-      return "abort";
+      return event.abandon ? "abort (lane timeout)" : "abort";
     case "run.stop":
       return "/stop";
-    case "run.abandon":
-      return "abandon the tool";
     case "xstate.done.actor.callModel":
       return event.output.toolCalls.length > 0 ? "model asks for tools" : "model drafts a final";
     case "xstate.error.actor.callModel":
@@ -385,7 +383,6 @@ class Replay {
       case "run.start":
       case "run.abort":
       case "run.stop":
-      case "run.abandon":
         this.actor.send(event);
         break;
       case "run.steer": {

@@ -28,7 +28,10 @@ export function gatewayOn(store: TranscriptStore | MemoryStore, options: Gateway
   const events: TillerEvent[] = [];
   const gateway = createGateway({
     config: options.config ?? {},
-    model: new ScriptedModel(options.rules ?? [{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
+    model: new ScriptedModel(
+      options.rules ?? [{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }],
+      clock,
+    ),
     tools: options.tools ?? [],
     channels: { web: options.channel ?? loopback },
     clock,

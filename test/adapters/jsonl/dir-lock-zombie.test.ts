@@ -24,7 +24,9 @@ describe("the store lock and zombies", () => {
 
   it("takes over a lock whose holder is a real zombie", async () => {
     // `sleep 0.05` exits while its parent (now `sleep 5`, which never waits) leaves it unreaped.
-    const shell = spawn("sh", ["-c", "sleep 0.05 & echo $!; exec sleep 5"], { stdio: ["ignore", "pipe", "ignore"] });
+    const shell = spawn("sh", ["-c", "sleep 0.05 & echo $!; exec sleep 5"], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     children.push(shell);
     const pid = await new Promise<number>((resolve) =>
       shell.stdout!.once("data", (chunk: Buffer) => resolve(Number(String(chunk).trim()))),
