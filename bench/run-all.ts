@@ -23,6 +23,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "lane scheduler", file: "lanes.bench.ts", entry: "benchLanes" },
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
+  { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
