@@ -1,10 +1,11 @@
 /**
  * One gateway process of the whole-gateway kill -9 harness (gateway-kill9.test.ts):
  *
- *   node gateway-kill9-driver.mjs DIR SEED ACKED_FILE DELIVERIES_FILE
+ *   node gateway-kill9-driver.mjs DIR SEED ACKED_FILE DELIVERIES_FILE K
  *
- * Opens the JSONL store at DIR (resuming what a killed process left), then sends every planned message
- * not yet in ACKED_FILE (and redelivers a few that are), printing `{"ack":id,"session","disposition"}`
+ * Opens the JSONL store at DIR (resuming what a killed process left), then sends process K's batch of
+ * messages (K = -1: none, the final process only resumes) and redelivers a few that ACKED_FILE holds
+ * (a channel redelivering what a dead process may not have acknowledged), printing `{"ack":id,"session","disposition"}`
  * per acknowledgement. Its channel appends each send to DELIVERIES_FILE with fsync before it answers,
  * and drops a deliveryId the file already holds (a deduplicating channel), so the parent can count
  * every delivery across processes. Prints `{"idle":true}` once every message is acked and nothing runs.
@@ -18,12 +19,13 @@ import type { ToolDefinition } from "../../src/adapters/tool.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import { mulberry32 } from "../support/random.js";
-import { gatewayKillPlan } from "./gateway-kill9-plan.js";
+import { batchOf, type PlannedMessage } from "./gateway-kill9-plan.js";
 
-const [dir, seedArg, ackedFile, deliveriesFile] = process.argv.slice(2);
-if (!dir || !seedArg || !ackedFile || !deliveriesFile)
-  throw new Error("usage: DIR SEED ACKED_FILE DELIVERIES_FILE");
+const [dir, seedArg, ackedFile, deliveriesFile, kArg] = process.argv.slice(2);
+if (!dir || !seedArg || !ackedFile || !deliveriesFile || !kArg)
+  throw new Error("usage: DIR SEED ACKED_FILE DELIVERIES_FILE K");
 const seed = Number(seedArg);
+const k = Number(kArg);
 const random = mulberry32(seed + process.pid);
 
 function wait(ms: number, signal?: AbortSignal): Promise<void> {
@@ -99,14 +101,20 @@ const gateway = createGateway({
 });
 await gateway.start();
 
-const acked = new Set<string>(
-  existsSync(ackedFile) ? (JSON.parse(readFileSync(ackedFile, "utf8")) as string[]) : [],
-);
-const plan = gatewayKillPlan(seed);
+const acked = existsSync(ackedFile)
+  ? (JSON.parse(readFileSync(ackedFile, "utf8")) as Record<string, number>)
+  : {};
+const redeliveries: PlannedMessage[] = [];
+for (const [id, from] of Object.entries(acked))
+  if (random() < 0.02) {
+    const earlier = batchOf(seed, from).find((message) => message.id === id);
+    if (earlier) redeliveries.push(earlier);
+  }
+const plan = [...batchOf(seed, k), ...redeliveries];
 const out = (line: object) => process.stdout.write(`${JSON.stringify(line)}\n`);
+// Resumed and serving: the parent's kill clock starts now.
+out({ started: true });
 for (const message of plan) {
-  const redeliver = acked.has(message.id);
-  if (redeliver && random() > 0.05) continue;
   const ack = await gateway.receive({
     session: message.session,
     channel: "web",
@@ -115,9 +123,15 @@ for (const message of plan) {
     mode: message.mode,
   });
   out({ ack: ack.messageId, session: ack.session, disposition: ack.disposition });
-  await wait(Math.floor(random() * 4));
+  await wait(Math.floor(random() * 20));
 }
-const sessions = [...new Set(plan.map((message) => message.session))];
+const sessions = [
+  ...new Set(
+    [...plan, ...Object.keys(acked).map((id) => ({ session: `web:k${/s(\d+)m/.exec(id)?.[1]}` }))].map(
+      (message) => message.session,
+    ),
+  ),
+];
 for (;;) {
   const busy =
     gateway.isBusy ||

@@ -1,6 +1,6 @@
 import { mulberry32 } from "../support/random.js";
 
-/** The workload of the whole-gateway kill -9 harness: the same for every process, from the seed. */
+/** The workload of the whole-gateway kill -9 harness: the same in every process, from the seed. */
 export interface PlannedMessage {
   session: string;
   id: string;
@@ -11,25 +11,29 @@ export interface PlannedMessage {
 export const PLAN_SESSIONS = 100;
 const MODES = ["followup", "steer", "collect", "interrupt"] as const;
 
-export function gatewayKillPlan(seed: number, sessions = PLAN_SESSIONS): PlannedMessage[] {
-  const random = mulberry32(seed);
-  const plan: PlannedMessage[] = [];
-  for (let s = 0; s < sessions; s++) {
-    const session = `web:k${s}`;
-    const mode = MODES[s % MODES.length]!;
-    const count = 1 + Math.floor(random() * 3);
-    for (let i = 0; i < count; i++) {
-      const roll = random();
-      const what = roll < 0.3 ? "please look it up" : roll < 0.5 ? "write the file" : "a plain question";
-      plan.push({ session, id: `s${s}m${i}`, text: `${what} (s${s}m${i})`, mode });
-    }
-  }
-  // Interleave sessions, as many users writing at once would.
-  return plan.sort((a, b) => a.id.length - b.id.length || hash(a.id, seed) - hash(b.id, seed));
+/** The session's queue mode: each of the 100 sessions keeps one, a quarter in each mode. */
+export function modeOf(session: number): PlannedMessage["mode"] {
+  return MODES[session % MODES.length]!;
 }
 
-function hash(text: string, seed: number): number {
-  let h = seed >>> 0;
-  for (const char of text) h = Math.imul(h ^ char.charCodeAt(0), 16_777_619) >>> 0;
-  return h;
+/**
+ * The messages process `k` sends: a few sessions of the 100 get one to three messages each, so every
+ * process has turns, tools and sends in flight when it is killed. The final process (k = -1) only
+ * resumes.
+ */
+export function batchOf(seed: number, k: number): PlannedMessage[] {
+  if (k < 0) return [];
+  const random = mulberry32(seed * 1_000 + k);
+  const plan: PlannedMessage[] = [];
+  for (let n = 0; n < 6; n++) {
+    const s = Math.floor(random() * PLAN_SESSIONS);
+    const count = 1 + Math.floor(random() * 3);
+    for (let i = 0; i < count; i++) {
+      const id = `p${k}s${s}m${i}`;
+      const roll = random();
+      const what = roll < 0.3 ? "please look it up" : roll < 0.5 ? "write the file" : "a plain question";
+      plan.push({ session: `web:k${s}`, id, text: `${what} (${id})`, mode: modeOf(s) });
+    }
+  }
+  return plan;
 }

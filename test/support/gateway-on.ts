@@ -2,6 +2,7 @@ import type { Channel } from "../../src/adapters/channel.js";
 import { sleep } from "../../src/adapters/clock.js";
 import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
 import type { MemoryStore } from "../../src/adapters/memory-store.js";
+import type { ModelProvider } from "../../src/adapters/model.js";
 import { ScriptedModel, type ScriptedRule } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TranscriptStore } from "../../src/adapters/store.js";
@@ -16,6 +17,7 @@ export interface GatewayOnOptions {
   rules?: ScriptedRule[];
   tools?: ToolDefinition[];
   channel?: Channel;
+  model?: ModelProvider;
 }
 
 /**
@@ -28,10 +30,9 @@ export function gatewayOn(store: TranscriptStore | MemoryStore, options: Gateway
   const events: TillerEvent[] = [];
   const gateway = createGateway({
     config: options.config ?? {},
-    model: new ScriptedModel(
-      options.rules ?? [{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }],
-      clock,
-    ),
+    model:
+      options.model ??
+      new ScriptedModel(options.rules ?? [{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
     tools: options.tools ?? [],
     channels: { web: options.channel ?? loopback },
     clock,
