@@ -8,7 +8,7 @@ import { formatTimeline } from "./scenario/timeline.js";
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
 
   FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
-  --json   print one JSON object per scenario (CONTRACTS.md §2) instead of a timeline
+  --json   print one JSON object per scenario instead of a timeline
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
   --explain  after the run, explain what happened to the message with this id
 
