@@ -23,6 +23,8 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "lane scheduler", file: "lanes.bench.ts", entry: "benchLanes" },
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
+  { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
 ];
 

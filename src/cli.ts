@@ -1,21 +1,35 @@
 #!/usr/bin/env node
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { ConfigError } from "./errors.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
 import { formatTimeline } from "./scenario/timeline.js";
+import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.js";
 
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
+       ${PATHS_USAGE.slice("usage: ".length).split("\n")[0]}
 
   FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
   --json   print one JSON object per scenario instead of a timeline
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
   --explain  after the run, explain what happened to the message with this id
 
-exit status: 0 ran, 2 invalid scenario or arguments, 1 internal error`;
+A scenario's expect block is checked after it runs; a directory of such scenarios is a test suite and
+ends with a summary line "N passed, N failed".
+
+exit status: 0 ran, 3 an expectation failed, 2 invalid scenario or arguments, 1 internal error`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "paths") {
+    if (rest.includes("--help")) {
+      process.stdout.write(`${PATHS_USAGE}\n`);
+      return 0;
+    }
+    process.stdout.write(`${await pathsCommand(rest)}\n`);
+    return 0;
+  }
   if (command !== "run") {
     process.stderr.write(`${USAGE}\n`);
     return command === "--help" || command === "-h" ? 0 : 2;
@@ -46,6 +60,8 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   const files = await scenarioFiles(target);
+  let passed = 0;
+  let failed = 0;
   for (const file of files) {
     const scenario = await loadScenario(file);
     if (scenario.inbound.length === 0 && Object.keys(scenario.channels).length === 0 && !storeDir)
@@ -57,6 +73,15 @@ async function main(argv: string[]): Promise<number> {
     const { result, gateway } = await runScenario(scenario, storeDir ? { storeDir } : {});
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else process.stdout.write(`${formatTimeline(result)}\n\n`);
+    if (result.expectations) {
+      const misses = result.expectations.filter((expectation) => !expectation.ok);
+      if (misses.length === 0) passed++;
+      else failed++;
+      if (!json) process.stdout.write(`${formatExpectations(file, result.expectations)}\n\n`);
+      else
+        for (const miss of misses)
+          process.stderr.write(`${file}: expected ${miss.what}; found ${miss.found}\n`);
+    }
     if (explain) {
       const sessions = Object.keys(result.transcripts).concat(result.acks.map((ack) => ack.session));
       const found = [...new Set(sessions)].map((session) => gateway.explain(session, explain!)).find(Boolean);
@@ -65,7 +90,24 @@ async function main(argv: string[]): Promise<number> {
       );
     }
   }
-  return 0;
+  if (passed + failed > 0) {
+    const summary = `${passed} passed, ${failed} failed`;
+    if (json) process.stderr.write(`${summary}\n`);
+    else process.stdout.write(`${summary}\n`);
+  }
+  return failed > 0 ? 3 : 0;
+}
+
+function formatExpectations(
+  file: string,
+  expectations: ReadonlyArray<{ ok: boolean; what: string; found: string }>,
+): string {
+  const lines = expectations.map((expectation) =>
+    expectation.ok
+      ? `  ok    ${expectation.what}`
+      : `  FAIL  ${expectation.what}\n        found: ${expectation.found}`,
+  );
+  return [`expectations of ${file}:`, ...lines].join("\n");
 }
 
 /** Why a --store path cannot be a store directory (absent is fine: it is created), or undefined. */
@@ -98,6 +140,11 @@ main(process.argv.slice(2)).then(
   (error: unknown) => {
     if (error instanceof ScenarioError) {
       process.stderr.write(`invalid scenario: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      process.stderr.write(`tiller: ${error.message}\n`);
       process.exitCode = 2;
       return;
     }

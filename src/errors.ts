@@ -22,7 +22,12 @@ export type TillerErrorCode =
   | "UNKNOWN_EVENT"
   | "MODEL_REPLY_INVALID"
   | "STORE_FAILED"
-  | "MODEL_TIMEOUT";
+  | "MODEL_TIMEOUT"
+  | "MODEL_RATE_LIMITED"
+  | "MODEL_UNAVAILABLE"
+  | "MODEL_AUTH"
+  | "MODEL_BAD_REQUEST"
+  | "MODEL_STREAM_INTERRUPTED";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
@@ -109,6 +114,41 @@ export class MessageRejectedError extends TillerError {
 export class StoreLockedError extends TillerError {
   constructor(dir: string, holder: string) {
     super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/** The codes a model provider fails with (see docs/models.md for what each one means). */
+export type ModelErrorCode =
+  | "MODEL_RATE_LIMITED"
+  | "MODEL_UNAVAILABLE"
+  | "MODEL_AUTH"
+  | "MODEL_BAD_REQUEST"
+  | "MODEL_TIMEOUT"
+  | "MODEL_REPLY_INVALID"
+  | "MODEL_STREAM_INTERRUPTED";
+
+/**
+ * A model call failed: rate limited or unavailable (retryable), refused credentials or a request the
+ * server will not take (not retryable), or a reply that broke off after it began streaming (not
+ * retried, so a half-streamed reply is never silently regenerated). `status` is the HTTP status, when
+ * there was one.
+ *
+ * @example
+ * ```ts
+ * gateway.subscribe((event) => {
+ *   if (event.type === "turn.ended" && event.error?.code === "MODEL_AUTH") alertOperator(event);
+ * });
+ * ```
+ */
+export class ModelError extends TillerError {
+  readonly status: number | undefined;
+  constructor(
+    code: ModelErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown; status?: number } = {},
+  ) {
+    super(code, message, options);
+    this.status = options.status;
   }
 }
 

@@ -20,12 +20,22 @@ export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
 export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 export { LoopbackChannel } from "./adapters/loopback-channel.js";
 export { MemoryStore } from "./adapters/memory-store.js";
-export type { ModelProvider, ModelReply, ModelRequest } from "./adapters/model.js";
+export type {
+  ModelMessage,
+  ModelProvider,
+  ModelReply,
+  ModelRequest,
+  ModelUsage,
+  ToolCallRequest,
+} from "./adapters/model.js";
+export { createOpenAIModel, type OpenAIModel } from "./adapters/openai/create-openai-model.js";
+export type { OpenAIModelOptions, OpenAISettings } from "./adapters/openai/options.js";
+export { toChatMessages } from "./adapters/openai/to-chat-messages.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
 export * from "./adapters/store.js";
 export { SystemClock } from "./adapters/system-clock.js";
-export type { ToolContext, ToolDefinition } from "./adapters/tool.js";
+export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./adapters/tool.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export * from "./errors.js";
 export { EventHub, type TillerEvent } from "./events.js";

@@ -14,12 +14,16 @@ export function builtinTools(deps: ActorDeps): ToolDefinition[] {
   return [messageTool(deps), commitmentTool(deps)];
 }
 
-const messageArgs = z.object({ action: z.literal("send"), text: z.string().min(1).max(32_000) });
+const messageArgs = z.object({
+  action: z.literal("send").describe('Always "send".'),
+  text: z.string().min(1).max(32_000).describe("The message the user sees."),
+});
 
 function messageTool(deps: ActorDeps): ToolDefinition {
   return {
     name: "message",
     description: 'Send a visible message to the user now: { "action": "send", "text": "..." }.',
+    parameters: messageArgs,
     cancellable: false,
     async execute(args, context) {
       const parsed = messageArgs.safeParse(args);
@@ -48,14 +52,19 @@ function messageTool(deps: ActorDeps): ToolDefinition {
 export const commitmentArgs = z
   .object({
     kind: z.enum(["open_loop", "deadline_check", "event_check_in", "care_check_in"]),
-    reason: z.string().min(1).max(2000),
-    suggestedText: z.string().max(4000).default(""),
-    dedupeKey: z.string().min(1).max(200),
+    reason: z.string().min(1).max(2000).describe("Why a follow-up is owed, in a sentence."),
+    suggestedText: z.string().max(4000).default("").describe("A hint for the follow-up, never sent as is."),
+    dedupeKey: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe("The same key for the same follow-up, so it is kept once."),
     confidence: z.number().min(0).max(1).default(0.5),
     dueWindow: z
       .object({ earliestMs: z.number().nonnegative(), latestMs: z.number().nonnegative() })
       .partial()
-      .default({}),
+      .default({})
+      .describe("When it falls due: epoch milliseconds."),
     source: z.string().max(200).default("tool"),
   })
   .strict();
@@ -65,6 +74,7 @@ function commitmentTool(deps: ActorDeps): ToolDefinition {
     name: "commitment",
     description:
       "Record a follow-up you promised (kind, reason, suggestedText, dedupeKey, confidence, dueWindow).",
+    parameters: commitmentArgs,
     cancellable: true,
     async execute(args, context) {
       const parsed = commitmentArgs.safeParse(args);

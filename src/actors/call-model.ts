@@ -1,8 +1,11 @@
 import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
+import type { ModelReply } from "../adapters/model.js";
 import { latestUserText } from "../adapters/model.js";
+import type { ToolSpec } from "../adapters/tool.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { CallModelInput, CallModelOutput } from "../machines/run.machine.js";
+import { toRunError } from "../machines/run-context.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";
@@ -50,23 +53,31 @@ export function createCallModel(deps: ActorDeps) {
         deps.emit("model.delta", { ...identity, text });
     };
     const timeoutMs = deps.config.limits.modelTimeoutMs;
+    const startedAt = deps.clock.now();
+    // Paired with model.called whatever happens, so a UI or a log can close what it opened.
+    const ended = (fields: Record<string, unknown>) =>
+      deps.emit("model.ended", { ...identity, durationMs: deps.clock.now() - startedAt, ...fields });
     let reply: unknown;
     try {
       const call = deps.model.complete({
         ...identity,
         context: input.context,
         turnStart: input.turnStart,
-        tools: input.tools,
+        tools: toolSpecs(deps, input.tools),
         signal: control.signal,
         onDelta,
       });
       reply = await withDeadline(deps.clock, call, timeoutMs, signal);
     } catch (error) {
-      if (!(error instanceof DeadlineError)) throw error;
+      if (!(error instanceof DeadlineError)) {
+        ended(signal.aborted ? { status: "aborted" } : { status: "failed", error: errorSummary(error) });
+        throw error;
+      }
       const timedOut = new TillerError("MODEL_TIMEOUT", `the model did not answer within ${timeoutMs} ms`, {
         retryable: true,
       });
       control.abort(timedOut);
+      ended({ status: "failed", error: timedOut.toJSON() });
       throw timedOut;
     } finally {
       streaming = false;
@@ -75,17 +86,48 @@ export function createCallModel(deps: ActorDeps) {
     try {
       await journaled;
     } catch (error) {
-      throw new TillerError(
+      const failed = new TillerError(
         "STORE_FAILED",
         `the turn's records could not be stored: ${errorMessage(error)}`,
-        {
-          retryable: true,
-          cause: error,
-        },
+        { retryable: true, cause: error },
       );
+      ended({ status: "failed", error: failed.toJSON() });
+      throw failed;
     }
-    if (signal.aborted) throw signal.reason;
-    const { text, toolCalls } = checkModelReply(reply, input.runId, input.call);
+    if (signal.aborted) {
+      ended({ status: "aborted" });
+      throw signal.reason;
+    }
+    let checked: ModelReply;
+    try {
+      checked = checkModelReply(reply, input.runId, input.call);
+    } catch (error) {
+      ended({ status: "failed", error: errorSummary(error) });
+      throw error;
+    }
+    const { text, toolCalls, finishReason, usage } = checked;
+    ended({
+      status: "done",
+      toolCalls: toolCalls.length,
+      textLength: text.length,
+      ...(finishReason !== undefined ? { finishReason } : {}),
+      ...(usage !== undefined ? { usage } : {}),
+    });
     return { text, toolCalls, persisted: input.unpersisted.length };
   });
+}
+
+/** The specs of the tools a call may use, in the run's order; a name without a tool is left out. */
+function toolSpecs(deps: ActorDeps, names: readonly string[]): ToolSpec[] {
+  const specs: ToolSpec[] = [];
+  for (const name of names) {
+    const spec = deps.toolSchemas.get(name)?.spec;
+    if (spec) specs.push(spec);
+  }
+  return specs;
+}
+
+function errorSummary(error: unknown): { code: string; message: string; retryable: boolean } {
+  const run = toRunError(error);
+  return { code: run.code, message: run.message, retryable: run.retryable };
 }

@@ -6,6 +6,7 @@ import { LANE_TIMEOUT_REASON } from "../machines/session.types.js";
 import {
   COULD_NOT_DELIVER_NOTICE,
   FAILED_NOTICE,
+  failedNotice,
   markerDeliveryMode,
   TIMED_OUT_NOTICE,
   wantsRecovery,
@@ -66,7 +67,7 @@ export function createDeliver(deps: ActorDeps) {
     }
     if (output.status === "failed") {
       deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
-      await notice(FAILED_NOTICE, "failed");
+      await notice(failedNotice(output.error), "failed");
       return UNDELIVERED;
     }
     if (output.final.trim().length === 0) {

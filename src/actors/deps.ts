@@ -2,6 +2,7 @@ import type { Channel } from "../adapters/channel.js";
 import type { Clock } from "../adapters/clock.js";
 import type { ModelProvider } from "../adapters/model.js";
 import type { ToolDefinition } from "../adapters/tool.js";
+import type { CompiledTool } from "../adapters/tool-schema.js";
 import type { GatewayConfig } from "../config.js";
 import type { TranscriptWriter } from "../gateway/transcript-writer.js";
 import type { LaneScheduler } from "../lanes/lane-scheduler.js";
@@ -14,6 +15,8 @@ export interface ActorDeps {
   logger: Logger;
   model: ModelProvider;
   tools: Map<string, ToolDefinition>;
+  /** Each tool's schema, resolved once: what model calls are told and the check before `execute`. */
+  toolSchemas: Map<string, CompiledTool>;
   /** The channel replies of the session go out on: `preferred` (a turn's own) when the gateway has it. */
   channelFor(session: string, preferred?: string): { name: string; channel: Channel };
   writer: TranscriptWriter;

@@ -1,4 +1,4 @@
-import type { ModelReply } from "../adapters/model.js";
+import type { ModelReply, ModelUsage } from "../adapters/model.js";
 import { describe, TillerError } from "../errors.js";
 import type { ToolCallRequest } from "../policy/turn-context.js";
 
@@ -16,7 +16,12 @@ import type { ToolCallRequest } from "../policy/turn-context.js";
  */
 export function checkModelReply(reply: unknown, runId: string, call: number): ModelReply {
   if (reply === null || typeof reply !== "object") invalid("the reply", "an object", reply);
-  const { text, toolCalls } = reply as { text?: unknown; toolCalls?: unknown };
+  const { text, toolCalls, finishReason, usage } = reply as {
+    text?: unknown;
+    toolCalls?: unknown;
+    finishReason?: unknown;
+    usage?: unknown;
+  };
   if (text !== undefined && typeof text !== "string") invalid("text", "a string", text);
   if (toolCalls !== undefined && !Array.isArray(toolCalls)) invalid("toolCalls", "an array", toolCalls);
   const calls = (toolCalls ?? []).map((request: unknown, index) => toolCall(request, index, runId, call));
@@ -26,7 +31,21 @@ export function checkModelReply(reply: unknown, runId: string, call: number): Mo
     if (ids.has(callId)) invalid(`toolCalls[${index}].callId`, "unique in the reply", callId);
     ids.add(callId);
   }
-  return { text: text ?? "", toolCalls: calls };
+  // Reported, never acted on: a provider that sends them in another shape loses only the report.
+  return {
+    text: text ?? "",
+    toolCalls: calls,
+    ...(typeof finishReason === "string" ? { finishReason } : {}),
+    ...(isUsage(usage) ? { usage } : {}),
+  };
+}
+
+function isUsage(value: unknown): value is ModelUsage {
+  if (value === null || typeof value !== "object") return false;
+  const { inputTokens, outputTokens, totalTokens } = value as Record<string, unknown>;
+  return [inputTokens, outputTokens, totalTokens].every(
+    (count) => typeof count === "number" && Number.isFinite(count),
+  );
 }
 
 function toolCall(request: unknown, index: number, runId: string, call: number): ToolCallRequest {

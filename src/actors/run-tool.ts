@@ -1,5 +1,6 @@
 import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
+import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
 import type { ActorDeps } from "./deps.js";
@@ -19,11 +20,26 @@ export function createRunTool(deps: ActorDeps) {
     if (!tool) {
       return { status: "failed", result: { error: `unknown tool "${input.call.name}"` }, persisted };
     }
+    // Arguments that do not fit the tool's schema never reach it: the model reads why and may call again.
+    const checked = deps.toolSchemas.get(tool.name)?.check(input.call.args) ?? {
+      ok: true as const,
+      args: input.call.args,
+    };
+    if (!checked.ok) {
+      deps.emit("tool.argsInvalid", {
+        session: input.session,
+        runId: input.runId,
+        callId: input.call.callId,
+        name: tool.name,
+        problems: checked.problems,
+      });
+      return { status: "failed", result: invalidArgsResult(checked.problems), persisted };
+    }
     // A cancellable tool stops when the turn is aborted or when it runs out of time.
     const control = linkedAbort(signal, tool.cancellable);
     const timeoutMs = deps.config.limits.toolTimeoutMs;
     try {
-      const running = tool.execute(input.call.args, {
+      const running = tool.execute(checked.args, {
         session: input.session,
         runId: input.runId,
         callId: input.call.callId,

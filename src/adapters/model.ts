@@ -1,3 +1,5 @@
+import type { ToolSpec } from "./tool.js";
+
 /**
  * The model port: one streaming completion per call. Implementations honour `signal` (stop streaming
  * and reject with its reason) and may report text deltas through `onDelta`.
@@ -26,8 +28,11 @@ export interface ModelRequest {
   context: ModelMessage[];
   /** Index in `context` where the current turn begins (everything before is history). */
   turnStart: number;
-  /** Names of the tools the model may call. */
-  tools: string[];
+  /**
+   * Every tool this call may use (the built-in `message` and `commitment` included), each with its
+   * description and the JSON Schema of its arguments.
+   */
+  tools: ToolSpec[];
   signal: AbortSignal;
   onDelta?: (text: string) => void;
 }
@@ -35,6 +40,16 @@ export interface ModelRequest {
 export interface ModelReply {
   text: string;
   toolCalls: ToolCallRequest[];
+  /** Why the model stopped, as the provider says it (`stop`, `tool_calls`, `length`, ...). */
+  finishReason?: string;
+  /** Tokens the call used, when the provider reports them. */
+  usage?: ModelUsage;
+}
+
+export interface ModelUsage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
 }
 
 /** A tool call the model asked for. */

@@ -6,6 +6,8 @@ import { latestUserText } from "./model.js";
 export interface ScriptedWhen {
   latestUser?: string;
   call?: number;
+  /** 1-based turn within the session, counted in the order this model first sees each run. */
+  turn?: number;
   recheck?: boolean;
   recovery?: boolean;
   review?: boolean;
@@ -36,6 +38,9 @@ export interface ScriptedRule {
  * ```
  */
 export class ScriptedModel implements ModelProvider {
+  // Run ids per session in the order first seen: a run's turn number is its position + 1.
+  private readonly turns = new Map<string, string[]>();
+
   constructor(
     private readonly rules: readonly ScriptedRule[],
     private readonly clock: Clock,
@@ -43,7 +48,8 @@ export class ScriptedModel implements ModelProvider {
 
   async complete(request: ModelRequest): Promise<ModelReply> {
     const latest = latestUserText(request.context);
-    const rule = this.rules.find((candidate) => matches(candidate.when, request, latest));
+    const turn = this.turnOf(request);
+    const rule = this.rules.find((candidate) => matches(candidate.when, request, latest, turn));
     if (!rule) throw new Error(`scripted model: no rule matches call ${request.call} of ${request.runId}`);
     const { reply } = rule;
     if (reply.delayMs) await sleep(this.clock, reply.delayMs, request.signal);
@@ -61,10 +67,27 @@ export class ScriptedModel implements ModelProvider {
       })),
     };
   }
+
+  private turnOf(request: ModelRequest): number {
+    let runs = this.turns.get(request.session);
+    if (!runs) {
+      runs = [];
+      this.turns.set(request.session, runs);
+    }
+    let index = runs.indexOf(request.runId);
+    if (index < 0) index = runs.push(request.runId) - 1;
+    return index + 1;
+  }
 }
 
-function matches(when: ScriptedWhen | undefined, request: ModelRequest, latest: string): boolean {
+function matches(
+  when: ScriptedWhen | undefined,
+  request: ModelRequest,
+  latest: string,
+  turn: number,
+): boolean {
   if (!when) return true;
+  if (when.turn !== undefined && when.turn !== turn) return false;
   if (when.latestUser !== undefined && !latest.toLowerCase().includes(when.latestUser.toLowerCase()))
     return false;
   if (when.call !== undefined && when.call !== request.call) return false;

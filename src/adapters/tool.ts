@@ -1,13 +1,22 @@
+import type { z } from "zod";
+
+/** A JSON Schema object (draft-07 or 2020-12), as a model provider receives it. */
+export type JsonSchema = { [keyword: string]: unknown };
+
 /**
  * The tool port. `cancellable` tells the session whether an interrupt may stop the tool mid-way; a
  * tool that is not cancellable runs to its end, and acks say so. A call that has not settled after
  * `limits.toolTimeoutMs` is given up (a cancellable tool sees its signal abort), so a stuck tool
- * cannot hold its session forever.
+ * cannot hold its session forever. Arguments are checked against `parameters` before `execute`: a
+ * call whose arguments do not fit is not executed, and the model gets a failed result naming the field.
  *
  * @example
  * ```ts
  * const readFile: ToolDefinition = {
  *   name: "read_file",
+ *   description: "Read a UTF-8 text file of the workspace.",
+ *   parameters: z.object({ path: z.string() }),   // or a JSON Schema object
+ *   readOnly: true,
  *   cancellable: true,
  *   execute: async (args, { signal }) => fs.readFile(String(args.path), { encoding: "utf8", signal }),
  * };
@@ -15,9 +24,26 @@
  */
 export interface ToolDefinition {
   name: string;
+  /** What the tool does, as the model reads it. @default "" */
   description?: string;
+  /**
+   * The arguments: a JSON Schema object whose root is an object, or a zod 4 schema (sent to the model
+   * as zod's own JSON Schema output, and checked with zod itself, so refinements and defaults apply).
+   * @default an open object schema: any arguments
+   */
+  parameters?: JsonSchema | z.ZodType;
+  /** Safe to call during a commitment review: it only reads. @default false */
+  readOnly?: boolean;
   cancellable: boolean;
   execute(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
+}
+
+/** What a model call is told about one tool: `ModelRequest.tools` holds one per tool it may call. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments; its root is an object. */
+  parameters: JsonSchema;
 }
 
 export interface ToolContext {

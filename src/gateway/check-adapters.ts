@@ -7,7 +7,8 @@ import { ConfigError } from "../errors.js";
  * Checks the adapters handed to `createGateway` before anything runs, so a wiring mistake is a
  * `ConfigError` naming the option at start-up rather than a failed turn later: the model has
  * `complete`, every channel `send`, every tool a unique name (the built-in `message` and `commitment`
- * included), an `execute` function and, if given, a boolean `cancellable`.
+ * included), an `execute` function and, if given, a boolean `cancellable` and `readOnly` and a string
+ * `description` (`parameters` are checked when they are compiled).
  *
  * @example
  * ```ts
@@ -50,5 +51,9 @@ export function checkAdapters(
       );
     if (tool.cancellable !== undefined && typeof tool.cancellable !== "boolean")
       throw new ConfigError(`${field}.cancellable`, "a boolean", tool.cancellable);
+    if (tool.description !== undefined && typeof tool.description !== "string")
+      throw new ConfigError(`${field}.description`, "a string", tool.description);
+    if (tool.readOnly !== undefined && typeof tool.readOnly !== "boolean")
+      throw new ConfigError(`${field}.readOnly`, "a boolean", tool.readOnly);
   });
 }

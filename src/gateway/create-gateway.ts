@@ -14,6 +14,7 @@ import type { ModelProvider } from "../adapters/model.js";
 import type { TranscriptStore } from "../adapters/store.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import type { ToolDefinition } from "../adapters/tool.js";
+import { compileTool } from "../adapters/tool-schema.js";
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from "../config.js";
 import { EventHub, type EventListener, type TillerEvent } from "../events.js";
 import { createLaneScheduler, type LaneScheduler } from "../lanes/lane-scheduler.js";
@@ -107,6 +108,7 @@ export function createGateway(options: GatewayOptions) {
     logger,
     model: options.model,
     tools: new Map(),
+    toolSchemas: new Map(),
     channelFor(session, preferred) {
       const name =
         (preferred !== undefined && preferred in options.channels ? preferred : undefined) ??
@@ -129,7 +131,8 @@ export function createGateway(options: GatewayOptions) {
       await persistence.covered(entry, ids);
     },
   };
-  for (const tool of [...builtinTools(deps), ...(options.tools ?? [])]) deps.tools.set(tool.name, tool);
+  for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
+  for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
 
   const providedRun = runMachine.provide({
     actors: { callModel: createCallModel(deps), runTool: createRunTool(deps) },
@@ -243,6 +246,12 @@ export function createGateway(options: GatewayOptions) {
       await store.close();
     },
   };
+}
+
+/** Adds a tool with its schema compiled once; `field` names it in a ConfigError. */
+function registerTool(deps: ActorDeps, tool: ToolDefinition, field: string): void {
+  deps.tools.set(tool.name, tool);
+  deps.toolSchemas.set(tool.name, compileTool(tool, field));
 }
 
 export type Gateway = ReturnType<typeof createGateway>;

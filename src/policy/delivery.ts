@@ -37,6 +37,34 @@ export const COULD_NOT_DELIVER_NOTICE =
 /** A turn failed (the model, a store write): the user is told, never left waiting. */
 export const FAILED_NOTICE = "I could not finish this reply because of an internal error. Please try again.";
 
+/** What the user is told when the model itself failed the turn, by the provider's error code. */
+const MODEL_NOTICES: Record<string, string> = {
+  MODEL_UNAVAILABLE:
+    "I could not reach the language model, so I could not answer. Please try again in a little while.",
+  MODEL_RATE_LIMITED:
+    "The language model is refusing requests for now (rate limit), so I could not answer. Please try again in a little while.",
+  MODEL_AUTH:
+    "The language model refused this gateway's credentials, so I could not answer. The operator needs to check the model's API key.",
+  MODEL_BAD_REQUEST:
+    "The language model refused this request, so I could not answer. Please try again; if it keeps happening, the operator should check the model settings.",
+  MODEL_STREAM_INTERRUPTED:
+    "My reply broke off while it was being written, so I stopped there. Please ask again.",
+};
+
+/**
+ * The one notice a failed turn sends: what went wrong in words the user can act on when the model
+ * failed, else {@link FAILED_NOTICE}.
+ *
+ * @example
+ * ```ts
+ * failedNotice({ code: "MODEL_UNAVAILABLE" }); // "I could not reach the language model, ..."
+ * failedNotice(null);                          // FAILED_NOTICE
+ * ```
+ */
+export function failedNotice(error: { code: string } | null | undefined): string {
+  return (error && MODEL_NOTICES[error.code]) || FAILED_NOTICE;
+}
+
 /** A turn ran past the lane timeout and was stopped. */
 export const TIMED_OUT_NOTICE =
   "I could not finish this reply in time and stopped working on it. Please try again.";

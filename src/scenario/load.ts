@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
-import { expectation, parseConfig } from "../config.js";
+import { compileTool } from "../adapters/tool-schema.js";
+import { checkPattern, expectation, parseConfig } from "../config.js";
 import { ConfigError, TillerError } from "../errors.js";
 import { type Scenario, scenarioSchema } from "./schema.js";
 
@@ -65,6 +66,16 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
   }
   try {
     parseConfig(result.data.config ?? {}, "config");
+    // A tool's schema is compiled as the gateway will compile it, so a bad one is a scenario error.
+    for (const [name, tool] of Object.entries(result.data.tools))
+      compileTool(
+        { name, cancellable: tool.cancellable, execute: async () => null, ...schemaOf(tool) },
+        `tools.${name}`,
+      );
+    for (const [index, delivery] of (result.data.expect?.deliveries ?? []).entries()) {
+      if (delivery.textMatches !== undefined)
+        checkPattern(`expect.deliveries[${index}].textMatches`, delivery.textMatches);
+    }
   } catch (error) {
     if (error instanceof ConfigError) {
       const [first, ...rest] = error.problems;
@@ -79,4 +90,10 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
     throw error;
   }
   return result.data;
+}
+
+function schemaOf(tool: { parameters?: Record<string, unknown> | undefined }): {
+  parameters?: Record<string, unknown>;
+} {
+  return tool.parameters === undefined ? {} : { parameters: tool.parameters };
 }

@@ -3,6 +3,7 @@ import { sleep } from "../adapters/clock.js";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import { LoopbackChannel } from "../adapters/loopback-channel.js";
 import { MemoryStore } from "../adapters/memory-store.js";
+import type { ModelProvider } from "../adapters/model.js";
 import { ScriptedModel } from "../adapters/scripted-model.js";
 import { SimulatedClock } from "../adapters/simulated-clock.js";
 import type { TranscriptRecord, TranscriptStore } from "../adapters/store.js";
@@ -10,7 +11,9 @@ import type { ToolDefinition } from "../adapters/tool.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway, type Gateway } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
+import { checkExpectations, type Expectation, type RecordedStates } from "./check-expectations.js";
 import type { Scenario } from "./schema.js";
+import { StateRecorder } from "./state-recorder.js";
 
 /** The JSON a scenario run prints (CONTRACTS.md §2). */
 export interface ScenarioResult {
@@ -57,11 +60,19 @@ export interface ScenarioResult {
   transcripts: Record<string, Array<Partial<TranscriptRecord>>>;
   commitments: Array<{ id: string; status: string; classification: string }>;
   events: TillerEvent[];
+  /** State values each session's session actor and run actors passed through, in order. */
+  states: RecordedStates;
+  /** Present when the scenario has an `expect` block: each expectation with what was found. */
+  expectations?: Expectation[];
 }
 
 export interface RunScenarioOptions {
   /** Keep transcripts in a JSONL store at this directory (default: a fresh in-memory store). */
   storeDir?: string;
+  /** Wraps or replaces the scenario's scripted model (e.g. your own adapter around it). */
+  model?: (scripted: ModelProvider) => ModelProvider;
+  /** Wraps or replaces the scenario's scripted tools. */
+  tools?: (scripted: ToolDefinition[]) => ToolDefinition[];
 }
 
 /**
@@ -81,6 +92,7 @@ export async function runScenario(
   const clock = new SimulatedClock();
   const events: TillerEvent[] = [];
   const acks: ScenarioResult["acks"] = [];
+  const states = new StateRecorder();
   let store: TranscriptStore = await openStore(options.storeDir, clock);
   const channelNames = new Set([
     ...Object.keys(scenario.channels),
@@ -96,19 +108,24 @@ export async function runScenario(
   }
   const newRunId = await runIdsAfter(store);
   let incarnation = new ScopedClock(clock);
+  const wrapModel = options.model ?? ((scripted: ModelProvider) => scripted);
+  const wrapTools = options.tools ?? ((scripted: ToolDefinition[]) => scripted);
   let gateway = await boot();
 
   async function boot(): Promise<Gateway> {
     const scoped = incarnation;
     const next = createGateway({
       config: (scenario.config ?? {}) as object,
-      model: new ScriptedModel(scenario.model, scoped),
-      tools: scenarioTools(scenario, scoped),
+      model: wrapModel(new ScriptedModel(scenario.model, scoped)),
+      tools: wrapTools(scenarioTools(scenario, scoped)),
       channels: Object.fromEntries(channels),
       store: fenced(store, scoped),
       clock: scoped,
       logger: silentLogger,
       newRunId,
+      inspect: (event) => {
+        if (scoped.isAlive) states.observe(event);
+      },
     });
     next.subscribe((event) => {
       if (scoped.isAlive) events.push(event);
@@ -205,7 +222,9 @@ export async function runScenario(
       classification: "",
     })),
     events,
+    states: states.result(),
   };
+  if (scenario.expect) result.expectations = checkExpectations(scenario.expect, result);
   await gateway.stop();
   return { result, gateway };
 }
@@ -228,6 +247,9 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
   return Object.entries(scenario.tools).map(([name, spec]) => ({
     name,
     cancellable: spec.cancellable,
+    ...(spec.description !== undefined ? { description: spec.description } : {}),
+    ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+    ...(spec.readOnly !== undefined ? { readOnly: spec.readOnly } : {}),
     async execute(_args, context) {
       await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
       if (spec.error) throw new Error(spec.error);

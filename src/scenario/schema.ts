@@ -1,10 +1,12 @@
 import { z } from "zod";
+import { expectSchema } from "./expect-schema.js";
 
 /** The scenario file (CONTRACTS.md §2), validated with zod; `config` is checked by parseConfig. */
 const whenSchema = z
   .object({
     latestUser: z.string().optional(),
     call: z.number().int().positive().optional(),
+    turn: z.number().int().positive().optional(),
     recheck: z.boolean().optional(),
     recovery: z.boolean().optional(),
     review: z.boolean().optional(),
@@ -28,6 +30,10 @@ const replySchema = z
 
 const toolSchema = z
   .object({
+    description: z.string().optional(),
+    /** JSON Schema of the arguments; calls that do not fit fail without running. */
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    readOnly: z.boolean().optional(),
     durationMs: z.number().nonnegative().default(0),
     result: z.unknown().optional(),
     cancellable: z.boolean().default(false),
@@ -83,6 +89,7 @@ export const scenarioSchema = z
     commitments: z.array(commitmentSchema).default([]),
     restart: z.array(z.object({ at: z.number().nonnegative() }).strict()).default([]),
     until: z.number().positive().optional(),
+    expect: expectSchema.optional(),
   })
   .strict();
 

@@ -29,7 +29,7 @@ interface Faults {
 class FaultyStore extends MemoryStore {
   constructor(
     private readonly faults: Faults,
-    private readonly clock: () => SimulatedClock,
+    clock: () => SimulatedClock,
   ) {
     super({ now: () => clock().now() });
   }

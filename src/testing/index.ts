@@ -1,0 +1,42 @@
+/**
+ * The testing kit: model-based tests for gateway authors. Enumerate a machine's paths, replay each
+ * through the real gateway on a simulated clock, and check the runtime's invariants on every event.
+ *
+ * @example
+ * ```ts
+ * import { describe, it } from "vitest";
+ * import { machinePaths, testPaths } from "tiller/testing";
+ * describe("run paths", () => testPaths(it, machinePaths("run", { config: { staleReplyRecheck: { maxPasses: 1 } } })));
+ * ```
+ */
+
+export type {
+  CallModelInput,
+  CallModelOutput,
+  RunEvent,
+  RunInput,
+  RunOutput,
+  RunToolInput,
+  RunToolOutput,
+} from "../machines/run.machine.js";
+export type { DeliverInput, DeliverOutput, SessionEvent, SessionInput } from "../machines/session.types.js";
+export type { CheckedResult, Expectation, RecordedStates } from "../scenario/check-expectations.js";
+export { checkExpectations } from "../scenario/check-expectations.js";
+export type { ScenarioExpect } from "../scenario/expect-schema.js";
+export {
+  createTestGateway,
+  InvariantError,
+  type TestGateway,
+  type TestGatewayOptions,
+} from "./create-test-gateway.js";
+export { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
+export {
+  MACHINE_NAMES,
+  type MachineName,
+  type MachinePath,
+  type MachinePathsOptions,
+  machinePaths,
+} from "./machine-paths.js";
+export { type ReplayOptions, type ReplayResult, replayPath, scenarioForPath } from "./replay-path.js";
+export { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
+export { type TestFunction, testPaths } from "./test-paths.js";

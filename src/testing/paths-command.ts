@@ -1,0 +1,102 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import type { GatewayConfigInput } from "../config.js";
+import { ConfigError } from "../errors.js";
+import { MACHINE_NAMES, type MachineName, machinePaths } from "./machine-paths.js";
+import { scenarioForPath } from "./replay-path.js";
+
+export const PATHS_USAGE = `usage: tiller paths MACHINE [--kind shortest|simple] [--json] [--out DIR] [--config FILE]
+
+  MACHINE   ${MACHINE_NAMES.join(", ")}
+  --kind    shortest (default): a shortest path to every state; simple: complete simple paths (bounded)
+  --json    print { machine, paths: [{ name, states, events }] }
+  --out     write one runnable scenario per path (run machine) into DIR, each with an expect block
+  --config  a gateway config (JSON or YAML) whose settings shape the graph (maxPasses, queue mode)`;
+
+/** Thrown for a mistake on the command line; the CLI prints it as one line and exits 2. */
+export class UsageError extends Error {}
+
+/**
+ * `tiller paths`: enumerates a machine's paths, and with `--out` writes the scenarios that drive the
+ * real gateway along them. Returns the text to print.
+ */
+export async function pathsCommand(args: readonly string[]): Promise<string> {
+  let machine: string | undefined;
+  let kind: "shortest" | "simple" = "shortest";
+  let json = false;
+  let out: string | undefined;
+  let configFile: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const value = () => {
+      const next = args[++i];
+      if (next === undefined || next.startsWith("--")) throw new UsageError(`${arg} needs a value`);
+      return next;
+    };
+    if (arg === "--json") json = true;
+    else if (arg === "--kind") {
+      const given = value();
+      if (given !== "shortest" && given !== "simple")
+        throw new UsageError(`--kind: expected shortest or simple, found ${given}`);
+      kind = given;
+    } else if (arg === "--out") out = value();
+    else if (arg === "--config") configFile = value();
+    else if (arg.startsWith("--")) throw new UsageError(`unknown option ${arg}`);
+    else if (machine === undefined) machine = arg;
+    else throw new UsageError(`unexpected argument ${arg}`);
+  }
+  if (!isMachine(machine)) {
+    throw new UsageError(
+      machine === undefined
+        ? "MACHINE is missing"
+        : `unknown machine ${machine}; expected one of ${MACHINE_NAMES.join(", ")}`,
+    );
+  }
+  const config = configFile === undefined ? undefined : await readConfig(configFile);
+  const paths = machinePaths(machine, { kind, ...(config === undefined ? {} : { config }) });
+  let written = 0;
+  if (out !== undefined) {
+    if (machine !== "run")
+      throw new UsageError(`--out writes scenarios for the run machine; ${machine} has none yet`);
+    await mkdir(out, { recursive: true });
+    const width = String(paths.length).length;
+    for (const [index, path] of paths.entries()) {
+      const scenario = scenarioForPath(path, config);
+      const file = join(out, `${machine}-${String(index + 1).padStart(width, "0")}.yaml`);
+      await writeFile(file, `# ${path.name}\n${stringifyYaml(scenario, { lineWidth: 0 })}`);
+      written++;
+    }
+  }
+  if (json) {
+    return JSON.stringify({
+      machine,
+      kind,
+      paths: paths.map((path) => ({ name: path.name, states: path.states, events: path.events })),
+    });
+  }
+  const lines = paths.map((path, index) => `${index + 1}. ${path.name}`);
+  lines.push(
+    `${paths.length} ${kind} paths of the ${machine} machine${out ? `; ${written} scenarios written to ${out}` : ""}`,
+  );
+  return lines.join("\n");
+}
+
+function isMachine(name: string | undefined): name is MachineName {
+  return MACHINE_NAMES.includes(name as MachineName);
+}
+
+async function readConfig(file: string): Promise<GatewayConfigInput> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    throw new UsageError(`--config ${file}: cannot be read (${(error as Error).message})`);
+  }
+  try {
+    const parsed: unknown = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+    return (parsed ?? {}) as GatewayConfigInput;
+  } catch (error) {
+    throw new ConfigError("--config", "JSON or YAML", (error as Error).message.split("\n")[0]);
+  }
+}
