@@ -155,7 +155,8 @@ export const sessionSetup = setup({
     dropPending: enqueueActions(({ context, event, enqueue, self }) => {
       const reason = clearedBy(event);
       // Messages the model already saw were not dropped: their turn was cut off (turn.ended says so).
-      const run = self.getSnapshot().children.run?.getSnapshot();
+      // (A pure transition, as graph traversal makes, has no live children: nothing was seen then.)
+      const run = self.getSnapshot()?.children?.run?.getSnapshot();
       const seen = new Set(
         run && run.context.call > 0 ? run.context.owned.map((message: OwnedMessage) => message.id) : [],
       );
