@@ -169,7 +169,18 @@ export function planResume(
       notes.push(
         `turn ${state.runId ?? "(not started)"} was interrupted before the crash; it does not run again`,
       );
-    } else if (!settled) {
+    } else if (settled) {
+      // Messages that joined the turn too late for its final (never stored, never shown to the model)
+      // would have come back as a follow-up: the crash came before that was saved.
+      const stored = new Set(storedIds);
+      const unshown = pending.messages.filter((message) => !stored.has(message.id));
+      if (unshown.length > 0) {
+        queue.unshift({ kind: "followup", messages: unshown, resumed: true });
+        notes.push(
+          `${unshown.map((message) => message.id).join(", ")} joined a turn after its final; answered next`,
+        );
+      }
+    } else {
       queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });
       summaries.unshift(...pending.summaries);
       notes.push(`turn ${state.runId ?? "(not started)"} was cut off; it runs again`);
