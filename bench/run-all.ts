@@ -24,7 +24,9 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
+  { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
 ];
 

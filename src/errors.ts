@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { LaneClearedError, TillerError } from "tiller";
+ * import { LaneClearedError, TillerError } from "tiller-gateway";
  * try { await lanes.run({ session: "A" }, work); }
  * catch (error) { if (error instanceof TillerError && error.code === "LANE_CLEARED") retryLater(); }
  * ```
@@ -27,7 +27,8 @@ export type TillerErrorCode =
   | "MODEL_UNAVAILABLE"
   | "MODEL_AUTH"
   | "MODEL_BAD_REQUEST"
-  | "MODEL_STREAM_INTERRUPTED";
+  | "MODEL_STREAM_INTERRUPTED"
+  | "LEASE_LOST";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
@@ -114,6 +115,23 @@ export class MessageRejectedError extends TillerError {
 export class StoreLockedError extends TillerError {
   constructor(dir: string, holder: string) {
     super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/**
+ * A write carried a fencing token that no longer holds the session's lease (it expired, or another
+ * process took the session over): nothing was written. The run that made it must stop.
+ */
+export class LeaseLostError extends TillerError {
+  readonly session: string;
+  readonly fence: number;
+  constructor(session: string, fence: number) {
+    super(
+      "LEASE_LOST",
+      `session "${session}": fencing token ${fence} no longer holds the lease; nothing was written`,
+    );
+    this.session = session;
+    this.fence = fence;
   }
 }
 

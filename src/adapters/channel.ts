@@ -22,9 +22,10 @@ export interface OutboundMessage {
   /**
    * Stable for one logical delivery across retries and restarts (derived from what is delivered: the
    * stored final, the recovery, the notice, the ack), never from a run id. A channel that sees the same
-   * id twice should drop the second send and answer with the first receipt.
+   * id twice should drop the second send and answer with the first receipt. The gateway sets it on
+   * every send; it is optional only so that code calling a channel directly need not invent one.
    */
-  deliveryId: string;
+  deliveryId?: string;
 }
 
 export interface DeliveryReceipt {

@@ -42,6 +42,12 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Names each turn's run; must never repeat for a session (default: the session key + a random id). */
   newRunId?: (session: string) => string;
+  /**
+   * The lane scheduler to ask for slots (default: an in-process one with `config.lanes`), such as the
+   * cluster lanes of several processes on one PostgreSQL (docs/postgres.md). Its `lane.*` events join the
+   * gateway's stream when it has `observe`.
+   */
+  lanes?: LaneScheduler;
 }
 
 export interface SessionInspection {
@@ -89,16 +95,22 @@ export function createGateway(options: GatewayOptions) {
     onStoredRecords: (session, records) => messageLog.seed(session, records),
   });
 
-  const lanes: LaneScheduler = createLaneScheduler({
-    capacity: config.lanes,
-    warnAfterMs: config.warnAfterMs,
-    clock,
-    logger,
-    onEvent: (event) => {
-      messageLog.observe(event);
-      hub.emit(event);
-    },
-  });
+  const onLaneEvent = (event: TillerEvent) => {
+    messageLog.observe(event);
+    hub.emit(event);
+  };
+  const lanes: LaneScheduler =
+    options.lanes ??
+    createLaneScheduler({
+      capacity: config.lanes,
+      warnAfterMs: config.warnAfterMs,
+      clock,
+      logger,
+      // The scheduler's own machine shows up in the same inspector as the sessions and runs.
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      onEvent: onLaneEvent,
+    });
+  options.lanes?.observe?.(onLaneEvent);
 
   checkAdapters(options, BUILTIN_TOOL_NAMES);
   const channelNames = Object.keys(options.channels);
@@ -218,6 +230,10 @@ export function createGateway(options: GatewayOptions) {
       return hub.subscribe(listener);
     },
     inspectSession,
+    /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
+    sessionKeys(): string[] {
+      return [...registry.keys()];
+    },
     /** "What happened to my message?", from the event stream. */
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);

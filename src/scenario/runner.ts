@@ -104,7 +104,7 @@ export async function runScenario(
   const channels = new Map<string, LoopbackChannel>();
   for (const name of channelNames) {
     const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
-    channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now() }));
+    channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now(), clock }));
   }
   const newRunId = await runIdsAfter(store);
   let incarnation = new ScopedClock(clock);

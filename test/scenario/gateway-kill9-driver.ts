@@ -54,12 +54,13 @@ class FileChannel implements Channel {
     this.fd = openSync(file, "a");
   }
   async send(message: OutboundMessage): Promise<DeliveryReceipt> {
-    const earlier = this.taken.get(message.deliveryId);
+    const deliveryId = message.deliveryId ?? "";
+    const earlier = this.taken.get(deliveryId);
     const messageId = earlier ?? `${process.pid}-${++this.counter}`;
     const line = { ...message, messageId, pid: process.pid, ...(earlier ? { duplicate: true } : {}) };
     writeSync(this.fd, `${JSON.stringify(line)}\n`);
     fsyncSync(this.fd);
-    this.taken.set(message.deliveryId, messageId);
+    this.taken.set(deliveryId, messageId);
     await wait(Math.floor(random() * 10));
     return { messageId };
   }

@@ -73,7 +73,7 @@ export class HangingChannel implements Channel {
   /** When set, the send reaches this channel (the user has it) before the receipt is lost. */
   constructor(private readonly through?: Channel) {}
   async send(message: Parameters<Channel["send"]>[0]) {
-    this.sent.push({ deliveryId: message.deliveryId, text: message.text });
+    this.sent.push({ deliveryId: message.deliveryId ?? "", text: message.text });
     if (this.through) await this.through.send(message);
     return new Promise<never>(() => {});
   }
