@@ -156,9 +156,11 @@ export const sessionSetup = setup({
       const reason = clearedBy(event);
       // Messages the model already saw were not dropped: their turn was cut off (turn.ended says so).
       // (A pure transition, as graph traversal makes, has no live children: nothing was seen then.)
-      const run = self.getSnapshot()?.children?.run?.getSnapshot();
-      const seen = new Set(
-        run && run.context.call > 0 ? run.context.owned.map((message: OwnedMessage) => message.id) : [],
+      const run = self.getSnapshot()?.children?.run?.getSnapshot()?.context;
+      const seen = new Set<string>(
+        run && run.call > 0 && Array.isArray(run.owned)
+          ? run.owned.map((message: OwnedMessage) => message.id)
+          : [],
       );
       for (const message of context.pending?.messages ?? []) {
         if (seen.has(message.id)) continue;
