@@ -29,6 +29,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
   { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
+  { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

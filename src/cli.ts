@@ -76,11 +76,24 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
+  if (storeDir !== undefined) {
+    const problem = await storeProblem(storeDir);
+    if (problem) {
+      process.stderr.write(`invalid argument: --store ${storeDir}: ${problem}\n`);
+      return 2;
+    }
+  }
   const files = await scenarioFiles(target);
   let passed = 0;
   let failed = 0;
   for (const file of files) {
     const scenario = await loadScenario(file);
+    if (scenario.inbound.length === 0 && Object.keys(scenario.channels).length === 0 && !storeDir)
+      throw new ScenarioError(
+        file,
+        "inbound",
+        "expected at least one inbound message or channel (or --store DIR to resume a store), found none",
+      );
     const { result, gateway } = await runScenario(scenario, storeDir ? { storeDir } : {});
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else process.stdout.write(`${formatTimeline(result)}\n\n`);
@@ -119,6 +132,17 @@ function formatExpectations(
       : `  FAIL  ${expectation.what}\n        found: ${expectation.found}`,
   );
   return [`expectations of ${file}:`, ...lines].join("\n");
+}
+
+/** Why a --store path cannot be a store directory (absent is fine: it is created), or undefined. */
+async function storeProblem(dir: string): Promise<string | undefined> {
+  try {
+    const info = await stat(dir);
+    return info.isDirectory() ? undefined : "expected a directory, found a file";
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === "ENOENT" ? undefined : `cannot be used (${code ?? String(error)})`;
+  }
 }
 
 async function scenarioFiles(target: string): Promise<string[]> {

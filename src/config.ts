@@ -143,10 +143,18 @@ export const configSchema = z
       .strict()
       .default({ visibleReplies: "auto", visibleAcks: false, sendTimeoutMs: 30_000 }),
     /**
-     * Capacity per workload lane (`main`, `cron`, `cron-nested`, `subagent`, any name); 0 pauses a lane.
+     * Capacity per workload lane (`main`, `cron`, `cron-nested`, `subagent`, any name); 0 pauses a lane,
+     * but not `main`: every user turn runs in it, so `main: 0` would accept messages that never run.
      * @default { main: max(8, 4 × CPUs) }
      */
-    lanes: z.record(z.string(), nonNegativeInt).default({}),
+    lanes: z
+      .record(z.string(), nonNegativeInt)
+      .refine((lanes) => lanes.main !== 0, {
+        message:
+          "a capacity >= 1 for main (every user turn runs in it; 0 would accept messages that never run)",
+        path: ["main"],
+      })
+      .default({}),
     /**
      * A turn that holds its lane slot longer is aborted; the user is told it ran out of time.
      * @default none (no lane timeout)
@@ -328,8 +336,18 @@ export function checkPattern(field: string, pattern: string): void {
     throw new ConfigError(field, `a regular expression that is safe to match (${verdict})`, pattern);
 }
 
+/** Every problem of a config at once, each naming its field; the first one is the error's own field. */
 function zodToConfigError(error: z.ZodError, raw: unknown, prefix: string): ConfigError {
-  const issue = error.issues[0]!;
+  const all = error.issues.map((issue) => issueToConfigError(issue, raw, prefix));
+  const first = all[0]!;
+  if (all.length === 1) return first;
+  const combined = new ConfigError(first.field, "", undefined, { cause: error });
+  combined.message = `${all.length} problems: ${all.map((problem) => problem.message).join("; ")}`;
+  combined.problems = all.map((problem) => ({ field: problem.field, message: problem.message }));
+  return combined;
+}
+
+function issueToConfigError(issue: z.core.$ZodIssue, raw: unknown, prefix: string): ConfigError {
   const path = issue.path
     .map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`))
     .join("");
@@ -338,12 +356,14 @@ function zodToConfigError(error: z.ZodError, raw: unknown, prefix: string): Conf
     received =
       received && typeof received === "object" ? (received as Record<PropertyKey, unknown>)[part] : undefined;
   }
-  return new ConfigError(`${prefix}${path}`, expectation(issue), received, { cause: error });
+  return new ConfigError(`${prefix}${path}`, expectation(issue), received);
 }
 
 /** What the field should have been, in words, from a zod issue. */
 export function expectation(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
+    case "custom":
+      return issue.message.replace(/^expected /, "");
     case "unrecognized_keys":
       return `no unknown keys (got ${issue.keys.join(", ")})`;
     case "invalid_type":

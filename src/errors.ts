@@ -134,9 +134,12 @@ export class StaleWriterError extends TillerError {
 /** Configuration or an argument failed validation; the message names the field, expectation and value. */
 export class ConfigError extends TillerError {
   readonly field: string;
+  /** Every problem found, each naming its field (one entry when there was one problem). */
+  problems: Array<{ field: string; message: string }>;
   constructor(field: string, expected: string, received: unknown, options: { cause?: unknown } = {}) {
     super("CONFIG_INVALID", `${field}: expected ${expected}, received ${describe(received)}`, options);
     this.field = field;
+    this.problems = [{ field, message: this.message }];
   }
 }
 

@@ -202,13 +202,36 @@ export interface TillerEventMap {
 
   // Delivery
   /** The final reached the user (a committed receipt). `stored: false` when `/new` came meanwhile. */
-  "final.delivered": InTurn & { messageId?: string; stored?: false };
+  "final.delivered": InTurn & {
+    messageId?: string;
+    stored?: false;
+    /** The delivery's stable id (the same across a resend after a crash). */
+    deliveryId?: string;
+    /** Delivered by the one resend of an intent a crash left without a receipt. */
+    resent?: true;
+  };
   /** A non-empty final was stored but did not reach the user. */
   "final.undelivered": InTurn & { reason: string };
   /** The final was empty: nothing is sent. */
   "final.silent": InTurn;
   /** A channel send failed or gave no `messageId`. */
-  "delivery.failed": InSession & { runId?: string | undefined; kind: DeliveryKind; reason: string };
+  "delivery.failed": InSession & {
+    runId?: string | undefined;
+    kind: DeliveryKind;
+    reason: string;
+    deliveryId?: string | undefined;
+  };
+  /** After a restart: an intent without a receipt was sent once more, under the same `deliveryId`. */
+  "delivery.resent": InTurn & { deliveryId: string; kind: DeliveryKind; delivered: boolean };
+  /** The durable `sending` intent could not be written: the send goes out without crash safety. */
+  "delivery.intentFailed": InSession & {
+    runId?: string | undefined;
+    kind: DeliveryKind;
+    deliveryId: string;
+    error: string;
+  };
+  /** A send's receipt could not be written after the send. */
+  "delivery.receiptFailed": InSession & { deliveryId: string; error: string };
   /** The hidden undelivered-final marker is durable. */
   "marker.appended": InTurn & { finalSeq: number };
   /** A stranded final got its one recovery, queued at the front of the session. */
@@ -234,6 +257,8 @@ export interface TillerEventMap {
   "marker.storeFailed": InTurn & { error: string };
   /** `store.failed` with `op: "state"`, under its earlier name; emitted next to it. */
   "state.saveFailed": InSession & { error: string };
+  /** A state save failed and is tried again (`attempt` of 3) before the ack. */
+  "state.saveRetried": InSession & { attempt: number; error: string };
 
   // Commitments
   /** The model proposed a follow-up with the built-in `commitment` tool (validated fields). */

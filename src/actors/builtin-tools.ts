@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { ToolDefinition } from "../adapters/tool.js";
 import { MESSAGE_TOOL } from "../policy/delivery.js";
-import { send } from "./deliver.js";
 import type { ActorDeps } from "./deps.js";
+import { sendDurably } from "./send.js";
 
 /**
  * The tools every model may call (docs/scenarios.md): `message` sends a visible message now;
@@ -30,15 +30,18 @@ function messageTool(deps: ActorDeps): ToolDefinition {
       const parsed = messageArgs.safeParse(args);
       if (!parsed.success)
         throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
-      const kind = context.turnKind === "recovery" ? "recovery" : "reply";
-      const messageId = await send(
-        deps,
-        context.session,
-        parsed.data.text,
-        kind,
-        context.runId,
-        context.channel,
-      );
+      const facts = deps.runFacts.get(context.runId);
+      const kind = facts?.kind === "recovery" ? "recovery" : "reply";
+      // Named after the turn's messages and the send's place in the turn: a turn re-run after a crash
+      // sends under the same ids, so a channel drops what the user already has.
+      const ordinal = facts ? ++facts.sendOrdinal : 1;
+      const deliveryId = `message:${context.session}:${facts?.turnKey ?? context.runId}:${ordinal}`;
+      const { messageId } = await sendDurably(deps, context.session, parsed.data.text, kind, {
+        deliveryId,
+        fallbackId: deliveryId,
+        runId: context.runId,
+        via: facts?.channel,
+      });
       if (!messageId) throw new Error("message: the channel did not deliver the message");
       deps.emit("message.sent", { session: context.session, runId: context.runId, messageId, kind });
       return { sent: true, messageId };

@@ -20,12 +20,12 @@ import { checkModelReply } from "./model-reply.js";
  */
 export function createCallModel(deps: ActorDeps) {
   return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
-    const journaled = deps.writer.appendJournal(
-      input.session,
-      input.runId,
-      input.journalOffset,
-      input.unpersisted,
-    );
+    const userIds = input.unpersisted.flatMap((item) => (item.role === "user" ? [item.messageId] : []));
+    const journaled = (async () => {
+      // A message is stored only once a saved state says which turn answers it (restart safety).
+      if (userIds.length > 0) await deps.stateDurable?.(input.session, userIds);
+      await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
+    })();
     // Observed here so a failed write is not an unhandled rejection while the model still works.
     journaled.catch(() => {});
     const turn = input.context.slice(input.turnStart);

@@ -1,6 +1,4 @@
 import { fromPromise } from "xstate";
-import { type DeliveryKind, isCommitted } from "../adapters/channel.js";
-import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { type RecordBody, UNDELIVERED_FINAL } from "../adapters/store.js";
 import { errorMessage } from "../errors.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
@@ -9,12 +7,15 @@ import {
   COULD_NOT_DELIVER_NOTICE,
   FAILED_NOTICE,
   failedNotice,
-  isSubstantive,
   markerDeliveryMode,
   TIMED_OUT_NOTICE,
+  wantsRecovery,
 } from "../policy/delivery.js";
-import { RECOVERED } from "../policy/turn-context.js";
+import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
+import { sendDurably } from "./send.js";
+
+export { send } from "./send.js";
 
 const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };
 
@@ -22,11 +23,23 @@ const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };
  * The end of every turn (docs/architecture.md): stores what the run produced, sends the final, and when a
  * non-empty final did not reach the user, appends the hidden marker and waits for it to be durable
  * before a recovery is handed back to the session. Direct and follow-up turns share this path.
+ *
+ * A final sent automatically is first stored as a durable intent (`tiller.delivery-intent`, its
+ * deliveryId `reply:<record id>`); the assistant record written after the send is its receipt. A crash
+ * in between leaves an intent without a receipt, which a restart resends once and never re-runs.
  */
 export function createDeliver(deps: ActorDeps) {
   return fromPromise<DeliverOutput, DeliverInput>(async ({ input, signal }) => {
     const { output, session } = input;
-    const via = output.channel;
+    const facts = deps.runFacts.get(output.runId);
+    deps.runFacts.delete(output.runId);
+    const notice = (text: string, why: string) =>
+      sendDurably(deps, session, text, "notice", {
+        deliveryId: `notice:${why}:${session}:${turnKey(input)}`,
+        fallbackId: `notice:${why}:${session}:${turnKey(input)}`,
+        runId: output.runId,
+        via: facts?.channel,
+      });
     try {
       await deps.writer.appendJournal(
         session,
@@ -38,10 +51,8 @@ export function createDeliver(deps: ActorDeps) {
     } catch (error) {
       // What the turn did could not be stored: the user still learns that this reply failed.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "turn.storeFailed");
-      const failure = { session, runId: output.runId, error: errorMessage(error) };
-      deps.emit("store.failed", { op: "turn", ...failure });
-      deps.emit("turn.storeFailed", failure);
-      if (!signal.aborted) await send(deps, session, FAILED_NOTICE, "notice", output.runId, via);
+      deps.emit("turn.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
+      if (!signal.aborted) await notice(FAILED_NOTICE, "failed");
       return UNDELIVERED;
     } finally {
       deps.writer.endJournal(output.runId);
@@ -51,13 +62,12 @@ export function createDeliver(deps: ActorDeps) {
 
     if (input.kind === "recovery") return deliverRecovery(deps, input, output.messageSends);
     if (output.status === "aborted") {
-      if (output.abortReason === LANE_TIMEOUT_REASON)
-        await send(deps, session, TIMED_OUT_NOTICE, "notice", output.runId, via);
+      if (output.abortReason === LANE_TIMEOUT_REASON) await notice(TIMED_OUT_NOTICE, "timeout");
       return UNDELIVERED;
     }
     if (output.status === "failed") {
       deps.logger.warn({ session, runId: output.runId, error: output.error }, "turn.failed");
-      await send(deps, session, failedNotice(output.error), "notice", output.runId, via);
+      await notice(failedNotice(output.error), "failed");
       return UNDELIVERED;
     }
     if (output.final.trim().length === 0) {
@@ -68,8 +78,15 @@ export function createDeliver(deps: ActorDeps) {
     const visibleReplies = deps.config.delivery.visibleReplies;
     let delivered = false;
     let messageId: string | undefined;
+    let deliveryId: string | undefined;
     if (visibleReplies === "auto") {
-      messageId = await send(deps, session, output.final, "reply", output.runId, via);
+      ({ deliveryId, messageId } = await sendDurably(deps, session, output.final, "reply", {
+        fallbackId: `reply:${session}:${turnKey(input)}`,
+        runId: output.runId,
+        via: facts?.channel,
+        final: true,
+        receipt: false,
+      }));
       delivered = messageId !== undefined;
     } else delivered = output.messageSends > 0;
     if (signal.aborted) {
@@ -93,6 +110,7 @@ export function createDeliver(deps: ActorDeps) {
           runId: output.runId,
           delivered,
           ...(messageId ? { deliveryMessageId: messageId } : {}),
+          ...(deliveryId ? { deliveryId } : {}),
         },
       ]);
     } catch (error) {
@@ -106,7 +124,12 @@ export function createDeliver(deps: ActorDeps) {
       return { delivered, recovery: null };
     }
     if (delivered) {
-      deps.emit("final.delivered", { session, runId: output.runId, ...(messageId ? { messageId } : {}) });
+      deps.emit("final.delivered", {
+        session,
+        runId: output.runId,
+        ...(messageId ? { messageId } : {}),
+        ...(deliveryId ? { deliveryId } : {}),
+      });
       return { delivered: true, recovery: null };
     }
 
@@ -134,99 +157,34 @@ export function createDeliver(deps: ActorDeps) {
     } catch (error) {
       // Without a durable marker no recovery may be queued (invariant 6): the user gets the notice.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "marker.storeFailed");
-      const failure = { session, runId: output.runId, error: errorMessage(error) };
-      deps.emit("store.failed", { op: "marker", ...failure });
-      deps.emit("marker.storeFailed", failure);
-      const noticeId = await send(deps, session, COULD_NOT_DELIVER_NOTICE, "notice", output.runId, via);
-      deps.emit("notice.sent", { session, runId: output.runId, delivered: noticeId !== undefined });
+      deps.emit("marker.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
+      const sent = await notice(COULD_NOT_DELIVER_NOTICE, "undelivered");
+      deps.emit("notice.sent", { session, runId: output.runId, delivered: sent.messageId !== undefined });
       return UNDELIVERED;
     }
     deps.emit("marker.appended", { session, runId: output.runId, finalSeq: final?.seq ?? 0 });
-    if (!isSubstantive(output.final)) return { delivered: false, recovery: null };
+    // In `auto` mode any final the channel failed to take is resent once; a private `message_tool`
+    // final earns a recovery turn only when it is substantive.
+    if (!wantsRecovery(output.final, visibleReplies)) return { delivered: false, recovery: null };
     deps.emit("recovery.queued", { session, runId: output.runId, deliveryMode });
     return {
       delivered: false,
-      recovery: { kind: "recovery", text: output.final, strandedRunId: output.runId, deliveryMode },
+      recovery: {
+        kind: "recovery",
+        text: output.final,
+        strandedRunId: output.runId,
+        deliveryMode,
+        ...(deliveryId ? { deliveryId } : {}),
+      },
     };
   });
 }
 
-async function deliverRecovery(
-  deps: ActorDeps,
-  input: DeliverInput,
-  messageSends: number,
-): Promise<DeliverOutput> {
-  const { session, output, recovery } = input;
-  let messageId: string | undefined;
-  let recovered = false;
-  if (recovery?.deliveryMode === "automatic") {
-    messageId = await send(deps, session, recovery.text, "recovery", output.runId);
-    recovered = messageId !== undefined;
-  } else {
-    recovered = messageSends > 0;
-    if (output.final.trim()) {
-      // The recovery turn's own closing words are private; they never earn a second marker.
-      await deps.writer.append(session, [
-        { role: "assistant", text: output.final, runId: output.runId, delivered: false },
-      ]);
-    }
-  }
-  // Durable proof that this stranded final had its one recovery, whatever the outcome.
-  await deps.writer.append(session, [
-    {
-      role: "custom",
-      customType: RECOVERED,
-      display: false,
-      details: {
-        strandedRunId: recovery?.strandedRunId ?? "",
-        recovered,
-        ...(messageId ? { messageId } : {}),
-      },
-    },
-  ]);
-  if (recovered) {
-    deps.emit("recovery.delivered", { session, runId: output.runId, strandedRunId: recovery?.strandedRunId });
-    return { delivered: true, recovery: null };
-  }
-  deps.emit("recovery.failed", { session, runId: output.runId, strandedRunId: recovery?.strandedRunId });
-  const noticeId = await send(deps, session, COULD_NOT_DELIVER_NOTICE, "notice", output.runId);
-  deps.emit("notice.sent", { session, runId: output.runId, delivered: noticeId !== undefined });
-  return { delivered: false, recovery: null };
-}
-
-/**
- * Sends through the session's channel (or `via`, the channel of the turn the text belongs to); the
- * messageId of a committed receipt, else undefined.
- */
-export async function send(
-  deps: ActorDeps,
-  session: string,
-  text: string,
-  kind: DeliveryKind,
-  runId?: string,
-  via?: string,
-): Promise<string | undefined> {
-  const { channel } = deps.channelFor(session, via);
-  try {
-    const receipt = await withDeadline(
-      deps.clock,
-      channel.send({ session, text, kind, ...(runId ? { runId } : {}) }),
-      deps.config.delivery.sendTimeoutMs,
-    );
-    if (isCommitted(receipt)) return receipt.messageId;
-    deps.emit("delivery.failed", { session, runId, kind, reason: "receipt without messageId" });
-  } catch (error) {
-    deps.emit("delivery.failed", {
-      session,
-      runId,
-      kind,
-      reason:
-        error instanceof DeadlineError
-          ? `the channel did not answer within ${error.ms} ms`
-          : errorMessage(error),
-    });
-  }
-  return undefined;
+/** What a turn's notices are named after: the messages it owned (stable across a re-run). */
+export function turnKey(input: DeliverInput): string {
+  if (input.recovery) return `recovery:${input.recovery.deliveryId ?? input.recovery.strandedRunId}`;
+  const ids = input.messageIds ?? [];
+  return ids.length > 0 ? ids.join(",") : `run:${input.output.runId}`;
 }
 
 /**

@@ -83,6 +83,16 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     });
   }
   const channel = pending.messages.at(-1)?.channel;
+  const turnKey = recovery
+    ? `recovery:${pending.recovery?.deliveryId ?? pending.recovery?.strandedRunId ?? args.runId}`
+    : pending.messages.map((message) => message.id).join(",") || `run:${args.runId}`;
+  deps.runFacts.set(args.runId, {
+    messageSends: 0,
+    kind: pending.kind,
+    turnKey,
+    sendOrdinal: 0,
+    ...(channel ? { channel } : {}),
+  });
   const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
   const stored = pending.resumed ? storedIds(records, pending) : [];
   return {

@@ -34,7 +34,10 @@ export function createSendCommitment(deps: ActorDeps, book: CommitmentBook, gate
     );
     if (intent.sending?.text !== text) return notSent(`it is ${intent.status} now`);
     const runId = `${CHECK_IN_RUN_PREFIX}${id}`;
-    const messageId = await send(deps, session, text, "commitment", runId);
+    const messageId = await send(deps, session, text, "commitment", {
+      runId,
+      deliveryId: `commitment:${id}`,
+    });
     const at = deps.clock.now();
     if (!messageId) {
       await book.update(id, (current) => (current ? withoutIntent(current, at) : undefined));

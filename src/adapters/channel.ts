@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * const receipt = await channel.send({ session: "telegram:42", text: "hi", kind: "reply" });
+ * const receipt = await channel.send({ session: "telegram:42", text: "hi", kind: "reply", deliveryId: "ack:telegram:42:m1" });
  * const delivered = typeof receipt.messageId === "string";
  * ```
  */
@@ -19,6 +19,13 @@ export interface OutboundMessage {
   text: string;
   kind: DeliveryKind;
   runId?: string;
+  /**
+   * Stable for one logical delivery across retries and restarts (derived from what is delivered: the
+   * stored final, the recovery, the notice, the ack), never from a run id. A channel that sees the same
+   * id twice should drop the second send and answer with the first receipt. The gateway sets it on
+   * every send; it is optional only so that code calling a channel directly need not invent one.
+   */
+  deliveryId?: string;
 }
 
 export interface DeliveryReceipt {

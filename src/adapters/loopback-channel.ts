@@ -19,16 +19,22 @@ export interface LoopbackDelivery extends OutboundMessage {
 }
 
 /**
- * A channel that keeps what it is sent, with injectable faults; scenarios and tests read `sent`.
+ * A channel that keeps what it is sent, with injectable faults; scenarios and tests read `sent`. A send
+ * whose `deliveryId` it already took is dropped (not added to `sent`, counted in `duplicates`) and
+ * answered with the first receipt, so a resend after a crash never shows the user a reply twice.
  *
  * @example
  * ```ts
  * const channel = new LoopbackChannel({ failSends: 1 });
- * await channel.send({ session: "s", text: "hi", kind: "reply" }).catch(() => "first send fails");
+ * await channel.send({ session: "s", text: "hi", kind: "reply", deliveryId: "d1" }).catch(() => "first send fails");
  * ```
  */
 export class LoopbackChannel implements Channel {
   readonly sent: LoopbackDelivery[] = [];
+  /** Sends dropped because their deliveryId was already committed. */
+  readonly duplicates: OutboundMessage[] = [];
+  /** deliveryId → the messageId it was taken under ("" when the receipt omitted it). */
+  private readonly committed = new Map<string, string>();
   private failuresLeft: number;
   private counter = 0;
 
@@ -40,6 +46,11 @@ export class LoopbackChannel implements Channel {
     if (this.options.sendDelayMs && this.options.clock)
       await sleep(this.options.clock, this.options.sendDelayMs);
     const at = this.options.now?.() ?? Date.now();
+    const earlier = message.deliveryId ? this.committed.get(message.deliveryId) : undefined;
+    if (earlier !== undefined) {
+      this.duplicates.push(message);
+      return earlier ? { messageId: earlier, duplicate: true } : { status: "accepted", duplicate: true };
+    }
     if (this.failuresLeft > 0) {
       this.failuresLeft--;
       this.sent.push({ ...message, at, ok: false });
@@ -47,10 +58,12 @@ export class LoopbackChannel implements Channel {
     }
     this.counter++;
     if (this.options.omitMessageId) {
+      if (message.deliveryId) this.committed.set(message.deliveryId, "");
       this.sent.push({ ...message, at, ok: true });
       return { status: "accepted" };
     }
     const messageId = `out-${this.counter}`;
+    if (message.deliveryId) this.committed.set(message.deliveryId, messageId);
     this.sent.push({ ...message, at, ok: true, messageId });
     return { messageId };
   }

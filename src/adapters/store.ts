@@ -36,6 +36,8 @@ export interface AssistantRecord {
   delivered: boolean;
   /** Present when delivered. */
   deliveryMessageId?: string;
+  /** The deliveryId it was sent under (automatic delivery): this record is the receipt of that intent. */
+  deliveryId?: string;
 }
 
 export interface ToolCallRecord {
@@ -69,6 +71,23 @@ export type TranscriptRecord = RecordHeader & RecordBody;
 
 /** The marker appended when a non-empty final was stored but never reached the user. */
 export const UNDELIVERED_FINAL = "tiller.undelivered-final";
+
+/**
+ * A send about to be made (written, and durable, before the channel is called): `details` holds
+ * `{ deliveryId?, kind, text, runId?, channel? }`. Without `details.deliveryId` the id is
+ * `<kind>:<record id>` (a final: `reply:<id of this record>`). A restart resends an intent that has no
+ * receipt once, with the same deliveryId.
+ */
+/** The kinds of send an intent records (the channel port's `DeliveryKind`). */
+export type DeliveryKindName = "reply" | "ack" | "recovery" | "notice" | "commitment";
+
+export const DELIVERY_INTENT = "tiller.delivery-intent";
+
+/**
+ * The outcome of a send whose intent was written: `details` holds `{ deliveryId, delivered, messageId? }`.
+ * A final's receipt is its assistant record (which carries `deliveryId`).
+ */
+export const DELIVERY_RECEIPT = "tiller.delivery-receipt";
 
 /** Identity of a transcript that writers must present on every append. */
 export interface TranscriptHead {

@@ -33,6 +33,11 @@ export interface Ack {
   dropped?: string[];
   /** Position in the session's queue (1 = next). */
   queuePosition?: number;
+  /**
+   * `false` when the message could not be stored durably (the store failed even after retries): it is
+   * being handled, but a restart before its answer would lose it. Absent otherwise.
+   */
+  durable?: false;
 }
 
 export interface RunView {

@@ -60,7 +60,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
   const emit: EmitEvent = (type, fields) => publish(tillerEvent(type, clock.now(), fields));
 
-  const persistence = new SessionPersistence({ writer, clock, config, logger, emit });
+  const persistence = new SessionPersistence({
+    writer,
+    clock,
+    config,
+    logger,
+    emit,
+    onStoredRecords: (session, records) => messageLog.seed(session, records),
+  });
 
   const onLaneEvent = (event: TillerEvent) => {
     messageLog.observe(event);
@@ -100,6 +107,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     lanes,
     newRunId: options.newRunId ?? ((session) => `${session}#${nanoid(10)}`),
     emit,
+    runFacts: new Map(),
+    async stateDurable(session, ids) {
+      // After the step that changed the session, whose state its subscriber has just handed over.
+      await null;
+      const entry = registry.get(session);
+      if (!entry) return;
+      persistence.flush(session, entry);
+      await persistence.covered(entry, ids);
+    },
   };
   for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
@@ -163,7 +179,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     const snapshot = entry.actor?.getSnapshot();
     const runRef = snapshot?.children.run as AnyActorRef | undefined;
     const runSnapshot = runRef?.getSnapshot();
-    const lane = lanes.snapshot().lanes[`session:${key}`] ?? null;
+    const laneSnapshot = lanes.snapshot().lanes;
+    const sessionLane = laneSnapshot[`session:${key}`];
+    // The session lane admits one turn at a time; what limits it is the workload lane's capacity.
+    const lane = sessionLane
+      ? { ...sessionLane, capacity: laneSnapshot.main?.capacity ?? sessionLane.capacity }
+      : null;
     return {
       state: snapshot ? stateName(snapshot.value) : "idle",
       run: runSnapshot
@@ -181,7 +202,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         messageIds: item.kind === "recovery" ? [] : item.messages.map((message) => message.id),
       })),
       lane,
-      transcriptLength: writer.lastSeq(key),
+      transcriptLength: writer.length(key),
     };
   }
 

@@ -1,4 +1,6 @@
+import type { TranscriptRecord } from "../adapters/store.js";
 import type { TillerEvent, TillerEventOf } from "../events.js";
+import { storyFromTranscript } from "./durable-story.js";
 
 /**
  * "What happened to my message?" (issue: explain), built only from the event stream: when it arrived,
@@ -40,6 +42,8 @@ export class MessageLog {
   private readonly runMessages = new Map<string, Set<string>>();
   /** Messages held, across sessions. */
   private total = 0;
+  /** runId of a final that did not reach the user → the messages it answers (a recovery may deliver it). */
+  private readonly stranded = new Map<string, { session: string; ids: string[] }>();
 
   constructor(private readonly maxMessages = 20_000) {}
 
@@ -93,10 +97,24 @@ export class MessageLog {
         this.runMessages.delete(event.runId);
         return;
       }
+      case "recovery.delivered": {
+        const stranded = this.stranded.get(String(event.strandedRunId));
+        if (!stranded) return;
+        this.stranded.delete(String(event.strandedRunId));
+        for (const id of stranded.ids)
+          this.note(stranded.session, id, event.at, `delivered by the recovery ${event.runId}`, (entry) => {
+            if (entry.answeredBy) entry.answeredBy.delivered = true;
+          });
+        return;
+      }
       case "final.delivered":
       case "final.undelivered":
       case "final.silent":
-        for (const id of this.runMessages.get(event.runId) ?? []) {
+        if (event.type === "final.undelivered") {
+          const ids = [...(this.runMessages.get(String(event.runId)) ?? [])];
+          this.remember(String(event.runId), { session, ids });
+        }
+        for (const id of this.runMessages.get(String(event.runId)) ?? []) {
           const delivered = event.type === "final.delivered";
           this.note(
             session,
@@ -116,6 +134,41 @@ export class MessageLog {
         });
         return;
     }
+  }
+
+  /**
+   * Learns what the transcript holds about messages this process never saw (it restarted): each stored
+   * user message, which final answered it and whether the user got it. Messages it knows are kept.
+   */
+  seed(session: string, records: readonly TranscriptRecord[]): void {
+    const stories = storyFromTranscript(records);
+    if (stories.size === 0) return;
+    const messages = this.touch(session);
+    for (const [id, story] of stories) {
+      if (messages.has(id)) continue;
+      const entry = this.entry(messages, session, id, story.arrivedAt);
+      delete entry.acked;
+      entry.disposition = "accepted";
+      entry.mode = "unknown";
+      entry.modeSource = "unknown";
+      entry.ackText = "accepted before the gateway restarted (told from the transcript)";
+      entry.timeline.push({ at: story.arrivedAt, what: "arrived and was stored (before a restart)" });
+      if (story.answeredBy) {
+        entry.answeredBy = story.answeredBy;
+        entry.timeline.push({
+          at: story.answeredBy.at,
+          what: `answered by ${story.answeredBy.runId}: ${story.answeredBy.delivered ? "delivered" : "not delivered"}`,
+        });
+        if (!story.answeredBy.delivered)
+          this.remember(story.answeredBy.runId, { session, ids: [id], merge: true });
+      } else if (story.sendingRun) this.claim(story.sendingRun, id);
+    }
+  }
+
+  private remember(runId: string, stranded: { session: string; ids: string[]; merge?: boolean }): void {
+    const known = stranded.merge ? this.stranded.get(runId) : undefined;
+    this.stranded.set(runId, { session: stranded.session, ids: [...(known?.ids ?? []), ...stranded.ids] });
+    if (this.stranded.size > MAX_RUNS) this.stranded.delete(this.stranded.keys().next().value!);
   }
 
   explain(session: string, messageId: string): MessageExplanation | undefined {

@@ -1,5 +1,5 @@
-import { send } from "../actors/deliver.js";
 import type { ActorDeps } from "../actors/deps.js";
+import { send } from "../actors/send.js";
 import { type GatewayConfig, queueLayers } from "../config.js";
 import type { EmitEvent } from "../events.js";
 import type { SessionDecision } from "../machines/session.types.js";
@@ -48,9 +48,18 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           : undefined;
     const position =
       snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
-    const ack = composeAck(session, decision, run, position);
+    const composed = composeAck(session, decision, run, position);
+    // The save was retried and still failed: the ack must not promise what a restart would not keep.
+    const ack = entry.notDurable?.has(decision.messageId)
+      ? {
+          ...composed,
+          durable: false as const,
+          text: `${composed.text} It could not be stored safely, so if I restart before answering, please send it again.`,
+        }
+      : composed;
     emit("message.acked", { ...ack, session });
-    if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
+    if (isAckVisible(entry.channel))
+      void send(deps, session, ack.text, "ack", { deliveryId: `ack:${session}:${decision.messageId}` });
     return ack;
   }
 
@@ -96,8 +105,17 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           actor: () => registry.actor(message.session, entry),
         });
         registry.keepWindow(message.session, entry, false);
+        if (admission.control.command === "queue" || admission.control.command === "queue-reset") {
+          // A session override outlives a restart: it is saved before the ack, like a message.
+          persistence.persist(message.session, entry, entry.actor?.getSnapshot());
+          persistence.flush(message.session, entry);
+          await entry.saving;
+        }
         emit("message.acked", { ...ack, session: message.session });
-        if (isAckVisible(entry.channel)) void send(deps, message.session, ack.text, "ack");
+        if (isAckVisible(entry.channel))
+          void send(deps, message.session, ack.text, "ack", {
+            deliveryId: `ack:${message.session}:${message.id}`,
+          });
         return ack;
       }
       case "accept": {

@@ -38,15 +38,35 @@ export async function resumeSessions(deps: ResumeDeps): Promise<void> {
     const entry = registry.memory(key, deps.channelNames[0]!);
     entry.turnSeq = state.turnSeq;
     entry.savedEmpty = false;
+    entry.override = state.override ?? null;
     // Channels redeliver what a dead process may not have acknowledged: ids this session already
     // accepted (stored, or owned by the turn and queue being resumed) stay duplicates.
     await persistence.rememberStoredIds(key, entry);
+    entry.covered ??= new Set();
     for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
-      if ("messages" in item) for (const message of item.messages) entry.seen.set(message.id, message.at);
+      if ("messages" in item)
+        for (const message of item.messages) {
+          entry.seen.set(message.id, message.at);
+          // Held by the state on disk: a resumed turn may store them at once.
+          entry.covered.add(message.id);
+        }
     const channel = records.findLast((record) => record.role === "user")?.channel;
     if (channel && deps.channelNames.includes(channel)) entry.channel = channel;
     if (plan.queue.length === 0) {
-      await writer.saveState(key, null);
+      // Nothing to run; a `/queue` override is all that stays.
+      const rest: PersistedSession | null = entry.override
+        ? {
+            version: 1,
+            turnSeq: state.turnSeq,
+            runId: null,
+            pending: null,
+            queue: [],
+            summaries: [],
+            override: entry.override,
+          }
+        : null;
+      await writer.saveState(key, rest);
+      entry.savedEmpty = rest === null;
       continue;
     }
     registry.actor(key, entry, { pending: null, queue: plan.queue, summaries: plan.summaries });

@@ -18,6 +18,8 @@ import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } fr
  */
 export class TranscriptWriter {
   private readonly heads = new Map<string, Promise<TranscriptHead>>();
+  /** Heads once they resolved. */
+  private readonly opened = new Map<string, TranscriptHead>();
   private readonly lastSeqs = new Map<string, number>();
   /** Per run: how many journal items are stored (or being stored). */
   private readonly journalStored = new Map<string, number>();
@@ -101,7 +103,7 @@ export class TranscriptWriter {
       const head = await this.head(session);
       const next = this.store.reset(session, head);
       this.heads.set(session, next);
-      await next;
+      this.opened.set(session, await next);
     });
   }
 
@@ -138,6 +140,16 @@ export class TranscriptWriter {
     return this.lastSeqs.get(session) ?? 0;
   }
 
+  /** seq of the transcript's last record as far as this process knows: its appends, or the head it opened. */
+  length(session: string): number {
+    return Math.max(this.lastSeqs.get(session) ?? 0, this.opened.get(session)?.lastSeq ?? 0);
+  }
+
+  /** The lifecycle revision of the transcript as opened or reset by this writer (0 when not opened). */
+  revision(session: string): number {
+    return this.opened.get(session)?.revision ?? 0;
+  }
+
   /** Compaction: a new context window starts at the end of the transcript; history stays readable. */
   async rotate(session: string): Promise<void> {
     this.dropWindow(session);
@@ -145,7 +157,7 @@ export class TranscriptWriter {
       const head = await this.head(session);
       const next = this.store.rotate(session, head);
       this.heads.set(session, next);
-      await next;
+      this.opened.set(session, await next);
     });
   }
 
@@ -177,7 +189,10 @@ export class TranscriptWriter {
     if (!head) {
       head = this.store.open(session);
       this.heads.set(session, head);
-      head.catch(() => this.heads.delete(session));
+      head.then(
+        (value) => this.opened.set(session, value),
+        () => this.heads.delete(session),
+      );
     }
     return head;
   }

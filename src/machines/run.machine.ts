@@ -171,6 +171,13 @@ export const runMachine = runSetup.createMachine({
               on: {
                 "run.abort": [
                   {
+                    guard: "abandonRequested",
+                    target: "#run.aborted",
+                    actions: ["noteAbort", "recordToolAbandoned", "emitToolEnded"],
+                    description:
+                      "The lane timeout ended the turn: a tool that cannot be cancelled runs on unseen; its late result is dropped.",
+                  },
+                  {
                     guard: "currentToolCancellable",
                     target: "#run.aborted",
                     actions: ["noteAbort", "recordToolCancelled", "emitToolEnded"],
@@ -191,6 +198,15 @@ export const runMachine = runSetup.createMachine({
             aborting: {
               description:
                 "Interrupted, but the running tool cannot be cancelled: the run ends when it does.",
+              on: {
+                "run.abort": {
+                  guard: "abandonRequested",
+                  target: "#run.aborted",
+                  actions: ["noteAbort", "recordToolAbandoned", "emitToolEnded"],
+                  description:
+                    "The lane timeout ended the turn: the tool is no longer waited for; its late result is dropped.",
+                },
+              },
             },
           },
         },

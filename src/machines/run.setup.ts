@@ -64,6 +64,7 @@ export const runSetup = setup({
     steerPending: ({ context }) => context.steerBuffer.length > 0,
     moreTools: ({ context }) => context.toolIndex < context.pendingCalls.length,
     abortRequested: ({ context }) => context.abortReason !== null,
+    abandonRequested: ({ event }) => event.type === "run.abort" && event.abandon === true,
     currentToolCancellable: ({ context }) => isCancellable(context),
     staleWithPassesLeft: ({ context }) =>
       context.verdict.stale &&
@@ -170,6 +171,21 @@ export const runSetup = setup({
             call,
             "cancelled",
             "cancelled: the turn was interrupted by a newer message",
+          ),
+        ],
+      };
+    }),
+    recordToolAbandoned: assign(({ context }) => {
+      const call = context.pendingCalls[context.toolIndex]!;
+      return {
+        toolIndex: context.toolIndex + 1,
+        journal: [
+          ...context.journal,
+          toolResultItem(
+            context,
+            call,
+            "cancelled",
+            "abandoned: the turn ran out of time while this call was still running; its outcome is unknown",
           ),
         ],
       };

@@ -140,7 +140,8 @@ export interface RunContext {
 export type RunEvent =
   | { type: "run.start" }
   | { type: "run.steer"; message: OwnedMessage }
-  | { type: "run.abort"; reason: string }
+  /** `abandon`: do not wait for a running tool that cannot be cancelled (the lane timeout ended the turn). */
+  | { type: "run.abort"; reason: string; abandon?: boolean }
   /** `/stop`: abort, and drop the steering messages the run still holds back (never shown to the model). */
   | { type: "run.stop"; reason: string };
 

@@ -145,6 +145,7 @@ export const sessionMachine = sessionSetup.createMachine({
             input: ({ context }) => ({
               session: context.key,
               kind: context.pending?.kind ?? "turn",
+              messageIds: context.pending?.messages.map((message) => message.id) ?? [],
               output: context.lastOutput!,
               ...(context.pending?.recovery ? { recovery: context.pending.recovery } : {}),
             }),

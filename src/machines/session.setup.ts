@@ -132,6 +132,8 @@ export const sessionSetup = setup({
       const messages = [...folded, event.message];
       enqueue.assign({
         queue: [{ kind: "followup", messages }, ...kept],
+        // Saved with the turn, so a restart does not run the interrupted turn again.
+        ...(context.pending ? { pending: { ...context.pending, interrupted: true } } : {}),
         lastDecision: decision(event, "interrupted"),
       });
       enqueue.sendTo("run", runEvent({ type: "run.abort", reason: `${INTERRUPTED} ${event.message.id}` }));
@@ -153,15 +155,28 @@ export const sessionSetup = setup({
       }
       enqueue.assign({ queue: context.queue.filter((item) => item.kind === "recovery"), summaries: [] });
     }),
-    dropPending: enqueueActions(({ context, event, enqueue }) => {
+    dropPending: enqueueActions(({ context, event, enqueue, self }) => {
       const reason = clearedBy(event);
+      // Messages the model already saw were not dropped: their turn was cut off (turn.ended says so).
+      // (A pure transition, as graph traversal makes, has no live children: nothing was seen then.)
+      const run = self.getSnapshot()?.children?.run?.getSnapshot()?.context;
+      const seen = new Set<string>(
+        run && run.call > 0 && Array.isArray(run.owned)
+          ? run.owned.map((message: OwnedMessage) => message.id)
+          : [],
+      );
       for (const message of context.pending?.messages ?? []) {
+        if (seen.has(message.id)) continue;
         enqueue.emit({ type: "message.dropped", messageId: message.id, reason });
       }
       enqueue.assign({ pending: null });
     }),
     endTurn: assign({ pending: null }),
-    abortRunForLaneTimeout: sendTo("run", runEvent({ type: "run.abort", reason: LANE_TIMEOUT_REASON })),
+    // A tool that cannot be cancelled is not waited for: the session is free at once.
+    abortRunForLaneTimeout: sendTo(
+      "run",
+      runEvent({ type: "run.abort", reason: LANE_TIMEOUT_REASON, abandon: true }),
+    ),
     takeNext: assign(({ context }) => {
       const { pending, queue, summaries } = takeNextTurn(context.queue, context.summaries);
       return { pending, queue, summaries };

@@ -8,7 +8,20 @@ import type { RunInput, RunOutput } from "./run.machine.js";
 export type QueueItem =
   | { kind: "followup"; messages: OwnedMessage[]; resumed?: boolean }
   | { kind: "collect"; channel: string; messages: OwnedMessage[] }
-  | { kind: "recovery"; text: string; strandedRunId: string; deliveryMode: DeliveryMode; resumed?: boolean };
+  | {
+      kind: "recovery";
+      text: string;
+      strandedRunId: string;
+      deliveryMode: DeliveryMode;
+      resumed?: boolean;
+      /** The delivery this resends (the stranded final's), so a channel can drop a second copy. */
+      deliveryId?: string;
+      /**
+       * A send a crash left without a receipt: resent once as it was (`kind`; `final` when it was a
+       * turn's final, whose receipt is its assistant record). No new intent is written.
+       */
+      intent?: { kind: "reply" | "ack" | "recovery" | "notice" | "commitment"; final: boolean };
+    };
 
 /** `control`: a command (`/stop`, `/new`, `/queue`) that acted at once and never reaches the model. */
 export type Disposition =
@@ -42,6 +55,8 @@ export interface PendingTurn {
   recovery?: Extract<QueueItem, { kind: "recovery" }>;
   /** A restart cut this turn off; it runs again at background priority. */
   resumed?: boolean;
+  /** An interrupting message was acknowledged: this turn is being cut off and never runs again. */
+  interrupted?: boolean;
 }
 
 export interface SessionInput {
@@ -87,6 +102,8 @@ export type SessionEmitted = EmittedEvent<
 export interface DeliverInput {
   session: string;
   kind: "turn" | "recovery";
+  /** The messages the turn owned: what its notices' deliveryIds are derived from. */
+  messageIds?: string[];
   output: RunOutput;
   recovery?: Extract<QueueItem, { kind: "recovery" }>;
 }

@@ -25,6 +25,13 @@ export function isSubstantive(text: string): boolean {
 
 /** The built-in tool that sends a visible message; in `message_tool` mode a turn is delivered through it. */
 export const MESSAGE_TOOL = "message";
+/**
+ * Whether a final that did not reach the user gets its one recovery: in `auto` mode always (the channel
+ * failed; a short reply must not end in silence), in `message_tool` mode only when it is substantive.
+ */
+export function wantsRecovery(text: string, visibleReplies: VisibleReplies): boolean {
+  return visibleReplies === "auto" ? text.trim().length > 0 : isSubstantive(text);
+}
 
 export const COULD_NOT_DELIVER_NOTICE =
   "I wrote a reply but could not deliver it. Please ask again if you still need it.";

@@ -1,7 +1,9 @@
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import { UNDELIVERED_FINAL } from "../adapters/store.js";
 import type { PendingTurn, QueueItem } from "../machines/session.types.js";
-import { isSubstantive, markerDeliveryMode, type VisibleReplies } from "./delivery.js";
+import { markerDeliveryMode, type VisibleReplies, wantsRecovery } from "./delivery.js";
+import { isFinalIntent, unreceiptedIntents } from "./delivery-ledger.js";
+import type { QueueSettings } from "./queue-mode.js";
 import type { OwnedMessage } from "./turn-context.js";
 import { RECOVERED } from "./turn-context.js";
 
@@ -17,6 +19,8 @@ export interface PersistedSession {
   pending: PendingTurn | null;
   queue: QueueItem[];
   summaries: string[];
+  /** The session's `/queue` override, which outlives a restart. */
+  override?: QueueSettings | null;
 }
 
 export interface ResumePlan {
@@ -78,12 +82,17 @@ export function planResume(
     const owned = new Set(messages.map((message) => message.id));
     const turnStart = records.findIndex((record) => record.role === "user" && owned.has(record.messageId));
     if (turnStart < 0) return false;
+    // A final sent automatically is stored as its intent first: once that is durable the turn never
+    // runs again (an intent without a receipt is resent below).
+    const intentIndex = records.findIndex(
+      (record, index) => index > turnStart && isFinalIntent(record, runId),
+    );
     const finalIndex = records.findIndex(
       (record, index) =>
         index > turnStart && record.role === "assistant" && (runId === null || record.runId === runId),
     );
     const final = records[finalIndex];
-    if (final?.role !== "assistant") return false;
+    if (final?.role !== "assistant") return intentIndex >= 0;
     if (final.delivered || final.text.trim().length === 0) return true;
     const marked = records
       .slice(finalIndex + 1)
@@ -102,13 +111,18 @@ export function planResume(
       });
       notes.push(`final of ${final.runId} was stored but not marked; marker appended`);
     }
-    if (isSubstantive(final.text) && !recovered.has(final.runId) && !queuedRecoveries.has(final.runId)) {
+    if (
+      wantsRecovery(final.text, visibleReplies) &&
+      !recovered.has(final.runId) &&
+      !queuedRecoveries.has(final.runId)
+    ) {
       recoveries.push({
         kind: "recovery",
         text: final.text,
         strandedRunId: final.runId,
         deliveryMode: markerDeliveryMode(visibleReplies),
         resumed: true,
+        ...(final.deliveryId ? { deliveryId: final.deliveryId } : {}),
       });
       queuedRecoveries.add(final.runId);
       notes.push(`recovery of ${final.runId} queued after restart`);
@@ -116,8 +130,25 @@ export function planResume(
     return true;
   }
 
+  // Sends a crash left without a receipt: each is resent once, as it was, under its deliveryId.
+  const open = unreceiptedIntents(records);
+  const openIds = new Set(open.map((intent) => intent.deliveryId));
+  const resends: QueueItem[] = open.map((intent) => ({
+    kind: "recovery",
+    text: intent.text,
+    strandedRunId: intent.runId,
+    deliveryMode: "automatic",
+    resumed: true,
+    deliveryId: intent.deliveryId,
+    intent: { kind: intent.kind, final: intent.final },
+  }));
+  for (const intent of open)
+    notes.push(`${intent.kind} ${intent.deliveryId} had no receipt; it is resent once`);
+
   if (pending?.kind === "recovery" && pending.recovery) {
     if (
+      !(pending.recovery.deliveryId && openIds.has(pending.recovery.deliveryId)) &&
+      !pending.recovery.intent &&
       !recovered.has(pending.recovery.strandedRunId) &&
       !queuedRecoveries.has(pending.recovery.strandedRunId)
     ) {
@@ -126,7 +157,30 @@ export function planResume(
     }
   } else if (pending && pending.messages.length > 0) {
     const settled = settleTurn(pending.messages, state.runId);
-    if (!settled) {
+    if (!settled && pending.interrupted) {
+      // An acknowledged interrupt: the cut-off turn never runs again. What it never showed the model
+      // joins the interrupting turn (queued behind it in the saved state).
+      const stored = new Set(storedIds);
+      const unshown = pending.messages.filter((message) => !stored.has(message.id));
+      const head = queue.find((item) => item.kind === "followup");
+      if (unshown.length > 0 && head?.kind === "followup") head.messages.unshift(...unshown);
+      else if (unshown.length > 0) queue.unshift({ kind: "followup", messages: unshown, resumed: true });
+      summaries.unshift(...pending.summaries);
+      notes.push(
+        `turn ${state.runId ?? "(not started)"} was interrupted before the crash; it does not run again`,
+      );
+    } else if (settled) {
+      // Messages that joined the turn too late for its final (never stored, never shown to the model)
+      // would have come back as a follow-up: the crash came before that was saved.
+      const stored = new Set(storedIds);
+      const unshown = pending.messages.filter((message) => !stored.has(message.id));
+      if (unshown.length > 0) {
+        queue.unshift({ kind: "followup", messages: unshown, resumed: true });
+        notes.push(
+          `${unshown.map((message) => message.id).join(", ")} joined a turn after its final; answered next`,
+        );
+      }
+    } else {
       queue.unshift({ kind: "followup", messages: pending.messages, resumed: true });
       summaries.unshift(...pending.summaries);
       notes.push(`turn ${state.runId ?? "(not started)"} was cut off; it runs again`);
@@ -149,6 +203,16 @@ export function planResume(
       notes.push(`the turn of ${ids} was cut off before its start was saved; it runs again`);
     }
   }
-  queue.unshift(...recoveries);
+  // A queued recovery that already ran (its outcome is stored before the saved state said so), or whose
+  // send a crash cut off (the open intent's resend covers it), does not run again; nor does a resend
+  // queued twice.
+  const kept = queue.filter((item) => {
+    if (item.kind !== "recovery") return true;
+    if (item.intent) return false;
+    if (item.deliveryId && openIds.has(item.deliveryId)) return false;
+    return !recovered.has(item.strandedRunId);
+  });
+  queue.length = 0;
+  queue.push(...resends, ...recoveries, ...kept);
   return { queue, summaries, repairs, notes };
 }

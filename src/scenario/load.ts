@@ -28,6 +28,8 @@ export async function loadScenario(file: string): Promise<Scenario> {
 }
 
 export function parseScenario(text: string, file = "scenario"): Scenario {
+  if (text.trim().length === 0)
+    throw new ScenarioError(file, "(file)", "expected a scenario (YAML or JSON), found an empty file");
   let raw: unknown;
   try {
     raw = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
@@ -36,18 +38,30 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
   }
   const result = scenarioSchema.safeParse(raw ?? {});
   if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const field = issue.path
-      .map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`))
-      .join("")
-      .replace(/^\./, "");
-    let found: unknown = raw;
-    for (const part of issue.path)
-      found = found && typeof found === "object" ? (found as Record<PropertyKey, unknown>)[part] : undefined;
+    // Every problem at once, each naming its field.
+    const problems = result.error.issues.map((issue) => {
+      const field = issue.path
+        .map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`))
+        .join("")
+        .replace(/^\./, "");
+      let found: unknown = raw;
+      for (const part of issue.path)
+        found =
+          found && typeof found === "object" ? (found as Record<PropertyKey, unknown>)[part] : undefined;
+      return {
+        field: field || "(root)",
+        detail: `expected ${expectation(issue)}, found ${JSON.stringify(found) ?? "nothing"}`,
+      };
+    });
+    const [first] = problems;
+    if (problems.length === 1) throw new ScenarioError(file, first!.field, first!.detail);
     throw new ScenarioError(
       file,
-      field || "(root)",
-      `expected ${expectation(issue)}, found ${JSON.stringify(found) ?? "nothing"}`,
+      first!.field,
+      `${first!.detail}; and ${problems
+        .slice(1)
+        .map((problem) => `${problem.field}: ${problem.detail}`)
+        .join("; ")}`,
     );
   }
   try {
@@ -63,8 +77,16 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
         checkPattern(`expect.deliveries[${index}].textMatches`, delivery.textMatches);
     }
   } catch (error) {
-    if (error instanceof ConfigError)
-      throw new ScenarioError(file, error.field, error.message.slice(error.field.length + 2));
+    if (error instanceof ConfigError) {
+      const [first, ...rest] = error.problems;
+      const detail = (problem: { field: string; message: string }) =>
+        problem.message.slice(problem.field.length + 2);
+      throw new ScenarioError(
+        file,
+        first!.field,
+        [detail(first!), ...rest.map((problem) => `${problem.field}: ${detail(problem)}`)].join("; and "),
+      );
+    }
     throw error;
   }
   return result.data;

@@ -27,6 +27,8 @@ export interface ScenarioResult {
     text: string;
     messageId: string;
     runId: string;
+    /** The logical delivery (stable across resends and restarts). */
+    deliveryId?: string;
   }>;
   acks: Array<{
     at: number;
@@ -92,16 +94,19 @@ export async function runScenario(
   const events: TillerEvent[] = [];
   const acks: ScenarioResult["acks"] = [];
   const states = new StateRecorder();
+  let store: TranscriptStore = await openStore(options.storeDir, clock);
   const channelNames = new Set([
     ...Object.keys(scenario.channels),
     ...scenario.inbound.map((message) => message.channel),
   ]);
+  // A pure resume (no inbound, no channels): the stored sessions' channels are loopback channels.
+  if (channelNames.size === 0) for (const name of await storedChannels(store)) channelNames.add(name);
+  if (channelNames.size === 0) channelNames.add("loopback");
   const channels = new Map<string, LoopbackChannel>();
   for (const name of channelNames) {
     const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
     channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now(), clock }));
   }
-  let store: TranscriptStore = await openStore(options.storeDir, clock);
   const newRunId = await runIdsAfter(store);
   const newCommitmentId = await scenarioCommitments(scenario, store);
   let incarnation = new ScopedClock(clock);
@@ -116,7 +121,7 @@ export async function runScenario(
       model: wrapModel(new ScriptedModel(scenario.model, scoped)),
       tools: wrapTools(scenarioTools(scenario, scoped)),
       channels: Object.fromEntries(channels),
-      store,
+      store: fenced(store, scoped),
       clock: scoped,
       logger: silentLogger,
       newRunId,
@@ -135,8 +140,11 @@ export async function runScenario(
   for (const message of scenario.inbound) {
     clock.setTimeout(() => {
       const target = gateway;
+      const alive = incarnation;
       target.receive(message).then(
         (ack) =>
+          // A process killed before it answered never acknowledged the message.
+          alive.isAlive &&
           acks.push({
             at: clock.now(),
             session: ack.session,
@@ -147,6 +155,7 @@ export async function runScenario(
             text: ack.text,
           }),
         (error: unknown) =>
+          alive.isAlive &&
           acks.push({
             at: clock.now(),
             session: message.session,
@@ -223,6 +232,15 @@ export async function runScenario(
   return { result, gateway };
 }
 
+/** The channels the stored sessions' messages came in on. */
+async function storedChannels(store: TranscriptStore): Promise<string[]> {
+  const names = new Set<string>();
+  for (const session of await store.sessions())
+    for (const record of await store.readWindow(session))
+      if (record.role === "user" && record.channel) names.add(record.channel);
+  return [...names].sort();
+}
+
 async function openStore(dir: string | undefined, clock: Clock): Promise<TranscriptStore> {
   if (!dir) return new MemoryStore({ now: () => clock.now() });
   return JsonlStore.openDir({ dir, now: () => clock.now() });
@@ -257,6 +275,7 @@ function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResu
         text: sent.text,
         messageId: sent.messageId ?? "",
         runId: sent.runId ?? "",
+        ...(sent.deliveryId ? { deliveryId: sent.deliveryId } : {}),
         order: order++,
       });
     }
@@ -283,6 +302,26 @@ function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {
     }
   }
   return calls;
+}
+
+/**
+ * The store as one process sees it: once the process is killed, nothing it still had in flight reaches
+ * the store (a call after the kill never settles), as after kill -9.
+ */
+function fenced(store: TranscriptStore, scope: ScopedClock): TranscriptStore {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== "function" || key === "close") return value;
+      return (...args: unknown[]) => {
+        if (!scope.isAlive) return new Promise(() => {});
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return result instanceof Promise
+          ? result.then((settled) => (scope.isAlive ? settled : new Promise(() => {})))
+          : result;
+      };
+    },
+  });
 }
 
 /**

@@ -129,7 +129,7 @@ describe("gateway.explain", () => {
 model:
   - reply: { delayMs: 300, text: "Re: {{latestUser}}" }
 channels:
-  telegram: { failSends: 1 }
+  telegram: { failSends: 2 }
 config: { queue: { mode: followup, cap: 1, drop: old } }
 inbound:
   - { at: 0, session: "s", channel: telegram, id: m1, text: "first" }
@@ -140,6 +140,8 @@ inbound:
       ),
     );
     expect(result.events.filter((event) => event.type === "final.undelivered")).toHaveLength(1);
+    // The reply and its one resend both failed: the user got only the could-not-deliver notice.
+    expect(result.events.filter((event) => event.type === "recovery.failed")).toHaveLength(1);
     expect(gateway.explain("s", "m1")).toMatchObject({
       answeredBy: { runId: "s#1", delivered: false, at: 300 },
     });

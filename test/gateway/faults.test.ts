@@ -117,7 +117,7 @@ describe("faults", () => {
       window.map((record) =>
         record.role === "user" || record.role === "assistant" ? record.text : record.role,
       ),
-    ).toEqual(["new topic", "Re: new topic"]);
+    ).toEqual(["new topic", "custom", "Re: new topic"]);
     expect(channel.sent.map((sent) => sent.text)).toEqual(["Re: old topic", "Re: new topic"]);
     // The old reply did reach the user: that is reported, though no conversation holds it any more.
     const delivered = events.filter((event) => event.type === "final.delivered");

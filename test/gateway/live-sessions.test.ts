@@ -141,7 +141,8 @@ describe("live sessions", () => {
     await idle();
     expect(channel.sent).toHaveLength(2);
     const roles = (await store.readWindow("a")).map((record) => `${record.role}:${record.seq}`);
-    expect(roles).toEqual(["user:1", "assistant:2", "user:3", "assistant:4"]);
+    // Each final's delivery intent (custom) is durable before its send; the assistant record after it.
+    expect(roles).toEqual(["user:1", "custom:2", "assistant:3", "user:4", "custom:5", "assistant:6"]);
     await gateway.stop();
   });
 

@@ -53,7 +53,7 @@ describe("a crash between a turn's first write and its saved start", () => {
     store.holdStates = true;
     await first.clock.advance(150);
     const stored = (await store.readWindow("web:1")).map((record) => record.role);
-    expect(stored).toEqual(["user", "assistant", "user"]);
+    expect(stored).toEqual(["user", "custom", "assistant", "user"]);
     expect((await store.loadState("web:1")) as { queue: unknown[] }).toMatchObject({
       queue: [{ kind: "followup" }],
     });

@@ -151,6 +151,7 @@ function graphEvents(config: GraphConfig): GraphEvent[] {
     { type: "run.steer", message: { id: "steer", text: STEER_TEXT, channel: "telegram", at: 10 } },
     { type: "run.abort", reason: "stopped by the test" },
     { type: "run.stop", reason: "stopped by /stop" },
+    { type: "run.abort", reason: "the lane timeout", abandon: true },
     {
       type: "xstate.done.actor.callModel",
       output: { text: "Let me update the file.", toolCalls: TOOL_CALLS, persisted: 0 },
@@ -285,7 +286,7 @@ function eventLabel(event: GraphEvent): string {
     case "run.steer":
       return "steer";
     case "run.abort":
-      return "abort";
+      return event.abandon ? "abort (lane timeout)" : "abort";
     case "run.stop":
       return "/stop";
     case "xstate.done.actor.callModel":

@@ -90,3 +90,18 @@ describe("planResume: queued work that had already started", () => {
     expect(cut.queue).toEqual([{ kind: "followup", messages: [message("k1")], resumed: true }]);
   });
 });
+
+describe("planResume: messages that joined a turn after its final", () => {
+  it("answers a steered message the final never saw once, next (found by the whole-gateway kill -9)", () => {
+    const records = [user("a1"), final("s#1", true, "Re: a1")];
+    const pending = { kind: "turn" as const, messages: [message("a1"), message("a2")], summaries: [] };
+    const plan = planResume(state([], pending), records, "auto");
+    expect(plan.queue).toEqual([{ kind: "followup", messages: [message("a2")], resumed: true }]);
+  });
+
+  it("runs nothing again when every message of the settled turn is stored", () => {
+    const records = [user("a1"), user("a2"), final("s#1", true, "Re: a2")];
+    const pending = { kind: "turn" as const, messages: [message("a1"), message("a2")], summaries: [] };
+    expect(planResume(state([], pending), records, "auto").queue).toEqual([]);
+  });
+});

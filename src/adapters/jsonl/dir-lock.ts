@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { link, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
@@ -118,13 +119,25 @@ async function readHolder(path: string): Promise<Holder | undefined> {
   return { pid, raw };
 }
 
-function isAlive(pid: number): boolean {
+/** Whether `pid` runs: a zombie (killed, not yet reaped by its parent) holds nothing and counts as dead. */
+export function isAlive(pid: number, readStat: (path: string) => string | undefined = readProcStat): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: the process exists but belongs to another user.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const stat = readStat(`/proc/${pid}/stat`);
+  // `pid (comm) S ...`: the state follows the last ")" (comm may itself hold parentheses).
+  const state = stat?.slice(stat.lastIndexOf(")") + 1).trim()[0];
+  return state !== "Z" && state !== "X";
+}
+
+function readProcStat(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined; // no procfs (macOS, Windows): the signal check alone decides
   }
 }
 
