@@ -239,6 +239,8 @@ export function createGateway(options: GatewayOptions) {
       draining = true;
       await lanes.drain();
       registry.stopAll();
+      // The turns' last state saves are still on their way: the store closes once they have landed.
+      await registry.settled();
       await store.close();
     },
   };
