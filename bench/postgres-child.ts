@@ -4,7 +4,8 @@
  * JSON line per fact.
  *
  * - `gateway`: a real gateway on PostgresStore + cluster lanes plays its workload (cluster-workload.ts)
- *   when it reads a line on stdin (so every process starts at once), prints `done` with its wall time.
+ *   when it reads a line on stdin (so every process starts at once), prints `done` with its wall time
+ *   once every reply was sent, then stops the gateway and prints `stopped`.
  * - `hold`: holds one session's lane slot until killed (the takeover bench kills it with SIGKILL).
  */
 import { createInterface } from "node:readline";
@@ -81,13 +82,10 @@ if (mode === "gateway") {
   );
   const ms = await playWorkload(gateway, channel, args.workload!);
   out({ event: "done", ms, replies: channel.replies.length });
-  // A final is stored after its delivery: wait until every session is idle and nothing is being
-  // written before stopping.
-  const idle = () =>
-    !gateway.isBusy && args.workload!.sessions.every((s) => gateway.inspectSession(s)?.state === "idle");
-  while (!idle()) await new Promise((resolve) => setTimeout(resolve, 10));
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // A final is stored after its delivery: stop() waits for every turn's last write (the lane slot is
+  // held until the final is stored), and `stopped` says it is all in the database.
   await gateway.stop();
   await lanes.close();
+  out({ event: "stopped" });
   process.exit(0);
 }

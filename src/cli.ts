@@ -14,6 +14,7 @@ import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.j
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
        tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
                     [--model-url URL] [--model NAME] [--drain-timeout MS]
+                    [--postgres URL] [--schema NAME]
        tiller chat [--url http://127.0.0.1:8787] [--session KEY]
        ${PATHS_USAGE.slice("usage: ".length).split("\n")[0]}
        tiller --version | --help
@@ -22,6 +23,7 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
   --json   print one JSON object per scenario (docs/scenarios.md) instead of a timeline
   --json   print one JSON object per scenario (the format of docs and examples) instead of a timeline
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
+  --postgres  (serve) several processes on one PostgreSQL (or TILLER_DATABASE_URL); --schema its tables
   --explain  after the run, explain what happened to the message with this id
 
 A scenario's expect block is checked after it runs; a directory of such scenarios is a test suite and

@@ -7,7 +7,6 @@ import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
 import { operatorRoutes } from "../adapters/http/operator-routes.js";
 import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
-import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import type { ModelProvider } from "../adapters/model.js";
 import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
 import { SystemClock } from "../adapters/system-clock.js";
@@ -17,9 +16,11 @@ import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
 import { createLogger } from "../logger.js";
 import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
+import { openServeStore } from "./serve-store.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
-                    [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]`;
+                    [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
+                    [--postgres URL] [--schema NAME]`;
 
 const PAGE_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 
@@ -30,7 +31,8 @@ export interface ServeIo {
 }
 
 /**
- * `tiller serve`: the gateway behind its HTTP API, on the JSONL store, with the `web` channel, the
+ * `tiller serve`: the gateway behind its HTTP API, on the JSONL store (or PostgreSQL with cluster lanes,
+ * `--postgres URL`), with the `web` channel, the
  * configured model (the demo model without one), until SIGTERM or SIGINT drains it. Resolves with the
  * exit status once stopped; throws UsageError for a problem the user must fix (exit 2).
  */
@@ -62,12 +64,21 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     demoTaskMs,
   });
 
-  let store: JsonlStore;
-  try {
-    store = await JsonlStore.openDir({ dir: storeDir });
-  } catch (error) {
-    throw new UsageError(`--store ${storeDir}: ${errorMessage(error)}`);
-  }
+  // With a PostgreSQL URL, several processes on one database (and schema) are one gateway.
+  const {
+    store,
+    lanes,
+    description: storeDescription,
+  } = await openServeStore({
+    storeDir,
+    postgresUrl: values.postgres ?? (io.env.TILLER_DATABASE_URL || undefined),
+    schema: values.schema,
+    capacity: config.lanes,
+  });
+  const closeStore = async () => {
+    await store.close();
+    await lanes?.close();
+  };
   const web = new WebChannel(new FileDeliveryLog(storeDir));
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
   // (the server that owns that stream is created after the gateway that needs the callback).
@@ -84,9 +95,10 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       clock,
       logger: createLogger(),
       inspect: states.inspect,
+      ...(lanes ? { lanes } : {}),
     });
   } catch (error) {
-    await store.close();
+    await closeStore();
     throw new UsageError(errorMessage(error));
   }
   const http = createHttpServer({
@@ -100,7 +112,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   try {
     await listen(http.server, port, host);
   } catch (error) {
-    await store.close();
+    await closeStore();
     throw new UsageError(`--port ${port}: cannot listen on ${host}:${port} (${errorMessage(error)})`);
   }
   const address = http.server.address();
@@ -115,6 +127,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       io.stdout.write(`drain timeout (${drainTimeoutMs} ms): unfinished turns resume at the next start\n`);
     await http.close();
     await Promise.race([gateway.stop(), delay(finished ? 5000 : 500, undefined)]);
+    // The cluster lanes: this process leaves the cluster (its rows go, its sessions are free at once).
+    await lanes?.close();
     await web.log.close();
   });
 
@@ -123,14 +137,15 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   } catch (error) {
     await http.close();
     await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
-    throw new UsageError(`--store ${storeDir}: cannot resume (${errorMessage(error)})`);
+    await lanes?.close().catch(() => undefined);
+    throw new UsageError(`${storeDescription}: cannot resume (${errorMessage(error)})`);
   }
   http.markReady();
   io.stdout.write(
     [
       `tiller serve: listening on ${url}`,
       `  browser: open ${url}/   terminal: tiller chat --url ${url}`,
-      `  store:   ${storeDir}`,
+      `  store:   ${storeDescription}`,
       `  model:   ${description}`,
       ...(modelUrl
         ? []
@@ -206,6 +221,8 @@ function parseCli(argv: string[]) {
         "model-url": { type: "string" },
         model: { type: "string" },
         "drain-timeout": { type: "string" },
+        postgres: { type: "string" },
+        schema: { type: "string" },
       },
     });
   } catch (error) {

@@ -278,6 +278,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       commitments.stop();
       await lanes.drain();
       registry.stopAll();
+      // The turns' last state saves are still on their way: the store closes once they have landed.
+      await registry.settled();
       await store.close();
       emit("gateway.stopped", {});
     },

@@ -132,6 +132,16 @@ export class SessionRegistry {
     for (const [key, entry] of this.entries) this.stopActor(key, entry);
   }
 
+  /**
+   * Resolves once every session's newest state is durable: the state a turn's end (or a stop) left
+   * unsaved is saved now, and saves already on their way have landed. `stop()` waits for it before
+   * closing the store, else the last save would meet a closed store.
+   */
+  async settled(): Promise<void> {
+    for (const [key, entry] of this.entries) this.deps.persistence.flush(key, entry);
+    await Promise.all([...this.entries.values()].map((entry) => entry.saving));
+  }
+
   /** An idle session joins the live-idle set; past the limit the least recently used one retires. */
   private rest(key: string, entry: SessionMemory): void {
     this.liveIdle.delete(key);

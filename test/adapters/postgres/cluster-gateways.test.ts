@@ -8,8 +8,7 @@ import { usePostgresSchema } from "../../support/postgres.js";
 
 // Three real gateway processes on one database (PostgresStore + cluster lanes, nothing else changed):
 // the lane capacity is the cluster's, every message is answered once, and every user message is stored
-// once, in order. (The stored assistant records are not checked: in this setup a session's last final
-// is sometimes delivered but not found in the transcript; see docs/postgres.md, "Not built yet".)
+// once, in order, each followed by its stored answer.
 
 const db = usePostgresSchema("gateways");
 const CHILD = resolve(import.meta.dirname, "../../../bench/postgres-child.ts");
@@ -27,7 +26,7 @@ afterAll(async () => {
 });
 
 describe("gateways on one PostgreSQL", () => {
-  it("share the lane capacity cluster-wide, answer every message once and store each in order", async () => {
+  it("share the lane capacity cluster-wide, answer every message once and store each with its answer in order", async () => {
     const names = ["ga", "gb", "gc"];
     for (const name of names) {
       const workload = { sessions: [0, 1, 2, 3].map((i) => `web:${name}-${i}`), messages: 5, modelMs: 5 };
@@ -52,6 +51,12 @@ describe("gateways on one PostgreSQL", () => {
     expect(max).toBe(2);
     for (const proc of procs)
       expect(proc.facts.find((f) => f.event === "done")).toMatchObject({ replies: 20 });
+    // A reply is counted when it is sent and stored right after: each process stops its gateway (which
+    // waits for every turn's last write) and exits cleanly before the transcript is read.
+    for (const proc of procs) {
+      await proc.waitFor((f) => f.event === "stopped", 20_000);
+      expect(await proc.exited).toEqual({ code: 0, signal: null });
+    }
     const { rows } = await db.pool.query<{ session_key: string; body: string }>(
       `SELECT session_key, body FROM ${db.schema}.transcript ORDER BY session_key, seq`,
     );
@@ -65,6 +70,10 @@ describe("gateways on one PostgreSQL", () => {
     for (const [session, records] of bySession) {
       const users = records.filter((r) => r.role === "user").map((r) => r.messageId);
       expect(users).toEqual([0, 1, 2, 3, 4].map((n) => `${session}-m${n}`));
+      const said = records.map((r) => `${r.role}:${r.text}`);
+      expect(said).toEqual(
+        [0, 1, 2, 3, 4].flatMap((n) => [`user:question ${n}`, `assistant:Answer to: question ${n}`]),
+      );
     }
   }, 60_000);
 });

@@ -1,0 +1,80 @@
+import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
+import { type ClusterLanes, createClusterLanes } from "../adapters/postgres/cluster-lanes.js";
+import { PostgresStore } from "../adapters/postgres/postgres-store.js";
+import type { TranscriptStore } from "../adapters/store.js";
+import { errorMessage } from "../errors.js";
+import { UsageError } from "./serve-setup.js";
+
+export interface ServeStoreChoice {
+  /** `--store DIR`: the JSONL store (and, either way, where the web channel keeps its deliveries). */
+  storeDir: string;
+  /** `--postgres URL` or `TILLER_DATABASE_URL`: several processes on one PostgreSQL. */
+  postgresUrl: string | undefined;
+  /** `--schema NAME` (default `tiller`): the cluster's tables. */
+  schema: string | undefined;
+  /** Lane capacities (the config's `lanes`), cluster-wide on PostgreSQL. */
+  capacity: Record<string, number>;
+}
+
+export interface ServeStore {
+  store: TranscriptStore;
+  /** The cluster lanes on PostgreSQL; undefined on the JSONL store (the gateway's in-process lanes). */
+  lanes: ClusterLanes | undefined;
+  /** What the startup banner says about the store. */
+  description: string;
+}
+
+/**
+ * The store `tiller serve` runs on: the JSONL store in `--store DIR`, or with a PostgreSQL URL the
+ * PostgreSQL store and the cluster lanes, so several `tiller serve` processes on one database (and
+ * schema) share the lane capacity, one run per session and the transcripts.
+ */
+export async function openServeStore(choice: ServeStoreChoice): Promise<ServeStore> {
+  const { storeDir, postgresUrl, schema, capacity } = choice;
+  if (postgresUrl === undefined) {
+    try {
+      const store = await JsonlStore.openDir({ dir: storeDir });
+      return { store, lanes: undefined, description: storeDir };
+    } catch (error) {
+      throw new UsageError(`--store ${storeDir}: ${errorMessage(error)}`);
+    }
+  }
+  const where = `--postgres ${redact(postgresUrl)}`;
+  let lanes: ClusterLanes;
+  try {
+    lanes = await createClusterLanes({
+      url: postgresUrl,
+      capacity,
+      ...(schema !== undefined ? { schema } : {}),
+    });
+  } catch (error) {
+    throw new UsageError(`${where}: ${errorMessage(error)}`);
+  }
+  try {
+    const store = await PostgresStore.connect({
+      url: postgresUrl,
+      fences: lanes,
+      applicationName: `tiller ${lanes.processId}`,
+      ...(schema !== undefined ? { schema } : {}),
+    });
+    return {
+      store,
+      lanes,
+      description: `PostgreSQL ${redact(postgresUrl)}, schema ${store.schema}, process ${lanes.processId}`,
+    };
+  } catch (error) {
+    await lanes.close();
+    throw new UsageError(`${where}: ${errorMessage(error)}`);
+  }
+}
+
+/** The URL without its password, fit for a banner or an error line. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(not a URL)";
+  }
+}
