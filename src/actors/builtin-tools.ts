@@ -50,8 +50,8 @@ function messageTool(deps: ActorDeps): ToolDefinition {
 }
 
 /**
- * The arguments of the `commitment` tool, as the model is told them: the proposal fields of DESIGN.md
- * §5. The execute step runs the one validation every commitment passes (policy/commitment-fields.ts);
+ * The arguments of the `commitment` tool, as the model is told them: the proposal fields of
+ * docs/commitments.md. The execute step runs the one validation every commitment passes (policy/commitment-fields.ts);
  * a target the model adds is accepted here and ignored there (a commitment belongs to this session).
  */
 const ignored = z.unknown().optional().describe("Ignored: a follow-up always goes to this conversation.");

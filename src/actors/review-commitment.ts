@@ -58,7 +58,7 @@ export interface ReviewGate {
 }
 
 /**
- * The review of a due commitment (DESIGN.md §5), run by the gateway inside the session's lane: the
+ * The review of a due commitment (docs/commitments.md), run by the gateway inside the session's lane: the
  * transcript first (a user answer or correction and a reply after the source settle it with no model
  * call), else a `review: true` model call over the conversation since the source, with the record
  * fenced as untrusted data, the read-only tools and `commitment_decision`. No usable decision, an error

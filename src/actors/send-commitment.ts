@@ -13,7 +13,7 @@ export interface SendGate {
 }
 
 /**
- * Sends a reviewed follow-up at most once (DESIGN.md §5): a durable `sending` intent is written before
+ * Sends a reviewed follow-up at most once (docs/commitments.md): a durable `sending` intent is written before
  * the channel is called and the outcome after it, so a crash in between leaves the intent, which a
  * restart settles as sent with an unknown receipt and never sends again. A committed receipt makes the
  * commitment `sent` and appends the text to the transcript as an assistant record; a failed send

@@ -61,7 +61,7 @@ export interface CommitmentsDeps {
 }
 
 /**
- * The gateway's commitments (DESIGN.md §5): creation (the tool and the extraction hook, one
+ * The gateway's commitments (docs/commitments.md): creation (the tool and the extraction hook, one
  * validation, dedupe), the heartbeat and due actors, the operator API and each commitment's story.
  * Disabled (`commitments.enabled: false`, the default): nothing is created, reviewed or sent, and the
  * stored ones can still be listed and dismissed.

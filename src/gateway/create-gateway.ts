@@ -232,7 +232,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return messageLog.explain(session, messageId);
     },
     /**
-     * Commitments (DESIGN.md §5) for operators: `list({ session?, status? })` (oldest first) and
+     * Commitments (docs/commitments.md) for operators: `list({ session?, status? })` (oldest first) and
      * `dismiss(id)` (the commitment after it, undefined for an unknown id).
      */
     commitments: {

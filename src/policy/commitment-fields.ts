@@ -4,7 +4,7 @@ import { COMMITMENT_KINDS, type Commitment, type CommitmentKind } from "../machi
 
 /**
  * The one validation every new commitment passes, whether the `commitment` tool or the
- * `extractCommitments` hook proposed it (DESIGN.md §5): fields checked and length-capped, the
+ * `extractCommitments` hook proposed it (docs/commitments.md): fields checked and length-capped, the
  * confidence threshold, and the due-window defaults. The target is never taken from the payload: a
  * commitment belongs to the session that made it (`session`, `target`, `to` and `channel` are dropped).
  *

@@ -2,7 +2,7 @@ import type { TranscriptRecord } from "../adapters/store.js";
 import type { Classification, Commitment } from "../machines/commitment.types.js";
 
 /**
- * The review policy of commitments (DESIGN.md §5), as pure functions the commitment machine's guards
+ * The review policy of commitments (docs/commitments.md), as pure functions the commitment machine's guards
  * and the review actor call.
  *
  * **Where the conversation "since" begins.** The anchor is the last record that belongs to the turn

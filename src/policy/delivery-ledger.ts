@@ -7,7 +7,7 @@ import {
 import { RECOVERED } from "./turn-context.js";
 
 /**
- * The delivery ledger (DESIGN.md §4, "exactly once across crashes") read from a transcript: every send
+ * The delivery ledger (docs/guarantees.md) read from a transcript: every send
  * is preceded by a durable intent and followed by its receipt, so a restart can tell the sends whose
  * outcome it does not know (an intent and no receipt after it) and resend each once, under the same
  * deliveryId.

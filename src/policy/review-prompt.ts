@@ -3,7 +3,7 @@ import type { Commitment } from "../machines/commitment.types.js";
 import { CLASSIFICATIONS } from "../machines/commitment.types.js";
 
 /**
- * The context of a commitment review (DESIGN.md §5): the conversation from a little before the source
+ * The context of a commitment review (docs/commitments.md): the conversation from a little before the source
  * message to now, then one instruction note in Tiller's own words, then the commitment's fields as the
  * result of a `commitment_record` call, fenced as untrusted data. The fence is a pair of markers with a
  * random nonce the stored text cannot know; anything in the fields that looks like a marker (`<<<`,

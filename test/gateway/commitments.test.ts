@@ -199,14 +199,15 @@ describe("at most once across a crash mid-send", () => {
 
   it("a failed send leaves it pending for the next tick, which reviews and sends it", async () => {
     const { model, reviews } = recordingModel(() => decision("still_pending_user", "Still need the room?"));
-    const channel = new LoopbackChannel({ failSends: 2 });
+    const channel = new LoopbackChannel({ failSends: 4 });
     const { gateway, say, idle, ofType } = commitmentGateway({ model, channel });
     await gateway.start();
     await say("m1", "Please book a meeting room.");
     await idle(10);
     await gatewayPropose(gateway, PROPOSAL);
     await idle(10 * HOUR);
-    // The first reply took one failure (and its resend), the first check-in the other.
+    // The first reply, its one resend and the could-not-deliver notice take three failures; the first
+    // check-in takes the fourth.
     expect(ofType("commitment.retried").map((event) => event.why)).toEqual([
       expect.stringContaining("send failed"),
     ]);

@@ -15,7 +15,7 @@ import type {
 import { normalizeText } from "../../src/policy/commitment-review.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
-// Graph-based tests of the commitment machine (DESIGN.md §5, invariant 10). xstate/graph enumerates
+// Graph-based tests of the commitment machine (docs/commitments.md, invariant 10). xstate/graph enumerates
 // its paths over an explicit event list that includes every kind of result of the invoked review and
 // send actors; each path is replayed on a real actor whose review and send are deferreds the test
 // settles. After every step the real actor must be where the graph says, and no path may reach a send

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { checkIns, HOUR, ofType, openLoop, play, reviews, SEED } from "../support/commitment-scenarios.js";
 import { useTempDir } from "../support/temp-dir.js";
 
-// Commitments end to end through the scenario runner (DESIGN.md §5, invariant 10), on the simulated
+// Commitments end to end through the scenario runner (docs/commitments.md, invariant 10), on the simulated
 // clock, asserting on the JSON output a user of `tiller run --json` reads.
 
 describe("commitments", () => {

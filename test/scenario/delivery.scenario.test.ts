@@ -10,8 +10,8 @@ import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 import { eventsOf } from "../support/scenario.js";
 
-// Delivery and the undelivered-final marker end to end (DESIGN.md §4, §6, invariant 6), through the
-// scenario runner on a simulated clock, asserting on the JSON output of CONTRACTS.md §2.
+// Delivery and the undelivered-final marker end to end (docs/architecture.md, invariant 6), through the
+// scenario runner on a simulated clock, asserting on the JSON output of docs/scenarios.md.
 
 const MARKER = "tiller.undelivered-final";
 const RECOVERED = "tiller.recovered";

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 
-// The stale-reply re-check end to end (DESIGN.md §3), through the scenario runner on a simulated clock,
-// asserting on the JSON output of CONTRACTS.md §2.
+// The stale-reply re-check end to end (docs/recheck.md), through the scenario runner on a simulated clock,
+// asserting on the JSON output of docs/scenarios.md.
 
 async function play(yaml: string): Promise<ScenarioResult> {
   const { result } = await runScenario(parseScenario(yaml, "x.yaml"));
@@ -37,7 +37,7 @@ function replies(result: ScenarioResult) {
   return result.deliveries.filter((delivery) => delivery.kind === "reply");
 }
 
-/** Every inbound message has exactly one ack, with text a person can read (CONTRACTS.md §2). */
+/** Every inbound message has exactly one ack, with text a person can read (docs/scenarios.md). */
 function expectOneReadableAckEach(result: ScenarioResult, messageIds: string[]): void {
   expect(result.acks.map((ack) => ack.messageId).sort()).toEqual([...messageIds].sort());
   for (const ack of result.acks) {

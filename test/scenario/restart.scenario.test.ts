@@ -10,7 +10,7 @@ import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 import { eventsOf } from "../support/scenario.js";
 
 // Restarts (`restart: [{ at }]`: every in-process timer and promise dies, a new gateway starts on the
-// same store) at several points of a turn's life (DESIGN.md §6, invariants 5 and 6): every accepted
+// same store) at several points of a turn's life (docs/store.md, invariants 5 and 6): every accepted
 // message is answered exactly once, no marker or recovery is duplicated, and the turn a restart cut off
 // runs again in the background lane.
 
@@ -155,7 +155,7 @@ restart:
       [runOfTurn(result, 1), "How many open tickets are there?"],
       [runOfTurn(result, 2), "How many open tickets are there?"],
     ]);
-    // The resumed turn shows the model its stored message as this turn's, not as history (CONTRACTS §2).
+    // The resumed turn shows the model its stored message as this turn's, not as history (docs/scenarios.md).
     expect(result.modelCalls.map((call) => call.userTexts)).toEqual([
       ["How many open tickets are there?"],
       ["How many open tickets are there?"],
