@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { Sender } from "../policy/sender.js";
 
 /** A JSON Schema object (draft-07 or 2020-12), as a model provider receives it. */
 export type JsonSchema = { [keyword: string]: unknown };
@@ -34,6 +35,11 @@ export interface ToolDefinition {
   parameters?: JsonSchema | z.ZodType;
   /** Safe to call during a commitment review: it only reads. @default false */
   readOnly?: boolean;
+  /**
+   * Scopes the turn's authority must hold (the intersection of its senders' `authority`): a call the
+   * turn does not cover is refused without running, and the model reads who lacks which scope.
+   */
+  requires?: string[];
   cancellable: boolean;
   execute(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
 }
@@ -51,4 +57,6 @@ export interface ToolContext {
   runId: string;
   callId: string;
   signal: AbortSignal;
+  /** Who the turn's messages come from (empty: the session's anonymous user alone); set by the gateway. */
+  senders?: Sender[];
 }

@@ -1,4 +1,5 @@
 import type { TillerEvent } from "../events.js";
+import { type Sender, senderLabel } from "../policy/sender.js";
 
 /**
  * "What happened to my message?" (issue: explain), built only from the event stream: when it arrived,
@@ -13,6 +14,8 @@ export interface MessageExplanation {
   mode: string;
   modeSource: string;
   ackText: string;
+  /** Who wrote it, when the channel said (group chats). */
+  sender?: Sender;
   /** Where it waited, in order: "steer buffer of run X", "queue", "collect window", ... */
   waited: Array<{ where: string; from: number; until?: number }>;
   firstSeenBy?: { runId: string; call: number; at: number; recheck: boolean };
@@ -139,9 +142,11 @@ export class MessageLog {
     entry.mode = String(event.mode);
     entry.modeSource = String(event.modeSource);
     entry.ackText = String(event.text ?? "");
+    const sender = event.sender as Sender | undefined;
+    if (sender) entry.sender = sender;
     entry.timeline.unshift({
       at: entry.arrivedAt,
-      what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
+      what: `arrived${sender ? ` from ${senderLabel(sender)}` : ""}; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
     });
     // A wait the turn already ended (it started, or saw the message, before the ack) is closed at once.
     const waitsFor = event.waitsFor as string | undefined;

@@ -4,6 +4,7 @@ import { type GatewayConfig, queueLayers } from "../config.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
+import type { Sender } from "../policy/sender.js";
 import { applyControl, runViewOf } from "./apply-control.js";
 import { type Ack, composeAck, type RunView } from "./compose-ack.js";
 import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
@@ -37,6 +38,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     entry: SessionMemory,
     decision: SessionDecision,
     runBefore?: RunView,
+    sender?: Sender,
   ): Ack {
     const snapshot = entry.actor?.getSnapshot();
     const run =
@@ -48,7 +50,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     const position =
       snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
     const ack = composeAck(session, decision, run, position);
-    emit("message.acked", { ...ack, session });
+    emit("message.acked", { ...ack, session, ...(sender ? { sender } : {}) });
     if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
     return ack;
   }
@@ -63,8 +65,17 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     const now = deps.clock.now();
     const layers = queueLayers(config, message.channel);
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
-    const setting = resolveQueueSetting({ inline, session: entry.override, ...layers });
-    const owned = { id: message.id, text: message.text, channel: message.channel, at: now };
+    const setting = {
+      ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
+      ...(config.queue.steerAcrossSenders ? { steerAcrossSenders: true as const } : {}),
+    };
+    const owned = {
+      id: message.id,
+      text: message.text,
+      channel: message.channel,
+      at: now,
+      ...(message.sender ? { sender: message.sender } : {}),
+    };
 
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
     const admission = admit({
@@ -92,10 +103,15 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           messageId: owned.id,
           control: admission.control,
           setting,
+          sender: message.sender,
           actor: () => registry.actor(message.session, entry),
         });
         registry.keepWindow(message.session, entry, false);
-        emit("message.acked", { ...ack, session: message.session });
+        emit("message.acked", {
+          ...ack,
+          session: message.session,
+          ...(message.sender ? { sender: message.sender } : {}),
+        });
         if (isAckVisible(entry.channel)) void send(deps, message.session, ack.text, "ack");
         return ack;
       }
@@ -120,6 +136,6 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     if (decision.disposition === "rejected") entry.seen.delete(message.id);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
-    return finishAck(message.session, entry, decision, runBefore);
+    return finishAck(message.session, entry, decision, runBefore, message.sender);
   };
 }

@@ -1,3 +1,4 @@
+import type { Sender } from "../policy/sender.js";
 import type { StaleReason } from "../policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 
@@ -66,6 +67,13 @@ export interface RunToolInput {
   /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
   unpersisted: TurnItem[];
   journalOffset: number;
+  /**
+   * The senders of every message the turn owns, steering still held back included: the turn's authority
+   * is theirs, narrowed at once when another sender's message joins. Empty: the anonymous user alone.
+   */
+  senders?: Sender[];
+  /** Some message of the turn has no sender (the anonymous user, who holds no scopes). */
+  anonymous?: boolean;
 }
 
 export interface RunToolOutput {

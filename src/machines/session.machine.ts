@@ -1,6 +1,6 @@
 import { type ActorRefFrom, sendTo } from "xstate";
 import type { RunEvent } from "./run.machine.js";
-import { EARLIER_FIRST, RESETTING, sessionSetup } from "./session.setup.js";
+import { EARLIER_FIRST, OTHER_SENDER, RESETTING, sessionSetup } from "./session.setup.js";
 import { LANE_TIMEOUT_REASON, type SessionEvent } from "./session.types.js";
 
 /**
@@ -95,6 +95,11 @@ export const sessionMachine = sessionSetup.createMachine({
               description: "Cleared or draining: the turn's messages wait in the queue.",
             },
             "session.message": [
+              {
+                guard: "isOtherSender",
+                actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
+                description: "Another person's message never joins this turn: it runs as its own, next.",
+              },
               { guard: "joinsPendingTurn", actions: "joinPending" },
               { actions: "enqueue" },
             ],
@@ -117,6 +122,12 @@ export const sessionMachine = sessionSetup.createMachine({
           },
           on: {
             "session.message": [
+              {
+                guard: "isOtherSender",
+                actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
+                description:
+                  "Another person's message neither steers nor interrupts this turn: it runs next.",
+              },
               { guard: "isSteer", actions: "steerIntoRun" },
               { guard: "isInterrupt", actions: "interruptRun" },
               { actions: "enqueue" },
