@@ -23,6 +23,9 @@ export type TillerErrorCode =
   | "MODEL_REPLY_INVALID"
   | "STORE_FAILED"
   | "MODEL_TIMEOUT"
+  | "DETECTOR_FAILED"
+  | "DETECTOR_TIMEOUT"
+  | "DETECTOR_VERDICT_INVALID"
   | "MODEL_RATE_LIMITED"
   | "MODEL_UNAVAILABLE"
   | "MODEL_AUTH"
@@ -129,6 +132,20 @@ export class LeaseLostError extends TillerError {
     );
     this.session = session;
     this.fence = fence;
+  }
+}
+
+/**
+ * The gateway's stale-reply detector (`staleReplyRecheck.detect`) threw, did not answer within
+ * `detectTimeoutMs`, or returned something that is not a verdict; the built-in signals decided instead.
+ */
+export class DetectorError extends TillerError {
+  constructor(
+    code: "DETECTOR_FAILED" | "DETECTOR_TIMEOUT" | "DETECTOR_VERDICT_INVALID",
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(code, `staleReplyRecheck.detect: ${message}`, { retryable: true, ...options });
   }
 }
 

@@ -84,6 +84,17 @@ export { runMachine } from "./machines/run.machine.js";
 export { sessionMachine } from "./machines/session.machine.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
-export { assessDraft, DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
+export type { Sender } from "./policy/sender.js";
+export type { DetectorVerdict, StaleDetector } from "./policy/stale-detector.js";
+export {
+  acknowledgesComplaint,
+  assessDraft,
+  DEFAULT_COMPLAINT_PATTERNS,
+  type DraftFacts,
+  type DraftVerdict,
+  matchComplaint,
+  type RecheckFigures,
+  type StaleReason,
+} from "./policy/stale-reply.js";
 export { loadScenario, parseScenario, ScenarioError } from "./scenario/load.js";
 export { runScenario, type ScenarioResult } from "./scenario/runner.js";

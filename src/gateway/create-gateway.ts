@@ -4,6 +4,7 @@ import { BUILTIN_TOOL_NAMES, builtinTools } from "../actors/builtin-tools.js";
 import { createCallModel } from "../actors/call-model.js";
 import { createDeliver } from "../actors/deliver.js";
 import type { ActorDeps } from "../actors/deps.js";
+import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
@@ -132,7 +133,11 @@ export function createGateway(options: GatewayOptions) {
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
 
   const providedRun = runMachine.provide({
-    actors: { callModel: createCallModel(deps), runTool: createRunTool(deps) },
+    actors: {
+      callModel: createCallModel(deps),
+      runTool: createRunTool(deps),
+      detectStale: createDetectStale(deps),
+    },
   });
   const providedSession = sessionMachine.provide({
     actors: {

@@ -1,7 +1,7 @@
 import type { ActorRefFrom } from "xstate";
 import { turnSenders } from "../policy/sender.js";
 import { runSetup } from "./run.setup.js";
-import { callModelInput, userItem } from "./run-context.js";
+import { callModelInput, draftFacts, userItem } from "./run-context.js";
 
 // The run's input, context, events and output, for its users.
 export type * from "./run.types.js";
@@ -13,8 +13,9 @@ export type * from "./run.types.js";
  * a reply with tool calls moves to `toolBatch`, which runs them one at a time and goes back to
  * `streaming`. A steering message (`run.steer`) waits in a buffer: it is appended before the next model
  * call, and the calls of the batch not started yet are skipped for it. A final text moves to
- * `finalizing`, which asks whether the draft answers the newest user message the turn owns; if not,
- * and passes remain, `recheck` adds a re-anchor instruction and drafts once more. `run.abort` ends the
+ * `finalizing`, which asks whether the draft answers the newest user message the turn owns (the built-in
+ * signals in `assessing`, or the gateway's own detector in `detecting`, with the built-in signals as
+ * its fallback); if not, and passes remain, `recheck` adds a re-anchor instruction and drafts once more. `run.abort` ends the
  * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
  * it in `failed`. Every ending outputs the journal, so the session can store what happened.
  */
@@ -167,13 +168,50 @@ export const runMachine = runSetup.createMachine({
     },
     finalizing: {
       description: "Does the draft answer the newest user message the turn owns?",
-      entry: "assess",
-      always: [
-        { guard: "staleWithPassesLeft", target: "recheck" },
-        { guard: "staleButDisabled", target: "done", actions: "emitRecheckSkipped" },
-        { guard: "staleAtLimit", target: "done", actions: "emitRecheckSkipped" },
-        { target: "done" },
-      ],
+      initial: "assessing",
+      states: {
+        assessing: {
+          description:
+            "The built-in signals decide at once; a draft the gateway's own detector must judge goes to `detecting`.",
+          always: [
+            { guard: "needsDetector", target: "detecting" },
+            { target: "deciding", actions: "assess" },
+          ],
+        },
+        detecting: {
+          description:
+            "The gateway's detector judges the draft. If it throws, times out or returns no verdict, the built-in signals decide.",
+          invoke: {
+            id: "detectStale",
+            src: "detectStale",
+            input: ({ context }) => ({
+              runId: context.input.runId,
+              session: context.input.session,
+              facts: draftFacts(context),
+            }),
+            onDone: { target: "deciding", actions: "recordDetected" },
+            onError: {
+              target: "deciding",
+              actions: ["emitDetectorFailed", "assessFallback"],
+              description: "The detector failed: the built-in signals are the fallback.",
+            },
+          },
+          on: {
+            "run.abort": { target: "#run.aborted", actions: "noteAbort" },
+            "run.stop": { target: "#run.aborted", actions: ["dropHeld", "noteAbort"] },
+          },
+        },
+        deciding: {
+          description:
+            "A stale draft is re-drafted while passes remain; otherwise it ships, and a skip is said.",
+          always: [
+            { guard: "staleWithPassesLeft", target: "#run.recheck" },
+            { guard: "staleButDisabled", target: "#run.done", actions: "emitRecheckSkipped" },
+            { guard: "staleAtLimit", target: "#run.done", actions: "emitRecheckSkipped" },
+            { target: "#run.done" },
+          ],
+        },
+      },
     },
     recheck: {
       description: "Adds the re-anchor instruction; the next model call drafts once more.",

@@ -26,12 +26,20 @@ function gateway() {
   );
   const instance = createGateway({
     config: {},
-    model: { complete: (request) => (requests.push(request), scripted.complete(request)) },
+    model: {
+      complete: (request) => {
+        requests.push(request);
+        return scripted.complete(request);
+      },
+    },
     tools: [
       {
         name: "whoami",
         cancellable: false,
-        execute: async (_args, context) => (contexts.push(context), "seen"),
+        execute: async (_args, context) => {
+          contexts.push(context);
+          return "seen";
+        },
       },
     ],
     channels: { slack: channel },
