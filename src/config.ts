@@ -65,6 +65,8 @@ export const configSchema = z
          * @default "summarize"
          */
         drop: z.enum(DROP_POLICIES).optional(),
+        /** Let another sender's message join a running turn (its authority then narrows). */
+        steerAcrossSenders: z.boolean().optional(),
       })
       .strict()
       .default({ byChannel: {} }),
@@ -303,7 +305,7 @@ export function queueLayers(
   config: GatewayConfig,
   channel: string,
 ): { global: QueueSettings; channel?: QueueSettings } {
-  const { byChannel, ...global } = config.queue;
+  const { byChannel, steerAcrossSenders: _across, ...global } = config.queue;
   const channelMode = byChannel[channel];
   return { global: strip(global), ...(channelMode ? { channel: { mode: channelMode } } : {}) };
 }

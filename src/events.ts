@@ -31,6 +31,7 @@ import type { Ack } from "./gateway/compose-ack.js";
 import type { DetectorName, RunError } from "./machines/run.types.js";
 import type { DeliveryMode } from "./policy/delivery.js";
 import type { Priority } from "./policy/lane-priority.js";
+import type { Sender } from "./policy/sender.js";
 import type { RecheckFigures, StaleReason } from "./policy/stale-reply.js";
 
 /** Fields of an event about one session. */
@@ -118,7 +119,10 @@ export interface TillerEventMap {
   /** `stop()` finished: lanes drained, sessions stopped, the store closed. */
   "gateway.stopped": Record<never, never>;
   /** An inbound message got its acknowledgement (the `Ack` that `receive()` returns). */
-  "message.acked": Ack;
+  "message.acked": Ack & {
+    /** Who sent it (absent: the session's anonymous user). */
+    sender?: Sender;
+  };
   /** A message left its turn or queue without being answered (`/stop`, `/new`, the queue cap). */
   "message.dropped": InSession & { runId?: string; messageId: string; reason: string; summary?: string };
   /** The built-in `message` tool sent a visible message. */
@@ -155,6 +159,8 @@ export interface TillerEventMap {
     messageIds: string[];
     /** On a commitment review's call (`review: true`): the commitment it reviews. */
     commitmentId?: string;
+    /** The senders of the turn's messages in this call (`null`: the anonymous user). */
+    senders?: Array<string | null>;
   };
   /** Text the model streams: a draft a re-check may replace; only the final is delivered. */
   "model.delta": ModelCall & { text: string };
@@ -184,6 +190,13 @@ export interface TillerEventMap {
     };
   /** A tool call's arguments did not fit its schema: the tool never ran, the model reads `problems`. */
   "tool.argsInvalid": InTurn & { callId: string; name: string; problems: string[] };
+  /** A tool call the turn's authority does not cover: it did not run, the model reads who lacks what. */
+  "tool.refused": InTurn & {
+    callId: string;
+    name: string;
+    requires: string[];
+    lacking: Array<{ sender: string | null; missing: string[] }>;
+  };
   /** A tool call was skipped for a steering message (never started). */
   "tool.skipped": InTurn & ToolCallFields & { reason: string };
   /** A tool call was given up after `limits.toolTimeoutMs` (a cancellable tool is cancelled). */

@@ -126,6 +126,7 @@ export type {
 export type { CommitmentProposal } from "./policy/commitment-fields.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
+export type { Sender } from "./policy/sender.js";
 export type { DetectorVerdict, StaleDetector } from "./policy/stale-detector.js";
 export {
   acknowledgesComplaint,

@@ -7,6 +7,7 @@ import { errorMessage, TillerError } from "../errors.js";
 import type { TillerEventFields } from "../events.js";
 import type { CallModelInput, CallModelOutput, RunError } from "../machines/run.machine.js";
 import { toRunError } from "../machines/run-context.js";
+import { attributeSenders } from "../policy/sender.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";
@@ -31,6 +32,8 @@ export function createCallModel(deps: ActorDeps) {
     const turn = input.context.slice(input.turnStart);
     const userTexts = turn.flatMap((message) => (message.role === "user" ? [message.text] : []));
     const messageIds = turn.flatMap((message) => (message.role === "user" ? [message.messageId] : []));
+    // Who wrote each of this turn's messages (null: the anonymous user), for logs and tests.
+    const senders = turn.flatMap((message) => (message.role === "user" ? [message.sender?.id ?? null] : []));
     const identity = {
       session: input.session,
       runId: input.runId,
@@ -44,6 +47,7 @@ export function createCallModel(deps: ActorDeps) {
       latestUser: latestUserText(input.context),
       userTexts,
       messageIds,
+      senders,
     });
     // The model's signal aborts with the turn, or when the call runs past limits.modelTimeoutMs.
     const control = linkedAbort(signal);
@@ -62,7 +66,7 @@ export function createCallModel(deps: ActorDeps) {
     try {
       const call = deps.model.complete({
         ...identity,
-        context: input.context,
+        context: attributeSenders(input.context),
         turnStart: input.turnStart,
         tools: toolSpecs(deps, input.tools),
         signal: control.signal,

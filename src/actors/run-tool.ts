@@ -3,6 +3,7 @@ import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
+import { lackingScopes, refusedResult } from "../policy/sender.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 
@@ -35,6 +36,24 @@ export function createRunTool(deps: ActorDeps) {
       });
       return { status: "failed", result: invalidArgsResult(checked.problems), persisted };
     }
+    // A call the turn's authority does not cover never runs: the model reads who lacks which scope.
+    const senders = input.senders ?? [];
+    const lacking = lackingScopes(senders, input.anonymous ?? senders.length === 0, tool.requires);
+    if (lacking.length > 0) {
+      const refusals = lacking.map(({ sender, missing }) => ({
+        sender: sender?.id ?? null,
+        missing,
+      }));
+      deps.emit("tool.refused", {
+        session: input.session,
+        runId: input.runId,
+        callId: input.call.callId,
+        name: tool.name,
+        requires: tool.requires ?? [],
+        lacking: refusals,
+      });
+      return { status: "failed", result: refusedResult(tool.name, lacking), persisted };
+    }
     // A cancellable tool stops when the turn is aborted or when it runs out of time.
     const control = linkedAbort(signal, tool.cancellable);
     const timeoutMs = deps.config.limits.toolTimeoutMs;
@@ -46,6 +65,7 @@ export function createRunTool(deps: ActorDeps) {
         signal: control.signal,
         turnKind: input.kind,
         ...(input.channel ? { channel: input.channel } : {}),
+        senders,
       });
       const result = await withDeadline(deps.clock, running, timeoutMs, signal);
       return { ...storedResult(result), persisted };

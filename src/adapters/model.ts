@@ -1,3 +1,4 @@
+import type { Sender } from "../policy/sender.js";
 import type { ToolSpec } from "./tool.js";
 
 /**
@@ -61,7 +62,7 @@ export interface ToolCallRequest {
 
 /** One entry of what a model call sees. */
 export type ModelMessage =
-  | { role: "user"; text: string; messageId: string }
+  | { role: "user"; text: string; messageId: string; sender?: Sender }
   | { role: "assistant"; text: string }
   | { role: "toolCall"; callId: string; name: string; args: unknown }
   | { role: "toolResult"; callId: string; status: string; result: unknown }

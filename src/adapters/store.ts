@@ -5,6 +5,7 @@
  * Every implementation (memory, JSONL files, ...) passes the shared contract suite in
  * `test/adapters/store-contract.ts`.
  */
+import type { Sender } from "../policy/sender.js";
 
 /** Fields every stored record carries; assigned by the store on append. */
 export interface RecordHeader {
@@ -26,6 +27,8 @@ export interface UserRecord {
   /** The inbound message id. */
   messageId: string;
   channel?: string;
+  /** Who wrote it, when the channel said (group chats). */
+  sender?: Sender;
 }
 
 export interface AssistantRecord {

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { Sender } from "../policy/sender.js";
 
 /** A JSON Schema object (draft-07 or 2020-12), as a model provider receives it. */
 export type JsonSchema = { [keyword: string]: unknown };
@@ -37,6 +38,11 @@ export interface ToolDefinition {
    * without it are never offered to a review. @default false
    */
   readOnly?: boolean;
+  /**
+   * Scopes the turn's authority must hold (the intersection of its senders' `authority`): a call the
+   * turn does not cover is refused without running, and the model reads who lacks which scope.
+   */
+  requires?: string[];
   cancellable: boolean;
   execute(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
 }
@@ -58,4 +64,6 @@ export interface ToolContext {
   turnKind?: "turn" | "recovery";
   /** The channel this turn's replies go out on. */
   channel?: string;
+  /** Who the turn's messages come from (empty: the session's anonymous user alone); set by the gateway. */
+  senders?: Sender[];
 }

@@ -3,6 +3,7 @@ import type { SessionActorRef } from "../machines/session.machine.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import type { ControlCommand } from "../policy/control.js";
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
+import { type Sender, sameSender } from "../policy/sender.js";
 import type { Ack, RunView } from "./compose-ack.js";
 import type { SessionMemory } from "./session-persistence.js";
 import { stateName } from "./validate-inbound.js";
@@ -25,6 +26,8 @@ export interface ControlRequest {
   messageId: string;
   control: ControlCommand;
   setting: ResolvedQueueSetting;
+  /** Who sent the command; absent: the session's anonymous user. */
+  sender?: Sender | undefined;
   /** The session's actor, started if it is not running (a `/new` needs one). */
   actor(): SessionActorRef;
 }
@@ -44,6 +47,18 @@ export function applyControl(request: ControlRequest): Ack {
   const { entry, control } = request;
   let text: string;
   let disposition: SessionDecision["disposition"] = "control";
+  const refusal = notOwnerRefusal(request);
+  if (refusal) {
+    return {
+      session: request.session,
+      messageId: request.messageId,
+      disposition: "rejected",
+      mode: request.setting.mode,
+      modeSource: request.setting.modeSource,
+      text: refusal,
+      reason: `control: ${control.command} refused`,
+    };
+  }
   switch (control.command) {
     case "queue":
       entry.override = { ...(entry.override ?? {}), ...control.settings };
@@ -75,6 +90,20 @@ export function applyControl(request: ControlRequest): Ack {
     text,
     reason: `control: ${control.command}`,
   };
+}
+
+/**
+ * `/stop` and `/new` from someone who does not own the running turn would end another person's work:
+ * they need the `admin` scope. The refusal says so, and nothing changes.
+ */
+function notOwnerRefusal(request: ControlRequest): string | undefined {
+  const { control, entry, sender } = request;
+  if (control.command !== "stop" && control.command !== "new") return undefined;
+  const pending = entry.actor?.getSnapshot().context.pending;
+  if (pending?.kind !== "turn" || pending.messages.length === 0) return undefined;
+  if (pending.messages.some((message) => sameSender(message.sender, sender))) return undefined;
+  if (sender?.authority?.includes("admin")) return undefined;
+  return `Not done: the running request is another person's, and /${control.command} on it needs the "admin" scope; nothing was stopped.`;
 }
 
 function stop(actor: SessionActorRef | null): string {

@@ -55,5 +55,10 @@ export function checkAdapters(
       throw new ConfigError(`${field}.description`, "a string", tool.description);
     if (tool.readOnly !== undefined && typeof tool.readOnly !== "boolean")
       throw new ConfigError(`${field}.readOnly`, "a boolean", tool.readOnly);
+    if (
+      tool.requires !== undefined &&
+      !(Array.isArray(tool.requires) && tool.requires.every((s) => typeof s === "string" && s.length > 0))
+    )
+      throw new ConfigError(`${field}.requires`, "an array of scope names", tool.requires);
   });
 }

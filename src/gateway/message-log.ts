@@ -1,5 +1,6 @@
 import type { TranscriptRecord } from "../adapters/store.js";
 import type { TillerEvent, TillerEventOf } from "../events.js";
+import { type Sender, senderLabel } from "../policy/sender.js";
 import { storyFromTranscript } from "./durable-story.js";
 
 /**
@@ -15,6 +16,8 @@ export interface MessageExplanation {
   mode: string;
   modeSource: string;
   ackText: string;
+  /** Who wrote it, when the channel said (group chats). */
+  sender?: Sender;
   /** Where it waited, in order: "steer buffer of run X", "queue", "collect window", ... */
   waited: Array<{ where: string; from: number; until?: number }>;
   firstSeenBy?: { runId: string; call: number; at: number; recheck: boolean };
@@ -191,9 +194,11 @@ export class MessageLog {
     entry.mode = event.mode;
     entry.modeSource = event.modeSource;
     entry.ackText = event.text;
+    const sender = event.sender as Sender | undefined;
+    if (sender) entry.sender = sender;
     entry.timeline.unshift({
       at: entry.arrivedAt,
-      what: `arrived; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
+      what: `arrived${sender ? ` from ${senderLabel(sender)}` : ""}; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
     });
     // A wait the turn already ended (it started, or saw the message, before the ack) is closed at once.
     const waitsFor = event.waitsFor;

@@ -5,6 +5,7 @@ import type { EmitEvent } from "../events.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
+import type { Sender } from "../policy/sender.js";
 import { applyControl, runViewOf } from "./apply-control.js";
 import { type Ack, composeAck, type RunView } from "./compose-ack.js";
 import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
@@ -38,6 +39,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     entry: SessionMemory,
     decision: SessionDecision,
     runBefore?: RunView,
+    sender?: Sender,
   ): Ack {
     const snapshot = entry.actor?.getSnapshot();
     const run =
@@ -57,7 +59,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           text: `${composed.text} It could not be stored safely, so if I restart before answering, please send it again.`,
         }
       : composed;
-    emit("message.acked", { ...ack, session });
+    emit("message.acked", { ...ack, session, ...(sender ? { sender } : {}) });
     if (isAckVisible(entry.channel))
       void send(deps, session, ack.text, "ack", { deliveryId: `ack:${session}:${decision.messageId}` });
     return ack;
@@ -73,8 +75,17 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     const now = deps.clock.now();
     const layers = queueLayers(config, message.channel);
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
-    const setting = resolveQueueSetting({ inline, session: entry.override, ...layers });
-    const owned = { id: message.id, text: message.text, channel: message.channel, at: now };
+    const setting = {
+      ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
+      ...(config.queue.steerAcrossSenders ? { steerAcrossSenders: true as const } : {}),
+    };
+    const owned = {
+      id: message.id,
+      text: message.text,
+      channel: message.channel,
+      at: now,
+      ...(message.sender ? { sender: message.sender } : {}),
+    };
 
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
     const admission = admit({
@@ -102,6 +113,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           messageId: owned.id,
           control: admission.control,
           setting,
+          sender: message.sender,
           actor: () => registry.actor(message.session, entry),
         });
         registry.keepWindow(message.session, entry, false);
@@ -111,7 +123,11 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           persistence.flush(message.session, entry);
           await entry.saving;
         }
-        emit("message.acked", { ...ack, session: message.session });
+        emit("message.acked", {
+          ...ack,
+          session: message.session,
+          ...(message.sender ? { sender: message.sender } : {}),
+        });
         if (isAckVisible(entry.channel))
           void send(deps, message.session, ack.text, "ack", {
             deliveryId: `ack:${message.session}:${message.id}`,
@@ -139,6 +155,6 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     if (decision.disposition === "rejected") entry.seen.delete(message.id);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
-    return finishAck(message.session, entry, decision, runBefore);
+    return finishAck(message.session, entry, decision, runBefore, message.sender);
   };
 }

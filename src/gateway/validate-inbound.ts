@@ -1,6 +1,7 @@
 import { hasLoneSurrogate } from "../adapters/session-key.js";
 import type { GatewayConfig } from "../config.js";
 import { MessageRejectedError } from "../errors.js";
+import { type Sender, validateSender } from "../policy/sender.js";
 
 /** Checks on an inbound message at the edge, before anything is accepted. */
 export interface InboundMessage {
@@ -10,6 +11,8 @@ export interface InboundMessage {
   id: string;
   /** Inline queue mode for this message (or an alias). */
   mode?: string;
+  /** Who wrote it; absent: the session's single anonymous user. */
+  sender?: Sender;
 }
 
 // Control characters in a session key or message id are refused (they corrupt logs and file names).
@@ -53,7 +56,8 @@ export function validateInbound(
       "expected a non-empty string of at most 256 characters of well-formed Unicode, without control characters",
     );
   }
-  return inbound;
+  const sender = validateSender(inbound.sender);
+  return sender ? { ...inbound, sender } : inbound;
 }
 
 /**

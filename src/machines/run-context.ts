@@ -8,7 +8,13 @@ import type { CallModelInput, RunContext, RunError, RunVerdict } from "./run.typ
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.
 
 export function userItem(message: OwnedMessage): TurnItem {
-  return { role: "user", text: message.text, messageId: message.id, channel: message.channel };
+  return {
+    role: "user",
+    text: message.text,
+    messageId: message.id,
+    channel: message.channel,
+    ...(message.sender ? { sender: message.sender } : {}),
+  };
 }
 
 export function assistantNote(text: string): TurnItem {

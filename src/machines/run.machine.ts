@@ -1,4 +1,5 @@
 import type { ActorRefFrom } from "xstate";
+import { turnSenders } from "../policy/sender.js";
 import { runSetup } from "./run.setup.js";
 import { callModelInput, draftFacts, messageSends, userItem } from "./run-context.js";
 
@@ -128,6 +129,7 @@ export const runMachine = runSetup.createMachine({
               call: context.pendingCalls[context.toolIndex]!,
               unpersisted: context.journal.slice(context.persisted),
               journalOffset: context.persisted,
+              ...turnSenders([...context.owned, ...context.steerBuffer]),
             }),
             onDone: [
               {

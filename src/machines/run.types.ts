@@ -1,5 +1,6 @@
 import type { TillerErrorCode } from "../errors.js";
 import type { EmittedEvent } from "../events.js";
+import type { Sender } from "../policy/sender.js";
 import type { DraftFacts, DraftVerdict, RecheckFigures, StaleReason } from "../policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 
@@ -80,6 +81,13 @@ export interface RunToolInput {
   /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
   unpersisted: TurnItem[];
   journalOffset: number;
+  /**
+   * The senders of every message the turn owns, steering still held back included: the turn's authority
+   * is theirs, narrowed at once when another sender's message joins. Empty: the anonymous user alone.
+   */
+  senders?: Sender[];
+  /** Some message of the turn has no sender (the anonymous user, who holds no scopes). */
+  anonymous?: boolean;
 }
 
 export interface RunToolOutput {

@@ -1,4 +1,5 @@
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
+import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import type { PendingTurn, QueueItem } from "./session.types.js";
 
@@ -47,7 +48,13 @@ export function admitToQueue(
     } else dropped.push({ messageId: removed.message.id, reason: "queue cap: dropped oldest" });
   }
   if (setting.mode === "collect") {
-    const index = next.findIndex((item) => item.kind === "collect" && item.channel === message.channel);
+    // A burst is one person's: another sender's messages collect into a burst of their own.
+    const index = next.findIndex(
+      (item) =>
+        item.kind === "collect" &&
+        item.channel === message.channel &&
+        sameSender(item.messages[0]?.sender, message.sender),
+    );
     const item = next[index];
     if (item && item.kind === "collect") {
       next[index] = { ...item, messages: [...item.messages, message] };

@@ -1,5 +1,5 @@
 import type { ActorRefFrom } from "xstate";
-import { EARLIER_FIRST, RESETTING, sessionSetup } from "./session.setup.js";
+import { EARLIER_FIRST, OTHER_SENDER, RESETTING, sessionSetup } from "./session.setup.js";
 import { runInputFor } from "./session-context.js";
 
 /**
@@ -99,6 +99,11 @@ export const sessionMachine = sessionSetup.createMachine({
               description: "Cleared or draining: the turn's messages wait in the queue.",
             },
             "session.message": [
+              {
+                guard: "isOtherSender",
+                actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
+                description: "Another person's message never joins this turn: it runs as its own, next.",
+              },
               { guard: "joinsPendingTurn", actions: "joinPending" },
               { actions: "enqueue" },
             ],
@@ -123,6 +128,12 @@ export const sessionMachine = sessionSetup.createMachine({
           },
           on: {
             "session.message": [
+              {
+                guard: "isOtherSender",
+                actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
+                description:
+                  "Another person's message neither steers nor interrupts this turn: it runs next.",
+              },
               { guard: "isSteer", actions: "steerIntoRun" },
               { guard: "isInterrupt", actions: "interruptRun" },
               { actions: "enqueue" },

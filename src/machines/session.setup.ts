@@ -1,6 +1,7 @@
 // The session machine's implementations: its types, the actors the gateway provides, guards and
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
+import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
 import type {
@@ -19,6 +20,10 @@ import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js"
 
 /** Where a message waits when it cannot join the running turn; the ack says it. */
 export const EARLIER_FIRST = "messages sent earlier are answered first; this one is answered after them";
+/** Why another sender's message does not join the running turn: it runs as its own, after it. */
+export const OTHER_SENDER = "another person's request is running; yours is next";
+const OTHER_SENDER_BEHIND =
+  "another person's request is running; yours is answered after it and the messages already waiting";
 export const RESETTING = "a fresh conversation is being started; this is answered in it";
 const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
 const STOPPED = "stopped by /stop";
@@ -59,6 +64,13 @@ export const sessionSetup = setup({
     isSteer: ({ event, context }) =>
       event.type === "session.message" && event.setting.mode === "steer" && context.pending?.kind === "turn",
     isInterrupt: ({ event }) => event.type === "session.message" && event.setting.mode === "interrupt",
+    // A message may only join a turn its own sender owns, unless steering across senders is on.
+    isOtherSender: ({ event, context }) =>
+      event.type === "session.message" &&
+      event.setting.steerAcrossSenders !== true &&
+      context.pending?.kind === "turn" &&
+      (event.setting.mode === "steer" || event.setting.mode === "interrupt") &&
+      context.pending.messages.some((message) => !sameSender(message.sender, event.message.sender)),
     joinsPendingTurn: ({ event, context }) =>
       event.type === "session.message" &&
       context.pending?.kind === "turn" &&
@@ -86,8 +98,11 @@ export const sessionSetup = setup({
     }),
     enqueue: enqueueActions(({ context, event, enqueue }, params?: { waitsBehind?: string }) => {
       if (event.type !== "session.message") return;
-      const waitsBehind =
-        params?.waitsBehind ?? (context.pending?.kind === "recovery" ? RESENDING : undefined);
+      const asked =
+        params?.waitsBehind === OTHER_SENDER && context.queue.length > 0
+          ? OTHER_SENDER_BEHIND
+          : params?.waitsBehind;
+      const waitsBehind = asked ?? (context.pending?.kind === "recovery" ? RESENDING : undefined);
       const result = admitToQueue(
         context.queue,
         context.summaries,
@@ -122,12 +137,21 @@ export const sessionSetup = setup({
     }),
     interruptRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
-      // Everything that waited folds into the interrupting turn, so no accepted message is lost.
+      // What the same sender left waiting folds into the interrupting turn, so no accepted message is
+      // lost; another person's waiting work keeps its own turn (a turn never mixes senders by itself).
       const folded: OwnedMessage[] = [];
       const kept: QueueItem[] = [];
+      const sender = event.message.sender;
+      const across = event.setting.steerAcrossSenders === true;
       for (const item of context.queue) {
-        if (item.kind === "recovery") kept.push(item);
-        else folded.push(...item.messages);
+        if (item.kind === "recovery") {
+          kept.push(item);
+          continue;
+        }
+        const mine = across ? item.messages : item.messages.filter((m) => sameSender(m.sender, sender));
+        const theirs = across ? [] : item.messages.filter((m) => !sameSender(m.sender, sender));
+        folded.push(...mine);
+        if (theirs.length > 0) kept.push({ ...item, messages: theirs });
       }
       const messages = [...folded, event.message];
       enqueue.assign({

@@ -49,6 +49,8 @@ export interface ResolvedQueueSetting {
   debounceMs: number;
   cap: number;
   drop: DropPolicy;
+  /** `queue.steerAcrossSenders`: another sender's message may join a running turn. */
+  steerAcrossSenders?: true;
 }
 
 export const QUEUE_DEFAULTS = { mode: "steer", debounceMs: 500, cap: 20, drop: "summarize" } as const;

@@ -1,6 +1,7 @@
 import type { ModelMessage, ToolCallRequest } from "../adapters/model.js";
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import { UNDELIVERED_FINAL } from "../adapters/store.js";
+import type { Sender } from "./sender.js";
 
 export type { ModelMessage, ToolCallRequest };
 
@@ -11,6 +12,8 @@ export interface OwnedMessage {
   channel: string;
   /** Arrival time on the gateway clock. */
   at: number;
+  /** Who wrote it; absent: the session's single anonymous user. */
+  sender?: Sender;
 }
 
 /** Items of a turn's journal are transcript record bodies, stored in order. */
@@ -73,7 +76,12 @@ export function journalToModel(items: readonly TurnItem[]): ModelMessage[] {
 function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | undefined {
   switch (record.role) {
     case "user":
-      return { role: "user", text: record.text, messageId: record.messageId };
+      return {
+        role: "user",
+        text: record.text,
+        messageId: record.messageId,
+        ...(record.sender ? { sender: record.sender } : {}),
+      };
     case "assistant":
       return { role: "assistant", text: record.text };
     case "toolCall":

@@ -253,6 +253,7 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
     ...(spec.description !== undefined ? { description: spec.description } : {}),
     ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
     ...(spec.readOnly !== undefined ? { readOnly: spec.readOnly } : {}),
+    ...(spec.requires !== undefined ? { requires: spec.requires } : {}),
     async execute(_args, context) {
       await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
       if (spec.error) throw new Error(spec.error);
@@ -288,6 +289,8 @@ function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResu
 function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {
   const startedAt = new Map<string, number>();
   const calls: ScenarioResult["toolCalls"] = [];
+  // A refused call never ran: its result is a failure the model reads, its status says why.
+  const refused = new Set(events.filter((e) => e.type === "tool.refused").map((e) => String(e.callId)));
   for (const event of events) {
     if (event.type === "tool.started") startedAt.set(String(event.callId), event.at);
     if (event.type === "tool.ended" || event.type === "tool.skipped") {
@@ -297,7 +300,12 @@ function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {
         runId: String(event.runId),
         name: String(event.name),
         args: event.args ?? {},
-        status: event.type === "tool.skipped" ? "skipped" : String(event.status),
+        status:
+          event.type === "tool.skipped"
+            ? "skipped"
+            : refused.has(String(event.callId))
+              ? "refused"
+              : String(event.status),
       });
     }
   }

@@ -34,6 +34,8 @@ const toolSchema = z
     /** JSON Schema of the arguments; calls that do not fit fail without running. */
     parameters: z.record(z.string(), z.unknown()).optional(),
     readOnly: z.boolean().optional(),
+    /** Scopes the turn's authority must hold; a call without them is refused. */
+    requires: z.array(z.string().min(1)).optional(),
     durationMs: z.number().nonnegative().default(0),
     result: z.unknown().optional(),
     cancellable: z.boolean().default(false),
@@ -58,6 +60,11 @@ const inboundSchema = z
     id: z.string().min(1),
     text: z.string(),
     mode: z.string().optional(),
+    /** Who wrote it (group chats); checked like any inbound sender when it arrives. */
+    sender: z
+      .object({ id: z.string(), name: z.string().optional(), authority: z.array(z.string()).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 

@@ -77,6 +77,20 @@ type GraphEvent =
   | { type: "xstate.error.actor.resetTranscript"; error: string }
   | { type: typeof COLLECT_WINDOW };
 
+/** A message from a named sender (the other messages are the anonymous user's), optionally with steering across senders on. */
+function senderMessage(label: string, id: string, across = false) {
+  const event = graphMessage(label, "steer");
+  return {
+    ...event,
+    message: { ...event.message, sender: { id } },
+    setting: across ? { ...event.setting, steerAcrossSenders: true as const } : event.setting,
+  };
+}
+
+// Same sender and other sender while a turn runs: bob's steer, and bob's steer with steering across
+// senders allowed (the anonymous steer above is then the other sender's, in a turn bob owns).
+const SENDER_EVENTS = [senderMessage("bob", "bob"), senderMessage("bob-across", "bob", true)];
+
 const MESSAGE_EVENTS = [
   graphMessage("steer", "steer"),
   graphMessage("followup", "followup"),
@@ -150,6 +164,8 @@ function possible(snapshot: Snapshot, event: GraphEvent): boolean {
     // Narrow the alphabet where it adds states but no new behaviour: the cap only matters while a turn
     // runs, a second channel only next to a burst of the first.
     if (event.setting.cap < 20) return snapshot.matches({ turn: "running" });
+    // A named sender's message matters next to a turn (or a queue) someone else may own.
+    if (event.message.sender) return snapshot.matches("turn");
     if (event.message.channel !== "telegram") {
       return snapshot.context.queue.some((item) => item.kind === "collect" && item.channel === "telegram");
     }
@@ -183,6 +199,9 @@ function serialize(snapshot: Snapshot): string {
       ? `${pending.recovery?.deliveryMode ?? pending.kind}:${Math.min(pending.messages.length, 2)}`
       : null,
     run: run ? Math.min(run.context.input.messages.length, 2) : null,
+    // Who owns the pending turn and the queue's head (the guards compare senders).
+    owners: pending ? unique(pending.messages.map((message) => message.sender?.id ?? "-")).join(",") : null,
+    headOwner: head && head.kind !== "recovery" ? (head.messages[0]?.sender?.id ?? "-") : null,
     summaries: context.summaries.length > 0,
   });
 }
@@ -199,7 +218,10 @@ function describeEvent(event: GraphEvent): string {
   if (event.type === "session.message") {
     const { mode, cap, drop } = event.setting;
     const where = event.message.channel === "telegram" ? "" : `@${event.message.channel}`;
-    return `message(${mode}${where}${cap < 20 ? ` cap ${cap} drop ${drop}` : ""})`;
+    const from = event.message.sender
+      ? ` from ${event.message.sender.id}${event.setting.steerAcrossSenders ? " across" : ""}`
+      : "";
+    return `message(${mode}${where}${cap < 20 ? ` cap ${cap} drop ${drop}` : ""}${from})`;
   }
   if (event.type === "xstate.done.actor.deliver") {
     const { recovery } = event.output;
@@ -325,7 +347,8 @@ class Harness {
   readonly clock = new SimulatedClock();
   readonly calls = new Map<string, Deferred<unknown, unknown>>();
   readonly runs: AnyActorRef[] = [];
-  readonly sent: Array<{ id: string; mode: QueueMode; channel: string }> = [];
+  readonly sent: Array<{ id: string; mode: QueueMode; channel: string; sender?: string; across?: boolean }> =
+    [];
   readonly dropped = new Map<string, number>();
   readonly rejected = new Set<string>();
   readonly handled = new Set<string>();
@@ -410,8 +433,15 @@ class Harness {
       text: `message ${this.counter} (${event.setting.mode})`,
       channel: event.message.channel,
       at: this.clock.now(),
+      ...(event.message.sender ? { sender: event.message.sender } : {}),
     };
-    this.sent.push({ id: message.id, mode: event.setting.mode, channel: message.channel });
+    this.sent.push({
+      id: message.id,
+      mode: event.setting.mode,
+      channel: message.channel,
+      ...(message.sender ? { sender: message.sender.id } : {}),
+      ...(event.setting.steerAcrossSenders ? { across: true } : {}),
+    });
     this.actor.send({ type: "session.message", message, setting: event.setting });
   }
 
@@ -538,6 +568,23 @@ class Harness {
         `${said}, "${decision.reason}", but nothing was finalized`,
       );
     }
+    // Another sender's message never joins a turn unless steering across senders is on: it waits for
+    // a turn of its own, and its decision says why.
+    const across = last.across === true;
+    const owners = before.context.pending?.kind === "turn" ? before.context.pending.messages : [];
+    const foreign = owners.some((message) => message.sender?.id !== last.sender);
+    if (!across && foreign && (last.mode === "steer" || last.mode === "interrupt")) {
+      ensure(!steeredIntoRun && !inPending, `${said}: it joined another person's turn`);
+      if (!before.matches({ turn: "delivering" }))
+        ensure(
+          decision.disposition === "queued" && decision.reason?.includes("another person's") === true,
+          `${said}: not queued as another person's request`,
+        );
+      return;
+    }
+    // Without steering across senders a message only ever joins a turn its own sender owns.
+    if (!across && (steeredIntoRun || inPending) && decision.disposition !== "started")
+      ensure(!foreign, `${said}: it joined another person's turn`);
     // The issue's mode semantics while a user turn runs.
     if (before.matches({ turn: "running" }) && before.context.pending?.kind === "turn") {
       const expected: Record<QueueMode, string[]> = {
@@ -587,6 +634,7 @@ async function replay(steps: ReadonlyArray<{ event: GraphEvent; state: Snapshot 
 
 const ALL_EVENTS: GraphEvent[] = [
   ...MESSAGE_EVENTS,
+  ...SENDER_EVENTS,
   ...CAP_EVENTS,
   ...CONTROL_EVENTS,
   ...LANE_EVENTS,

@@ -54,6 +54,8 @@ export interface Explanation {
   mode: string;
   modeSource: string;
   ackText: string;
+  /** Who wrote it (group chats). */
+  sender?: { id: string; name?: string; authority?: string[] };
   waited: Array<{ where: string; from: number; until?: number }>;
   firstSeenBy?: { runId: string; call: number; at: number; recheck: boolean };
   answeredBy?: { runId: string; delivered: boolean; at: number };

@@ -133,6 +133,11 @@ export function renderExplanation(container: HTMLElement, story: Explanation): v
     ["mode", `${story.mode} (from ${story.modeSource})`],
     ["ack", story.ackText],
   ];
+  if (story.sender) {
+    const { id, name, authority } = story.sender;
+    const scopes = authority?.length ? `, scopes ${authority.join(", ")}` : "";
+    facts.splice(1, 0, ["from", `${name ? `${name} (${id})` : id}${scopes}`]);
+  }
   if (story.firstSeenBy)
     facts.push([
       "first seen by",

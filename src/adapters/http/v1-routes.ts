@@ -3,6 +3,7 @@ import { GatewayDrainingError } from "../../errors.js";
 import type { Gateway } from "../../gateway/create-gateway.js";
 import { validateSessionKey } from "../../gateway/validate-inbound.js";
 import { parseControl } from "../../policy/control.js";
+import type { Sender } from "../../policy/sender.js";
 import type { EventFeed } from "./event-feed.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { readJsonBody } from "./read-json-body.js";
@@ -36,7 +37,7 @@ export function v1Routes(deps: V1Deps): Route[] {
         const body = await readJsonBody(context.req, deps.bodyLimit);
         if (body === null || typeof body !== "object" || Array.isArray(body))
           throw invalid("body", "expected a JSON object");
-        const { text, id, channel, mode } = body as Record<string, unknown>;
+        const { text, id, channel, mode, sender } = body as Record<string, unknown>;
         if (typeof text !== "string") throw invalid("text", "expected a string");
         if (id !== undefined && typeof id !== "string") throw invalid("id", "expected a string");
         if (channel !== undefined && typeof channel !== "string")
@@ -55,6 +56,8 @@ export function v1Routes(deps: V1Deps): Route[] {
           text,
           id: id ?? `http-${nanoid(12)}`,
           ...(mode !== undefined ? { mode } : {}),
+          // Checked by receive(): a bad sender is a 400 naming the field.
+          ...(sender !== undefined ? { sender: sender as Sender } : {}),
         });
         sendJson(context.res, 200, { ack });
       },

@@ -34,6 +34,11 @@ describe("HTTP API refusals", { timeout: 20_000 }, () => {
       [{ text: "hi", mode: false }, "mode"],
       [{ text: "hi", channel: "telegram" }, "channel"],
       [{ text: "hi", id: "" }, "id"],
+      [{ text: "hi", sender: "bob" }, "sender"],
+      [{ text: "hi", sender: { id: "b\nob" } }, "sender.id"],
+      [{ text: "hi", sender: { id: "b".repeat(300) } }, "sender.id"],
+      [{ text: "hi", sender: { id: "bob", authority: "admin" } }, "sender.authority"],
+      [{ text: "hi", sender: { id: "bob", authority: [7] } }, "sender.authority"],
     ] as const) {
       const { status, body } = await server.post("web:e1", payload);
       expect(status, JSON.stringify(payload)).toBe(400);
