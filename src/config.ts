@@ -65,7 +65,10 @@ export const configSchema = z
          * @default "summarize"
          */
         drop: z.enum(DROP_POLICIES).optional(),
-        /** Let another sender's message join a running turn (its authority then narrows). */
+        /**
+         * Let another sender's message join a running turn (its authority then narrows).
+         * @default false
+         */
         steerAcrossSenders: z.boolean().optional(),
       })
       .strict()
