@@ -29,5 +29,8 @@ export interface ActorDeps {
    * Per-run facts the machines do not carry: visible sends made by the `message` tool, and the channel
    * of the newest message the turn started with (its replies go there).
    */
-  runFacts: Map<string, { messageSends: number; kind: "turn" | "recovery"; channel?: string }>;
+  runFacts: Map<
+    string,
+    { messageSends: number; kind: "turn" | "recovery"; channel?: string; trigger?: string; lane?: string }
+  >;
 }

@@ -1,6 +1,7 @@
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
+import { laneForTurn } from "../policy/lane-priority.js";
 import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 
@@ -74,8 +75,18 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     });
   }
   const channel = pending.messages.at(-1)?.channel;
-  deps.runFacts.set(args.runId, { messageSends: 0, kind: pending.kind, ...(channel ? { channel } : {}) });
-  const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
+  deps.runFacts.set(args.runId, {
+    messageSends: 0,
+    kind: pending.kind,
+    ...(channel ? { channel } : {}),
+    ...(pending.trigger ? { trigger: pending.trigger } : {}),
+    lane: laneForTurn(pending),
+  });
+  const toolNames = recovery
+    ? ["message"]
+    : pending.tools
+      ? [...deps.tools.keys()].filter((name) => pending.tools!.includes(name))
+      : [...deps.tools.keys()];
   const stored = pending.resumed ? storedIds(records, pending) : [];
   return {
     runId: args.runId,

@@ -137,6 +137,8 @@ export function composeAck(
       return { ...base, text: `Not accepted: ${decision.reason ?? "rejected"}.` };
     case "duplicate":
       return { ...base, text: "Already received this message; it is not run again." };
+    case "dropped":
+      return { ...base, text: `Not run: ${decision.reason ?? "dropped"}.` };
     case "control":
       return { ...base, text: decision.reason ?? "Done." };
   }

@@ -1,12 +1,33 @@
 import { errorMessage } from "../errors.js";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import type { OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
-import { INTERIM_TEXT, journalToModel } from "../policy/turn-context.js";
+import { INTERIM_TEXT, journalToModel, NOTICED, TURN_NOTE } from "../policy/turn-context.js";
 import type { CallModelInput, RunContext, RunError } from "./run.types.js";
 
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.
 
 export function userItem(message: OwnedMessage): TurnItem {
   return { role: "user", text: message.text, messageId: message.id, channel: message.channel };
+}
+
+const NOTICE_TEXT =
+  "The user wrote while this task was running (below). It is answered in its own turn next; this reply " +
+  "must not ignore or contradict it.";
+
+/** Typed messages a background turn sees but does not answer: a note, then each message. */
+export function noticeItems(messages: readonly OwnedMessage[]): TurnItem[] {
+  if (messages.length === 0) return [];
+  return [
+    { role: "custom", customType: TURN_NOTE, display: false, details: { text: NOTICE_TEXT } },
+    ...messages.map(
+      (message): TurnItem => ({
+        role: "custom",
+        customType: NOTICED,
+        display: false,
+        details: { messageId: message.id, text: message.text },
+      }),
+    ),
+  ];
 }
 
 export function assistantNote(text: string): TurnItem {
@@ -36,6 +57,20 @@ export function callModelInput(context: RunContext): CallModelInput {
     unpersisted: context.journal.slice(context.persisted),
     journalOffset: context.persisted,
   };
+}
+
+/** The newest message the turn has (owned, steering, or seen while waiting for its own turn). */
+export function newestMessage(context: RunContext): OwnedMessage | undefined {
+  let newest: OwnedMessage | undefined;
+  for (const list of [context.owned, context.noticed, context.steerBuffer, context.noticeBuffer]) {
+    for (const message of list) if (!newest || message.at >= newest.at) newest = message;
+  }
+  return newest;
+}
+
+/** Whether a person wrote the newest message of the turn (not a schedule or a heartbeat). */
+export function newestIsTyped(context: RunContext): boolean {
+  return isTypedTrigger(newestMessage(context)?.trigger);
 }
 
 export function isCancellable(context: RunContext): boolean {

@@ -1,6 +1,6 @@
 import type { ActorRefFrom } from "xstate";
 import { runSetup } from "./run.setup.js";
-import { callModelInput, userItem } from "./run-context.js";
+import { callModelInput, noticeItems, userItem } from "./run-context.js";
 
 // The run's input, context, events and output, for its users.
 export type * from "./run.types.js";
@@ -13,7 +13,9 @@ export type * from "./run.types.js";
  * `streaming`. A steering message (`run.steer`) waits in a buffer: it is appended before the next model
  * call, and the calls of the batch not started yet are skipped for it. A final text moves to
  * `finalizing`, which asks whether the draft answers the newest user message the turn owns; if not,
- * and passes remain, `recheck` adds a re-anchor instruction and drafts once more. `run.abort` ends the
+ * and passes remain, `recheck` adds a re-anchor instruction and drafts once more. A background turn
+ * (`run.notice`) is also shown typed messages that wait for their own turn, and a draft made before one
+ * arrived is stale. `run.abort` ends the
  * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
  * it in `failed`. Every ending outputs the journal, so the session can store what happened.
  */
@@ -27,10 +29,13 @@ export const runMachine = runSetup.createMachine({
       journal: [
         ...input.preamble,
         ...input.messages.filter((message) => !input.storedMessageIds?.includes(message.id)).map(userItem),
+        ...noticeItems(input.noticed ?? []),
       ],
       persisted: 0,
       owned: [...input.messages],
       steerBuffer: [],
+      noticeBuffer: [],
+      noticed: [...(input.noticed ?? [])],
       call: 0,
       passes: 0,
       recheckPending: false,
@@ -47,6 +52,10 @@ export const runMachine = runSetup.createMachine({
   initial: "idle",
   on: {
     "run.steer": { actions: "bufferSteer", description: "Held until the next model call or the re-check." },
+    "run.notice": {
+      actions: "bufferNotice",
+      description: "Shown at the next model call; at finalize it makes the draft stale (newer-message).",
+    },
     "run.stop": {
       actions: "dropHeld",
       description: "Already stopping (a tool that cannot be cancelled): held steering is dropped.",

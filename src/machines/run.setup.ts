@@ -19,6 +19,9 @@ import {
   assistantNote,
   isCancellable,
   maxCalls,
+  newestIsTyped,
+  newestMessage,
+  noticeItems,
   toolResultItem,
   toRunError,
   userItem,
@@ -62,6 +65,17 @@ export const runSetup = setup({
   },
   actions: {
     injectSteer: enqueueActions(({ context, enqueue }) => {
+      if (context.noticeBuffer.length > 0) {
+        enqueue.emit({
+          type: "notice.injected",
+          messageIds: context.noticeBuffer.map((message) => message.id),
+        });
+        enqueue.assign({
+          noticed: [...context.noticed, ...context.noticeBuffer],
+          journal: [...context.journal, ...noticeItems(context.noticeBuffer)],
+          noticeBuffer: [],
+        });
+      }
       if (context.steerBuffer.length === 0) return;
       enqueue.emit({ type: "steer.injected", messageIds: context.steerBuffer.map((message) => message.id) });
       enqueue.assign({
@@ -71,6 +85,10 @@ export const runSetup = setup({
       });
     }),
     countCall: assign(({ context }) => ({ call: context.call + 1 })),
+    bufferNotice: assign({
+      noticeBuffer: ({ context, event }) =>
+        event.type === "run.notice" ? [...context.noticeBuffer, event.message] : context.noticeBuffer,
+    }),
     bufferSteer: assign({
       steerBuffer: ({ context, event }) =>
         event.type === "run.steer" ? [...context.steerBuffer, event.message] : context.steerBuffer,
@@ -208,7 +226,18 @@ export const runSetup = setup({
     })),
     assess: assign({
       verdict: ({ context }) => {
-        const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+        const newerArrived = context.steerBuffer.length > 0 || context.noticeBuffer.length > 0;
+        // A turn nobody typed answers its own task: only a user message it has not seen makes it stale.
+        if (!newestIsTyped(context)) {
+          return newerArrived
+            ? {
+                stale: true,
+                reason: "newer-message" as const,
+                detail: "a user message arrived during the turn",
+              }
+            : { stale: false };
+        }
+        const newest = newestMessage(context)?.text ?? "";
         const older = [
           ...context.owned
             .slice(0, -1)
@@ -217,7 +246,7 @@ export const runSetup = setup({
           ...context.input.olderUserTexts,
         ];
         return assessDraft(
-          { draft: context.draft, newest, older, newerArrived: context.steerBuffer.length > 0 },
+          { draft: context.draft, newest, older, newerArrived },
           {
             complaintPatterns: compilePatterns(context.input.recheck.complaintPatterns),
             minOverlap: context.input.recheck.minOverlap,
@@ -226,7 +255,7 @@ export const runSetup = setup({
       },
     }),
     startRecheck: assign(({ context }) => {
-      const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+      const newest = newestMessage(context)?.text ?? "";
       const reason = context.verdict.reason ?? "newer-message";
       return {
         passes: context.passes + 1,

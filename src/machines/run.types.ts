@@ -29,6 +29,11 @@ export interface RunInput {
   autoStart?: boolean;
   /** Model calls one turn may make (default 25); a model that keeps asking for tools is stopped. */
   maxModelCalls?: number;
+  /**
+   * Typed messages already waiting for their own turn when a background turn starts: it sees them (it
+   * does not answer them) so its final never ignores them.
+   */
+  noticed?: OwnedMessage[];
   /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
   storedMessageIds?: string[];
   /**
@@ -88,6 +93,10 @@ export interface RunContext {
   owned: OwnedMessage[];
   /** Arrived, not yet shown to the model. */
   steerBuffer: OwnedMessage[];
+  /** Typed messages waiting for their own turn, not yet shown to the model (background turns). */
+  noticeBuffer: OwnedMessage[];
+  /** Typed messages waiting for their own turn that the model was shown. */
+  noticed: OwnedMessage[];
   call: number;
   passes: number;
   recheckPending: boolean;
@@ -105,12 +114,15 @@ export interface RunContext {
 export type RunEvent =
   | { type: "run.start" }
   | { type: "run.steer"; message: OwnedMessage }
+  /** A typed message queued for its own turn arrived during this (background) turn: show it, do not own it. */
+  | { type: "run.notice"; message: OwnedMessage }
   | { type: "run.abort"; reason: string }
   /** `/stop`: abort, and drop the steering messages the run still holds back (never shown to the model). */
   | { type: "run.stop"; reason: string };
 
 export type RunEmitted =
   | { type: "steer.injected"; messageIds: string[] }
+  | { type: "notice.injected"; messageIds: string[] }
   | { type: "message.dropped"; messageId: string; reason: string }
   | { type: "tool.started"; callId: string; name: string; args: unknown }
   | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }

@@ -1,7 +1,9 @@
 import { type ActorRefFrom, sendTo } from "xstate";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import type { RunEvent } from "./run.machine.js";
 import { EARLIER_FIRST, RESETTING, sessionSetup } from "./session.setup.js";
 import { LANE_TIMEOUT_REASON, type SessionEvent } from "./session.types.js";
+import { typedWaiting } from "./session-context.js";
 
 /**
  * One session: routes each inbound message by its resolved queue mode and runs one turn at a time.
@@ -12,7 +14,10 @@ import { LANE_TIMEOUT_REASON, type SessionEvent } from "./session.types.js";
  * newest message next), `delivering` (the final goes out, a stranded final gets its marker and a
  * recovery). `next` picks what runs next: a collect burst waits in `collecting` for a quiet window,
  * anything else starts a turn, and an empty queue rests in `idle`. `/stop` aborts and clears;
- * `/new` also resets the transcript in `resetting`.
+ * `/new` also resets the transcript in `resetting`. Turns nobody typed (a message with a `trigger`):
+ * a heartbeat runs only in an idle session and is dropped anywhere else, and a user message pre-empts a
+ * heartbeat turn; a user message waiting for its own turn is shown to the background turn running now,
+ * so that turn's final never ignores it.
  */
 export const sessionMachine = sessionSetup.createMachine({
   id: "session",
@@ -37,6 +42,11 @@ export const sessionMachine = sessionSetup.createMachine({
       on: {
         "session.message": [
           {
+            guard: "isHeartbeatWhileQueued",
+            actions: "dropTriggered",
+            description: "Nothing runs yet but work waits: the session is busy for a heartbeat.",
+          },
+          {
             guard: "hasQueued",
             target: "next",
             actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } },
@@ -60,6 +70,11 @@ export const sessionMachine = sessionSetup.createMachine({
       },
       on: {
         "session.message": [
+          {
+            guard: "isHeartbeat",
+            actions: "dropTriggered",
+            description: "A heartbeat in a busy session is dropped.",
+          },
           { guard: "isCollectMessage", target: "collecting", reenter: true, actions: "enqueue" },
           { actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } } },
         ],
@@ -95,6 +110,18 @@ export const sessionMachine = sessionSetup.createMachine({
               description: "Cleared or draining: the turn's messages wait in the queue.",
             },
             "session.message": [
+              {
+                guard: "isHeartbeat",
+                actions: "dropTriggered",
+                description: "A heartbeat in a busy session is dropped.",
+              },
+              {
+                guard: "preemptsHeartbeat",
+                target: "#session.turn",
+                reenter: true,
+                actions: ["dropPendingHeartbeat", "startWith"],
+                description: "A user message takes the session from a heartbeat that has not started.",
+              },
               { guard: "joinsPendingTurn", actions: "joinPending" },
               { actions: "enqueue" },
             ],
@@ -109,16 +136,38 @@ export const sessionMachine = sessionSetup.createMachine({
             src: "run",
             input: ({ event, context }) => {
               const prepared = (event as Extract<SessionEvent, { type: "lane.granted" }>).input!;
-              // Messages that joined while the run was being prepared belong to it too.
-              return { ...prepared, messages: context.pending?.messages ?? prepared.messages };
+              // Messages that joined while the run was being prepared belong to it too; a background turn
+              // also sees the typed messages already waiting for their own turn.
+              const noticed = isTypedTrigger(context.pending?.trigger) ? [] : typedWaiting(context.queue);
+              return {
+                ...prepared,
+                messages: context.pending?.messages ?? prepared.messages,
+                ...(noticed.length > 0 ? { noticed } : {}),
+              };
             },
             onDone: { target: "delivering", actions: "keepOutput" },
             onError: { target: "delivering", actions: "keepFailure" },
           },
           on: {
             "session.message": [
+              {
+                guard: "isHeartbeat",
+                actions: "dropTriggered",
+                description: "A heartbeat in a busy session is dropped.",
+              },
+              {
+                guard: "preemptsHeartbeat",
+                actions: "preemptRun",
+                description: "A user message pre-empts a heartbeat turn: it is aborted and delivers nothing.",
+              },
               { guard: "isSteer", actions: "steerIntoRun" },
               { guard: "isInterrupt", actions: "interruptRun" },
+              {
+                guard: "noticedByRun",
+                actions: ["enqueue", "noticeRun"],
+                description:
+                  "Waits for its own turn; the background turn running now sees it before its final goes out.",
+              },
               { actions: "enqueue" },
             ],
             "session.stop": { actions: ["abortRun", "clearWaiting"] },
@@ -148,7 +197,14 @@ export const sessionMachine = sessionSetup.createMachine({
             onError: { target: "#session.next", actions: "endTurn" },
           },
           on: {
-            "session.message": { actions: "enqueue", description: "Too late for this turn: a follow-up." },
+            "session.message": [
+              {
+                guard: "isHeartbeat",
+                actions: "dropTriggered",
+                description: "A heartbeat in a busy session is dropped.",
+              },
+              { actions: "enqueue", description: "Too late for this turn: a follow-up." },
+            ],
             "session.stop": { actions: "clearWaiting" },
           },
         },
@@ -163,7 +219,16 @@ export const sessionMachine = sessionSetup.createMachine({
         onDone: { target: "next" },
         onError: { target: "next" },
       },
-      on: { "session.message": { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } } },
+      on: {
+        "session.message": [
+          {
+            guard: "isHeartbeat",
+            actions: "dropTriggered",
+            description: "A heartbeat in a busy session is dropped.",
+          },
+          { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } },
+        ],
+      },
     },
     next: {
       description: "Chooses what runs next.",

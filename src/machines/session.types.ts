@@ -18,6 +18,7 @@ export type Disposition =
   | "interrupted"
   | "rejected"
   | "duplicate"
+  | "dropped"
   | "control";
 
 /** What the session decided for one inbound message; the gateway turns it into the user-facing ack. */
@@ -41,6 +42,12 @@ export interface PendingTurn {
   recovery?: Extract<QueueItem, { kind: "recovery" }>;
   /** A restart cut this turn off; it runs again at background priority. */
   resumed?: boolean;
+  /** What started the turn when nobody typed it (`cron`, `heartbeat`, ...); absent for a user's turn. */
+  trigger?: string;
+  /** The workload lane, when not the trigger's own (a subagent nested in a scheduled job). */
+  lane?: string;
+  /** The tools the turn may call, when fewer than all (a subagent's). */
+  tools?: string[];
 }
 
 export interface SessionInput {
@@ -79,7 +86,14 @@ export type SessionEvent =
 export const LANE_TIMEOUT_REASON = "the turn ran past the lane timeout";
 
 export type SessionEmitted =
-  | { type: "turn.started"; runId: string; kind: "turn" | "recovery"; messageIds: string[] }
+  | {
+      type: "turn.started";
+      runId: string;
+      kind: "turn" | "recovery";
+      messageIds: string[];
+      /** What started the turn: `user`, or the trigger of a turn nobody typed. */
+      trigger: string;
+    }
   | {
       type: "turn.ended";
       runId: string;

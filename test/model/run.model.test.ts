@@ -246,6 +246,8 @@ function eventLabel(event: GraphEvent): string {
       return "start";
     case "run.steer":
       return "steer";
+    case "run.notice":
+      return "notice";
     case "run.abort":
       return "abort";
     case "run.stop":
