@@ -1,7 +1,14 @@
 import { nanoid } from "nanoid";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./jsonl/transcript-log.js";
 import { assertSessionKey } from "./session-key.js";
-import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "./store.js";
+import type {
+  ExpectedHead,
+  RecordBody,
+  ScheduleState,
+  TranscriptHead,
+  TranscriptRecord,
+  TranscriptStore,
+} from "./store.js";
 
 /**
  * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale
@@ -23,6 +30,7 @@ export class MemoryStore implements TranscriptStore {
   private readonly logs = new Map<string, TranscriptLog>();
   /** JSON text: what loads is what a restart of a file store would see, and parsing is the copy. */
   private readonly states = new Map<string, string>();
+  private readonly schedules = new Map<string, string>();
 
   constructor(options: { now?: () => number } = {}) {
     this.now = options.now ?? Date.now;
@@ -92,6 +100,17 @@ export class MemoryStore implements TranscriptStore {
     assertSessionKey(session);
     const json = this.states.get(session);
     return json === undefined ? null : JSON.parse(json);
+  }
+
+  async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
+    if (state === null) this.schedules.delete(id);
+    else this.schedules.set(id, JSON.stringify(state));
+  }
+
+  async loadSchedules(): Promise<Record<string, ScheduleState>> {
+    const out: Record<string, ScheduleState> = {};
+    for (const [id, json] of this.schedules) out[id] = JSON.parse(json) as ScheduleState;
+    return out;
   }
 
   async close(): Promise<void> {}

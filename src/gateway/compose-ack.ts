@@ -33,6 +33,8 @@ export interface Ack {
   dropped?: string[];
   /** Position in the session's queue (1 = next). */
   queuePosition?: number;
+  /** The trigger of the background turn the session was busy with when the message arrived (`cron`, ...). */
+  busyWith?: string;
 }
 
 export interface RunView {

@@ -25,9 +25,11 @@ import { checkAdapters } from "./check-adapters.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
 import { resumeSessions } from "./resume-sessions.js";
+import { ScheduleRunner, type ScheduleView } from "./schedule-runner.js";
 import { SessionPersistence } from "./session-persistence.js";
 import { SessionRegistry } from "./session-registry.js";
 import { TranscriptWriter } from "./transcript-writer.js";
+import { createTrigger, type TriggerAck, type TriggerRequest } from "./trigger.js";
 import { type InboundMessage, stateName } from "./validate-inbound.js";
 
 export interface GatewayOptions {
@@ -85,6 +87,7 @@ export function createGateway(options: GatewayOptions) {
   const lanes: LaneScheduler = createLaneScheduler({
     capacity: config.lanes,
     warnAfterMs: config.warnAfterMs,
+    agingMs: config.laneAgingMs,
     clock,
     logger,
     onEvent: (event) => {
@@ -179,13 +182,40 @@ export function createGateway(options: GatewayOptions) {
     };
   }
 
+  const trigger = createTrigger({
+    config,
+    deps,
+    registry,
+    persistence,
+    channelNames,
+    isDraining: () => draining,
+    emit,
+  });
+
+  const scheduleRunner = new ScheduleRunner({
+    schedules: config.schedules,
+    clock,
+    store,
+    logger,
+    trigger: (request) => trigger(request),
+    emit,
+  });
+
   return {
     config,
     clock,
     store,
     lanes,
+    /** The config's schedules: `list()` shows each one's next and last run. */
+    schedules: { list: (): ScheduleView[] => scheduleRunner.list() },
+    /**
+     * Starts a turn nobody typed (`cron`, `heartbeat`, `manual`, `subagent`, ...) in a session, in the
+     * lane and at the priority its trigger maps to; the ack says whether it started, queued or was dropped.
+     */
+    trigger: (request: TriggerRequest): Promise<TriggerAck> => trigger(request),
     async start(): Promise<void> {
       await resumeSessions({ store, writer, config, persistence, registry, channelNames, emit });
+      await scheduleRunner.start();
       emit("gateway.started", {});
     },
     receive,
@@ -211,6 +241,7 @@ export function createGateway(options: GatewayOptions) {
     },
     async drain(): Promise<void> {
       draining = true;
+      scheduleRunner.stop();
       emit("gateway.draining", {});
       await lanes.drain();
     },
@@ -218,9 +249,11 @@ export function createGateway(options: GatewayOptions) {
       draining = false;
       lanes.resume();
       for (const [, entry] of registry.live()) entry.actor?.send({ type: "session.resume" });
+      scheduleRunner.resume();
     },
     async stop(): Promise<void> {
       draining = true;
+      scheduleRunner.stop();
       await lanes.drain();
       registry.stopAll();
       await store.close();

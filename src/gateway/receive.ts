@@ -3,6 +3,7 @@ import type { ActorDeps } from "../actors/deps.js";
 import { type GatewayConfig, queueLayers } from "../config.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
 import { applyControl, runViewOf } from "./apply-control.js";
 import { type Ack, composeAck, type RunView } from "./compose-ack.js";
@@ -37,6 +38,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     entry: SessionMemory,
     decision: SessionDecision,
     runBefore?: RunView,
+    busyWith?: string,
   ): Ack {
     const snapshot = entry.actor?.getSnapshot();
     const run =
@@ -47,7 +49,12 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           : undefined;
     const position =
       snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
-    const ack = composeAck(session, decision, run, position);
+    const composed = composeAck(session, decision, run, position);
+    // A person writing while scheduled work runs learns what the session is busy with.
+    const ack =
+      busyWith && decision.disposition !== "rejected" && decision.disposition !== "duplicate"
+        ? { ...composed, busyWith, text: `${composed.text} (The session is busy with a scheduled task.)` }
+        : composed;
     emit("message.acked", { ...ack, session });
     if (isAckVisible(entry.channel)) void send(deps, session, ack.text, "ack");
     return ack;
@@ -77,6 +84,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
 
     let decision: SessionDecision;
     let runBefore: RunView | undefined;
+    let busyWith: string | undefined;
     switch (admission.kind) {
       case "duplicate":
         decision = { messageId: message.id, disposition: "duplicate", setting };
@@ -104,6 +112,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         const actor = registry.actor(message.session, entry);
         // What the run was doing when the message arrived: an interrupt changes it at once.
         runBefore = runViewOf(actor);
+        busyWith = backgroundTrigger(actor.getSnapshot());
         actor.send({ type: "session.message", message: owned, setting });
         decision = actor.getSnapshot().context.lastDecision ?? {
           messageId: message.id,
@@ -120,6 +129,16 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     if (decision.disposition === "rejected") entry.seen.delete(message.id);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
-    return finishAck(message.session, entry, decision, runBefore);
+    return finishAck(message.session, entry, decision, runBefore, busyWith);
   };
+}
+
+/** The trigger of the background turn the session is in (a schedule's, a heartbeat's), if any. */
+function backgroundTrigger(snapshot: {
+  value: unknown;
+  context: { pending: { trigger?: string } | null };
+}): string | undefined {
+  const inTurn = typeof snapshot.value === "object" && snapshot.value !== null && "turn" in snapshot.value;
+  const trigger = inTurn ? snapshot.context.pending?.trigger : undefined;
+  return trigger && !isTypedTrigger(trigger) ? trigger : undefined;
 }

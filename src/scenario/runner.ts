@@ -35,6 +35,9 @@ export interface ScenarioResult {
     mode: string;
     modeSource: string;
     text: string;
+    /** Present for a turn nobody typed (`cron`, `heartbeat`, ...). */
+    trigger?: string;
+    reason?: string;
   }>;
   modelCalls: Array<{
     at: number;
@@ -46,6 +49,8 @@ export interface ScenarioResult {
     review: boolean;
     latestUser: string;
     userTexts: string[];
+    /** What started the call's turn: `user`, or `cron`, `heartbeat`, `subagent`, ... */
+    trigger: string;
   }>;
   toolCalls: Array<{
     at: number;
@@ -123,7 +128,22 @@ export async function runScenario(
       },
     });
     next.subscribe((event) => {
-      if (scoped.isAlive) events.push(event);
+      if (!scoped.isAlive) return;
+      events.push(event);
+      // Triggered turns (inbound entries with a trigger, schedules) are acked like messages.
+      if (event.type === "message.acked" && typeof event.trigger === "string") {
+        acks.push({
+          at: event.at,
+          session: String(event.session),
+          messageId: String(event.messageId),
+          disposition: String(event.disposition),
+          mode: String(event.mode),
+          modeSource: String(event.modeSource),
+          text: String(event.text),
+          trigger: event.trigger,
+          ...(typeof event.reason === "string" ? { reason: event.reason } : {}),
+        });
+      }
     });
     await next.start();
     return next;
@@ -132,6 +152,22 @@ export async function runScenario(
   for (const message of scenario.inbound) {
     clock.setTimeout(() => {
       const target = gateway;
+      if (message.trigger !== undefined && message.trigger !== "user") {
+        const { session, channel, text, id, trigger } = message;
+        target.trigger({ session, channel, text, id, trigger }).catch((error: unknown) =>
+          acks.push({
+            at: clock.now(),
+            session,
+            messageId: id,
+            disposition: "rejected",
+            mode: "followup",
+            modeSource: "default",
+            text: `Not accepted: ${(error as Error).message}`,
+            trigger,
+          }),
+        );
+        return;
+      }
       target.receive(message).then(
         (ack) =>
           acks.push({
@@ -204,6 +240,7 @@ export async function runScenario(
         review: Boolean(event.review),
         latestUser: String(event.latestUser ?? ""),
         userTexts: (event.userTexts as string[]) ?? [],
+        trigger: String(event.trigger ?? "user"),
       })),
     toolCalls: collectToolCalls(events),
     transcripts,

@@ -56,6 +56,8 @@ const inboundSchema = z
     id: z.string().min(1),
     text: z.string(),
     mode: z.string().optional(),
+    /** `user` (default): a person's message; anything else is a turn nobody typed (`gateway.trigger`). */
+    trigger: z.string().min(1).optional(),
   })
   .strict();
 
