@@ -27,7 +27,8 @@ export type TillerErrorCode =
   | "MODEL_UNAVAILABLE"
   | "MODEL_AUTH"
   | "MODEL_BAD_REQUEST"
-  | "MODEL_STREAM_INTERRUPTED";
+  | "MODEL_STREAM_INTERRUPTED"
+  | "SUBAGENT_FAILED";
 
 export class TillerError extends Error {
   readonly code: TillerErrorCode;

@@ -1,7 +1,7 @@
 import type { Channel } from "../adapters/channel.js";
 import type { Clock } from "../adapters/clock.js";
 import type { ModelProvider } from "../adapters/model.js";
-import type { ToolDefinition } from "../adapters/tool.js";
+import type { SubagentOptions, ToolDefinition } from "../adapters/tool.js";
 import type { CompiledTool } from "../adapters/tool-schema.js";
 import type { GatewayConfig } from "../config.js";
 import type { TranscriptWriter } from "../gateway/transcript-writer.js";
@@ -23,6 +23,11 @@ export interface ActorDeps {
   lanes: LaneScheduler;
   /** A run id that no earlier turn of the session used, in this process or before a restart. */
   newRunId(session: string): string;
+  /** Runs a child turn for a tool of run `parent.runId` (ToolContext.runSubagent). */
+  runSubagent(
+    parent: { session: string; runId: string; signal: AbortSignal },
+    options: SubagentOptions,
+  ): Promise<string>;
   /** Emits an observability event stamped with the clock. */
   emit(type: string, fields: Record<string, unknown>): void;
   /**

@@ -44,6 +44,8 @@ export function createRunTool(deps: ActorDeps) {
         runId: input.runId,
         callId: input.call.callId,
         signal: control.signal,
+        runSubagent: (options) =>
+          deps.runSubagent({ session: input.session, runId: input.runId, signal: control.signal }, options),
       });
       const result = await withDeadline(deps.clock, running, timeoutMs, signal);
       return { ...storedResult(result), persisted };

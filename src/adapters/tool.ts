@@ -51,4 +51,23 @@ export interface ToolContext {
   runId: string;
   callId: string;
   signal: AbortSignal;
+  /**
+   * Runs a child turn (a subagent) under the session key `<session>:sub:<n>`, in the `subagent` lane
+   * (`cron-nested` under a scheduled turn), and resolves with its final text; it rejects when the child
+   * fails or is cancelled. Its reply is never sent to the user: it is this tool's to use. The child is
+   * cancelled when `signal` aborts, so a tool that runs subagents should be `cancellable`.
+   *
+   * @example
+   * ```ts
+   * execute: async (args, context) => context.runSubagent({ text: `Research: ${args.topic}`, tools: ["search"] })
+   * ```
+   */
+  runSubagent(options: SubagentOptions): Promise<string>;
+}
+
+export interface SubagentOptions {
+  /** The child's task, as its model reads it. */
+  text: string;
+  /** The tools the child may call. @default all of the gateway's tools */
+  tools?: string[];
 }

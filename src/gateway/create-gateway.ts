@@ -25,6 +25,7 @@ import { checkAdapters } from "./check-adapters.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
 import { resumeSessions } from "./resume-sessions.js";
+import { createRunSubagent } from "./run-subagent.js";
 import { ScheduleRunner, type ScheduleView } from "./schedule-runner.js";
 import { SessionPersistence } from "./session-persistence.js";
 import { SessionRegistry } from "./session-registry.js";
@@ -118,6 +119,7 @@ export function createGateway(options: GatewayOptions) {
     newRunId: options.newRunId ?? ((session) => `${session}#${nanoid(10)}`),
     emit,
     runFacts: new Map(),
+    runSubagent: (parent, subagent) => runSubagent(parent, subagent),
   };
   for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
@@ -192,6 +194,7 @@ export function createGateway(options: GatewayOptions) {
     emit,
   });
 
+  const runSubagent = createRunSubagent({ deps, hub, registry, trigger, emit });
   const scheduleRunner = new ScheduleRunner({
     schedules: config.schedules,
     clock,

@@ -272,6 +272,7 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
     async execute(_args, context) {
       await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
       if (spec.error) throw new Error(spec.error);
+      if (spec.subagent) return context.runSubagent(spec.subagent);
       return spec.result ?? "ok";
     },
   }));

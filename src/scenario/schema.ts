@@ -38,6 +38,11 @@ const toolSchema = z
     result: z.unknown().optional(),
     cancellable: z.boolean().default(false),
     error: z.string().optional(),
+    /** The tool runs a child turn with this task (`context.runSubagent`); its result is the child's final. */
+    subagent: z
+      .object({ text: z.string().min(1), tools: z.array(z.string()).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 

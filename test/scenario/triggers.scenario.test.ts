@@ -57,7 +57,7 @@ inbound:
     ]);
     expect(result.modelCalls.map((call) => call.trigger)).toEqual(["cron", "cron", "user"]);
     // The user's message is stored once, by its own turn.
-    const users = result.transcripts["t:1"]!.filter((r) => r.role === "user").map((r) => r.text);
+    const users = result.transcripts["t:1"]!.flatMap((r) => (r.role === "user" && "text" in r ? [r.text] : []));
     expect(users).toEqual(["Daily digest of the inbox", "what is the deploy command?"]);
   });
 });
@@ -118,5 +118,61 @@ inbound:
       [1000, "t:1"],
       [1010, "t:2"],
     ]);
+  });
+});
+
+describe("subagents", () => {
+  it("a cron turn's subagent runs in cron-nested, so the outer job holding the one cron slot finishes", async () => {
+    const result = await play(`
+config: { lanes: { cron: 1 } }
+model:
+  - when: { session: "t:1:sub:1" }
+    reply: { delayMs: 300, text: "three open tickets" }
+  - when: { call: 1 }
+    reply: { delayMs: 100, toolCalls: [{ name: research, args: {} }] }
+  - reply: { delayMs: 100, text: "Digest: {{latestUser}}" }
+tools:
+  research: { cancellable: true, subagent: { text: "count the open tickets" } }
+inbound:
+  - { at: 0, session: "t:1", channel: t, id: c1, text: "daily digest", trigger: cron }
+`);
+    const lanes = result.events.filter((e) => e.type === "lane.started").map((e) => [e.lane, e.session]);
+    expect(lanes).toEqual([
+      ["cron", "t:1"],
+      ["cron-nested", "t:1:sub:1"],
+    ]);
+    const child = result.modelCalls.find((call) => call.session === "t:1:sub:1");
+    expect(child).toMatchObject({ trigger: "subagent", userTexts: ["count the open tickets"] });
+    // The child's final came back as the tool's result and never reached a channel.
+    const tool = result.transcripts["t:1"]!.find((r) => r.role === "toolResult");
+    expect(tool).toMatchObject({ status: "done", result: "three open tickets" });
+    expect(result.deliveries.map((d) => [d.session, d.kind])).toEqual([["t:1", "reply"]]);
+  });
+
+  it("a subagent is cancelled with its parent when a user's message interrupts the parent", async () => {
+    const result = await play(`
+model:
+  - when: { session: "t:1:sub:1" }
+    reply: { delayMs: 5000, text: "late research" }
+  - when: { latestUser: "research" }
+    reply: { delayMs: 100, toolCalls: [{ name: research, args: {} }] }
+  - reply: { delayMs: 100, text: "Re: {{latestUser}}" }
+tools:
+  research: { cancellable: true, subagent: { text: "dig deep" } }
+inbound:
+  - { at: 0, session: "t:1", channel: t, id: m1, text: "research the market" }
+  - { at: 1000, session: "t:1", channel: t, id: m2, text: "stop, just say hi", mode: interrupt }
+`);
+    const ended = result.events
+      .filter((e) => e.type === "turn.ended")
+      .map((e) => [e.session, e.status]);
+    expect(ended).toContainEqual(["t:1:sub:1", "aborted"]);
+    const sub = result.events.find((e) => e.type === "subagent.finished");
+    expect(sub).toMatchObject({ session: "t:1:sub:1", status: "aborted", at: 1000 });
+    expect(result.deliveries.filter((d) => d.kind === "reply").map((d) => d.text)).toEqual([
+      "Re: stop, just say hi",
+    ]);
+    // No model call of the child ran past the interrupt.
+    expect(result.events.some((e) => e.type === "model.ended" && e.session === "t:1:sub:1" && e.status === "done")).toBe(false);
   });
 });
