@@ -53,10 +53,13 @@ export function nextSlot(spec: ScheduleSpec, after: number, anchor: number): num
   return at !== null && at > after ? at : null;
 }
 
-/** The first slot of a schedule created at `now`: an `at` in the past counts as missed. */
+/**
+ * The first slot of a schedule created at `now`, strictly after it (a schedule never runs the instant
+ * it is created); an `at` already past counts as missed.
+ */
 export function firstSlot(spec: ScheduleSpec, now: number): number | null {
   if (spec.at !== undefined) return atTime(spec.at);
-  return nextSlot(spec, now - 1, now);
+  return nextSlot(spec, now, now);
 }
 
 /** The one slot of an `at` schedule, in ms. */
