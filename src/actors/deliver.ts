@@ -48,7 +48,8 @@ export function createDeliver(deps: ActorDeps) {
     }
     // The session left this turn meanwhile (`/new`): nothing more of it may reach the new conversation.
     if (signal.aborted && facts?.trigger !== "subagent") return UNDELIVERED;
-    if (facts?.trigger === "subagent") return finishSubagent(deps, input, output.status, output.error?.message);
+    if (facts?.trigger === "subagent")
+      return finishSubagent(deps, input, output.status, output.error?.message);
 
     if (input.kind === "recovery") return deliverRecovery(deps, input, facts?.messageSends ?? 0);
     if (output.status === "aborted") {

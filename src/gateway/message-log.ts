@@ -98,7 +98,8 @@ export class MessageLog {
               entry.subagents ??= [];
               const known = entry.subagents.find((sub) => sub.session === child);
               if (started && !known) entry.subagents.push({ session: child, startedAt: event.at });
-              if (!started && known) Object.assign(known, { status: String(event.status), endedAt: event.at });
+              if (!started && known)
+                Object.assign(known, { status: String(event.status), endedAt: event.at });
             },
           );
         }

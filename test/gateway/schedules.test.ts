@@ -38,7 +38,12 @@ describe("schedules", () => {
     const clock = new SimulatedClock();
     const events: TillerEvent[] = [];
     const store = new MemoryStore({ now: () => clock.now() });
-    const gateway = await boot(store, clock, [{ id: "d", session: "t:1", everyMs: MINUTE, text: "digest" }], events);
+    const gateway = await boot(
+      store,
+      clock,
+      [{ id: "d", session: "t:1", everyMs: MINUTE, text: "digest" }],
+      events,
+    );
     await clock.runUntilIdle({ until: 3.5 * MINUTE });
     expect(slotsRun(events)).toEqual([MINUTE, 2 * MINUTE, 3 * MINUTE]);
     expect(gateway.schedules.list()).toEqual([
@@ -127,9 +132,9 @@ until: 200000
   });
 
   it("refuses a bad schedule naming the field", () => {
-    expect(() =>
-      parseConfig({ schedules: [{ id: "x", session: "s", text: "t", cron: "* * *" }] }),
-    ).toThrow(ConfigError);
+    expect(() => parseConfig({ schedules: [{ id: "x", session: "s", text: "t", cron: "* * *" }] })).toThrow(
+      ConfigError,
+    );
     expect(() => parseConfig({ schedules: [{ id: "x", session: "s", text: "t", cron: "* * *" }] })).toThrow(
       /config\.schedules\[0\]\.cron/,
     );

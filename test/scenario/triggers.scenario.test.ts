@@ -57,7 +57,9 @@ inbound:
     ]);
     expect(result.modelCalls.map((call) => call.trigger)).toEqual(["cron", "cron", "user"]);
     // The user's message is stored once, by its own turn.
-    const users = result.transcripts["t:1"]!.flatMap((r) => (r.role === "user" && "text" in r ? [r.text] : []));
+    const users = result.transcripts["t:1"]!.flatMap((r) =>
+      r.role === "user" && "text" in r ? [r.text] : [],
+    );
     expect(users).toEqual(["Daily digest of the inbox", "what is the deploy command?"]);
   });
 });
@@ -163,9 +165,7 @@ inbound:
   - { at: 0, session: "t:1", channel: t, id: m1, text: "research the market" }
   - { at: 1000, session: "t:1", channel: t, id: m2, text: "stop, just say hi", mode: interrupt }
 `);
-    const ended = result.events
-      .filter((e) => e.type === "turn.ended")
-      .map((e) => [e.session, e.status]);
+    const ended = result.events.filter((e) => e.type === "turn.ended").map((e) => [e.session, e.status]);
     expect(ended).toContainEqual(["t:1:sub:1", "aborted"]);
     const sub = result.events.find((e) => e.type === "subagent.finished");
     expect(sub).toMatchObject({ session: "t:1:sub:1", status: "aborted", at: 1000 });
@@ -173,6 +173,8 @@ inbound:
       "Re: stop, just say hi",
     ]);
     // No model call of the child ran past the interrupt.
-    expect(result.events.some((e) => e.type === "model.ended" && e.session === "t:1:sub:1" && e.status === "done")).toBe(false);
+    expect(
+      result.events.some((e) => e.type === "model.ended" && e.session === "t:1:sub:1" && e.status === "done"),
+    ).toBe(false);
   });
 });
