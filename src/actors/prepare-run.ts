@@ -87,7 +87,11 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     : pending.tools
       ? [...deps.tools.keys()].filter((name) => pending.tools!.includes(name))
       : [...deps.tools.keys()];
-  const stored = pending.resumed ? storedIds(records, pending) : [];
+  const stored = pending.resumed
+    ? storedIds(records, pending)
+    : pending.messages.some((message) => message.stored)
+      ? storedIds(records, { ...pending, messages: pending.messages.filter((message) => message.stored) })
+      : [];
   return {
     runId: args.runId,
     session: args.session,
@@ -107,7 +111,7 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
     autoStart: true,
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
-    // Only a turn resumed after a restart can own messages its first run already stored.
+    // A turn resumed after a restart, or one taking over from a superseded one, may own stored messages.
     storedMessageIds: stored,
     ...(stored.length > 0 ? resumedTurnStart(records, stored) : {}),
   };

@@ -73,6 +73,12 @@ export function newestIsTyped(context: RunContext): boolean {
   return isTypedTrigger(newestMessage(context)?.trigger);
 }
 
+/** A turn nobody typed: every message it started from has a trigger (a schedule, a heartbeat, ...). */
+export function isBackgroundTurn(context: RunContext): boolean {
+  const first = context.input.messages;
+  return first.length > 0 && first.every((message) => !isTypedTrigger(message.trigger));
+}
+
 export function isCancellable(context: RunContext): boolean {
   const call = context.pendingCalls[context.toolIndex];
   return call !== undefined && context.input.cancellableTools.includes(call.name);

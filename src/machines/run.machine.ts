@@ -177,6 +177,13 @@ export const runMachine = runSetup.createMachine({
       entry: "assess",
       always: [
         { guard: "staleWithPassesLeft", target: "recheck" },
+        {
+          guard: "backgroundSuperseded",
+          target: "aborted",
+          actions: ["emitRecheckSkipped", "supersede"],
+          description:
+            "A turn nobody typed, out of passes, has a draft that missed a user message: it is never delivered; the user's messages get a turn of their own.",
+        },
         { guard: "staleButDisabled", target: "done", actions: "emitRecheckSkipped" },
         { guard: "staleAtLimit", target: "done", actions: "emitRecheckSkipped" },
         { target: "done" },

@@ -1,6 +1,7 @@
 // The run machine's implementations: its types, the actors the gateway provides, guards and actions
 // (the machine itself, its states and transitions, is in run.machine.ts).
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
 import type { TurnItem } from "../policy/turn-context.js";
 import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../policy/turn-context.js";
@@ -17,6 +18,7 @@ import type {
 } from "./run.types.js";
 import {
   assistantNote,
+  isBackgroundTurn,
   isCancellable,
   maxCalls,
   newestIsTyped,
@@ -28,6 +30,8 @@ import {
 } from "./run-context.js";
 
 const SKIPPED_RESULT = "skipped for an incoming message";
+/** Why a background turn ended without delivering: a user message came after its last draft. */
+export const SUPERSEDED = "superseded by a newer user message";
 
 export const runSetup = setup({
   types: {} as {
@@ -62,6 +66,8 @@ export const runSetup = setup({
       context.passes < context.input.recheck.maxPasses,
     staleButDisabled: ({ context }) => context.verdict.stale && !context.input.recheck.enabled,
     staleAtLimit: ({ context }) => context.verdict.stale,
+    backgroundSuperseded: ({ context }) =>
+      context.verdict.stale && context.verdict.reason === "newer-message" && isBackgroundTurn(context),
   },
   actions: {
     injectSteer: enqueueActions(({ context, enqueue }) => {
@@ -217,6 +223,18 @@ export const runSetup = setup({
         enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
       enqueue.assign({ steerBuffer: [] });
     }),
+    supersede: assign(({ context }) => ({
+      abortReason: SUPERSEDED,
+      // Typed messages it owned go back to the session, marked as stored (they may already be in the
+      // transcript), and run as a turn of their own; the task it was started for ends here.
+      owned: context.owned.filter((message) => !isTypedTrigger(message.trigger)),
+      steerBuffer: [
+        ...context.owned
+          .filter((message) => isTypedTrigger(message.trigger))
+          .map((message) => ({ ...message, stored: true })),
+        ...context.steerBuffer,
+      ],
+    })),
     releaseUnshown: assign(({ context }) => ({
       // Aborted before any model call: the model saw nothing, so nothing is answered or stored for this
       // turn; every message goes back to the session as leftover.

@@ -17,6 +17,8 @@ export interface OwnedMessage {
   lane?: string;
   /** For a triggered turn: the tools it may call, when fewer than all (a subagent's). */
   tools?: string[];
+  /** Already in the transcript (a turn that saw it was superseded): the next turn does not store it again. */
+  stored?: boolean;
 }
 
 /** Items of a turn's journal are transcript record bodies, stored in order. */

@@ -77,13 +77,13 @@ const fakeRun = setup({
       on: {
         // Like a run whose running tool cannot be cancelled: it ends (aborted) when told to finish.
         "run.abort": {
-          actions: assign({ abortReason: ({ event }) => (event as { reason: string }).reason }),
+          actions: assign({ abortReason: ({ event }) => (event as unknown as { reason: string }).reason }),
         },
         "run.notice": {
           actions: assign({
             noticed: ({ context, event }) => [
               ...context.noticed,
-              (event as { message: { id: string } }).message.id,
+              (event as unknown as { message: { id: string } }).message.id,
             ],
           }),
         },
@@ -96,13 +96,16 @@ const fakeRun = setup({
     context.abortReason ? { ...DONE, status: "aborted", final: "", abortReason: context.abortReason } : DONE,
 });
 
-let resolveDeliver: ((output: DeliverOutput) => void) | null = null;
+const deliveries: { resolve: ((output: DeliverOutput) => void) | null } = { resolve: null };
 const provided = sessionMachine.provide({
   actors: {
     run: fakeRun as unknown as typeof runMachine,
     laneSlot: fromCallback(() => () => {}),
     deliver: fromPromise<DeliverOutput, DeliverInput>(
-      () => new Promise<DeliverOutput>((resolve) => (resolveDeliver = resolve)),
+      () =>
+        new Promise<DeliverOutput>((resolve) => {
+          deliveries.resolve = resolve;
+        }),
     ),
     resetTranscript: fromPromise<void, { session: string }>(() => new Promise(() => {})),
   } as never,
@@ -120,7 +123,7 @@ const key = (snapshot: Snapshot) =>
 const paths = getShortestPaths(provided, {
   input: { key: "s" },
   events: EVENTS as never,
-  serializeState: (snapshot) => key(snapshot as unknown as Snapshot),
+  serializeState: (snapshot: unknown) => key(snapshot as Snapshot),
   limit: 5000,
 } as never);
 
@@ -142,7 +145,7 @@ describe("session machine with triggered turns (graph paths)", () => {
     const steps = path.steps.slice(1);
     const name = steps.map((step) => label(step.event as GraphEvent)).join(" → ") || "(start)";
     it(name, async () => {
-      resolveDeliver = null;
+      deliveries.resolve = null;
       const actor = createActor(provided, { input: { key: "s" } });
       actor.start();
       let n = 0;
@@ -182,7 +185,7 @@ describe("session machine with triggered turns (graph paths)", () => {
           run?.send({ type: "fake.finish" });
           await flush();
         } else if (event.type === "xstate.done.actor.deliver") {
-          resolveDeliver?.(event.output);
+          (deliveries.resolve as ((output: DeliverOutput) => void) | null)?.(event.output);
           await flush();
         } else actor.send(event);
         expect(key(actor.getSnapshot())).toBe(key(step.state as unknown as Snapshot));

@@ -64,6 +64,34 @@ inbound:
   });
 });
 
+describe("a scheduled turn out of re-check passes", () => {
+  it("is superseded rather than delivered when another user message came after its last draft", async () => {
+    const result = await play(`
+model:
+  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
+inbound:
+  - { at: 0, session: "t:1", channel: t, id: c1, text: "Daily digest", trigger: cron }
+  - { at: 500, session: "t:1", channel: t, id: m1, text: "first question" }
+  - { at: 1500, session: "t:1", channel: t, id: m2, text: "second question" }
+`);
+    expect(endedOf(result).map((e) => [e.status, e.reason])).toEqual([
+      ["aborted", "superseded by a newer user message"],
+      ["done", undefined],
+    ]);
+    // Only the user's own turn replies, and it sees both messages.
+    expect(replies(result).map((d) => d.text)).toEqual(["Re: second question"]);
+    expect(result.modelCalls.at(-1)).toMatchObject({
+      trigger: "user",
+      userTexts: ["first question", "second question"],
+    });
+    // Each user message is stored once.
+    const users = result.transcripts["t:1"]!.flatMap((r) =>
+      r.role === "user" && "text" in r ? [r.text] : [],
+    );
+    expect(users).toEqual(["Daily digest", "first question", "second question"]);
+  });
+});
+
 describe("heartbeats", () => {
   it("a user's message pre-empts a heartbeat turn: aborted, nothing delivered, the user answered", async () => {
     const result = await play(`
