@@ -25,6 +25,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
+  { title: "triggers", file: "triggers.bench.ts", entry: "benchTriggers" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
