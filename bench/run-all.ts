@@ -23,8 +23,11 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "lane scheduler", file: "lanes.bench.ts", entry: "benchLanes" },
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
+  { title: "stale-reply re-check", file: "recheck.bench.ts", entry: "benchRecheck" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
+  { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
   { title: "triggers", file: "triggers.bench.ts", entry: "benchTriggers" },
 ];
 

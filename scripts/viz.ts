@@ -1,14 +1,17 @@
 /**
  * `npm run viz` regenerates `visualizations/<machine-id>.{mmd,json}` for every machine exported from
- * `src/machines/*.machine.ts`; `npm run viz:check` writes nothing and exits 1 when any file is missing,
- * stale or orphaned. The functions are exported so tests can run the same check on temp directories.
+ * `src/machines/*.machine.ts`, and the diagram blocks of README.md; `npm run viz:check` writes nothing
+ * and exits 1 when any file is missing, stale or orphaned, or a README block is out of date. The
+ * functions are exported so tests can run the same check on temp directories.
  */
 import { realpathSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { AnyStateMachine } from "xstate";
-import { toDefinitionJson, toMermaid } from "../src/viz/mermaid.js";
+import { toConfigJson } from "../src/viz/machine-config.js";
+import { toMermaid } from "../src/viz/mermaid.js";
+import { renderReadmeDiagrams } from "./readme-diagrams.js";
 
 /** One machine found in a machine file. */
 export interface LoadedMachine {
@@ -115,7 +118,7 @@ export function renderVisualizations(machines: readonly LoadedMachine[]): Map<st
   const files = new Map<string, string>();
   for (const stem of [...owners.keys()].sort()) {
     const { machine } = owners.get(stem)!;
-    files.set(`${stem}.json`, toDefinitionJson(machine));
+    files.set(`${stem}.json`, toConfigJson(machine));
     files.set(`${stem}.mmd`, toMermaid(machine));
   }
   return files;
@@ -217,9 +220,15 @@ async function main(args: readonly string[]): Promise<number> {
   const repo = fileURLToPath(new URL("..", import.meta.url));
   const machinesDir = path.join(repo, "src", "machines");
   const vizDir = path.join(repo, "visualizations");
+  const readmePath = path.join(repo, "README.md");
   const shown = (file: string) => path.relative(process.cwd(), path.join(vizDir, file));
+  const readme = await readFile(readmePath, "utf8");
+  const wantedReadme = renderReadmeDiagrams(readme, await loadMachines(machinesDir));
   if (args.includes("--check")) {
     const problems = await checkVisualizations(machinesDir, vizDir);
+    if (wantedReadme !== readme) {
+      problems.push({ kind: "stale", file: "../README.md" });
+    }
     if (problems.length === 0) {
       console.log("visualizations are up to date");
       return 0;
@@ -229,6 +238,10 @@ async function main(args: readonly string[]): Promise<number> {
     return 1;
   }
   const changes = await writeVisualizations(machinesDir, vizDir);
+  if (wantedReadme !== readme) {
+    await writeFile(readmePath, wantedReadme, "utf8");
+    console.log("wrote   README.md (diagram blocks)");
+  }
   for (const { kind, file } of changes)
     console.log(`${kind === "orphaned" ? "removed" : "wrote  "} ${shown(file)}`);
   console.log(

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-import { readdir, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { chat } from "./cli/chat.js";
+import { serve } from "./cli/serve.js";
+import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
 import { ConfigError } from "./errors.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
@@ -8,10 +11,14 @@ import { formatTimeline } from "./scenario/timeline.js";
 import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.js";
 
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
+       tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
+                    [--model-url URL] [--model NAME] [--drain-timeout MS]
+       tiller chat [--url http://127.0.0.1:8787] [--session KEY]
        ${PATHS_USAGE.slice("usage: ".length).split("\n")[0]}
+       tiller --version | --help
 
   FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
-  --json   print one JSON object per scenario (CONTRACTS.md §2) instead of a timeline
+  --json   print one JSON object per scenario (the format of docs and examples) instead of a timeline
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
   --explain  after the run, explain what happened to the message with this id
 
@@ -22,6 +29,15 @@ exit status: 0 ran, 3 an expectation failed, 2 invalid scenario or arguments, 1 
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const io = { stdout: process.stdout, stderr: process.stderr, env: process.env };
+  if (command === "--version") {
+    const pkg = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8"));
+    process.stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
+  // Both run until stopped; a stray timer or socket must not keep the process alive after that.
+  if (command === "serve") process.exit(await serve(rest, io));
+  if (command === "chat") process.exit(await chat(rest, { ...io, stdin: process.stdin }));
   if (command === "paths") {
     if (rest.includes("--help")) {
       process.stdout.write(`${PATHS_USAGE}\n`);
@@ -119,7 +135,7 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2;
       return;
     }
-    if (error instanceof UsageError || error instanceof ConfigError) {
+    if (error instanceof UsageError || error instanceof ServeUsageError || error instanceof ConfigError) {
       process.stderr.write(`tiller: ${error.message}\n`);
       process.exitCode = 2;
       return;

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ConfigError } from "./errors.js";
 import { DROP_POLICIES, parseQueueMode, type QueueMode, type QueueSettings } from "./policy/queue-mode.js";
 import { compileCron } from "./policy/schedule-time.js";
+import type { StaleDetector } from "./policy/stale-detector.js";
 import { DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
 
 /**
@@ -52,6 +53,17 @@ export const configSchema = z
           .max(100)
           .default([...DEFAULT_COMPLAINT_PATTERNS]),
         minOverlap: z.number().min(0).max(1).default(0.2),
+        /**
+         * The gateway author's own detector (a function: only from code, never from a config file);
+         * the built-in signals decide when it is absent, throws, times out or returns no verdict.
+         */
+        detect: z
+          .custom<StaleDetector>((value) => typeof value === "function", {
+            message: "a function (facts, { signal }) => verdict",
+          })
+          .optional(),
+        /** How long a re-check waits for `detect`, on the gateway's clock. */
+        detectTimeoutMs: z.number().int().positive().max(600_000).default(5000),
       })
       .strict()
       .default({
@@ -59,6 +71,7 @@ export const configSchema = z
         maxPasses: 1,
         complaintPatterns: [...DEFAULT_COMPLAINT_PATTERNS],
         minOverlap: 0.2,
+        detectTimeoutMs: 5000,
       }),
     delivery: z
       .object({

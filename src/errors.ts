@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { LaneClearedError, TillerError } from "tiller";
+ * import { LaneClearedError, TillerError } from "tiller-gateway";
  * try { await lanes.run({ session: "A" }, work); }
  * catch (error) { if (error instanceof TillerError && error.code === "LANE_CLEARED") retryLater(); }
  * ```
@@ -23,11 +23,15 @@ export type TillerErrorCode =
   | "MODEL_REPLY_INVALID"
   | "STORE_FAILED"
   | "MODEL_TIMEOUT"
+  | "DETECTOR_FAILED"
+  | "DETECTOR_TIMEOUT"
+  | "DETECTOR_VERDICT_INVALID"
   | "MODEL_RATE_LIMITED"
   | "MODEL_UNAVAILABLE"
   | "MODEL_AUTH"
   | "MODEL_BAD_REQUEST"
   | "MODEL_STREAM_INTERRUPTED"
+  | "LEASE_LOST"
   | "SUBAGENT_FAILED";
 
 export class TillerError extends Error {
@@ -112,6 +116,37 @@ export class MessageRejectedError extends TillerError {
 export class StoreLockedError extends TillerError {
   constructor(dir: string, holder: string) {
     super("STORE_LOCKED", `store directory "${dir}" is locked by ${holder}`, { retryable: true });
+  }
+}
+
+/**
+ * A write carried a fencing token that no longer holds the session's lease (it expired, or another
+ * process took the session over): nothing was written. The run that made it must stop.
+ */
+export class LeaseLostError extends TillerError {
+  readonly session: string;
+  readonly fence: number;
+  constructor(session: string, fence: number) {
+    super(
+      "LEASE_LOST",
+      `session "${session}": fencing token ${fence} no longer holds the lease; nothing was written`,
+    );
+    this.session = session;
+    this.fence = fence;
+  }
+}
+
+/**
+ * The gateway's stale-reply detector (`staleReplyRecheck.detect`) threw, did not answer within
+ * `detectTimeoutMs`, or returned something that is not a verdict; the built-in signals decided instead.
+ */
+export class DetectorError extends TillerError {
+  constructor(
+    code: "DETECTOR_FAILED" | "DETECTOR_TIMEOUT" | "DETECTOR_VERDICT_INVALID",
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(code, `staleReplyRecheck.detect: ${message}`, { retryable: true, ...options });
   }
 }
 

@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { createGateway, LoopbackChannel, ScriptedModel, SystemClock } from "tiller";
+ * import { createGateway, LoopbackChannel, ScriptedModel, SystemClock } from "tiller-gateway";
  * const clock = new SystemClock();
  * const gateway = createGateway({
  *   model: new ScriptedModel([{ reply: { text: "Re: {{latestUser}}" } }], clock),
@@ -17,6 +17,21 @@
 
 export type { Channel, DeliveryReceipt, OutboundMessage } from "./adapters/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
+export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";
+export {
+  createHttpServer,
+  type HttpServer,
+  type HttpServerOptions,
+} from "./adapters/http/create-http-server.js";
+export {
+  type DeliveryLog,
+  type DeliveryRecord,
+  MemoryDeliveryLog,
+} from "./adapters/http/delivery-log.js";
+export { FileDeliveryLog } from "./adapters/http/file-delivery-log.js";
+export { HttpError } from "./adapters/http/http-error.js";
+export { type Route, type RouteContext, Router } from "./adapters/http/router.js";
+export { WebChannel } from "./adapters/http/web-channel.js";
 export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 export { LoopbackChannel } from "./adapters/loopback-channel.js";
 export { MemoryStore } from "./adapters/memory-store.js";
@@ -31,6 +46,13 @@ export type {
 export { createOpenAIModel, type OpenAIModel } from "./adapters/openai/create-openai-model.js";
 export type { OpenAIModelOptions, OpenAISettings } from "./adapters/openai/options.js";
 export { toChatMessages } from "./adapters/openai/to-chat-messages.js";
+export {
+  type ClusterLanes,
+  type ClusterLanesOptions,
+  createClusterLanes,
+} from "./adapters/postgres/cluster-lanes.js";
+export type { FenceSource } from "./adapters/postgres/fences.js";
+export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
 export * from "./adapters/store.js";
@@ -62,6 +84,16 @@ export { runMachine } from "./machines/run.machine.js";
 export { sessionMachine } from "./machines/session.machine.js";
 export { laneForNested, type Priority, priorityForTrigger } from "./policy/lane-priority.js";
 export { parseQueueMode, type QueueMode, resolveQueueSetting } from "./policy/queue-mode.js";
-export { assessDraft, DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
+export type { DetectorVerdict, StaleDetector } from "./policy/stale-detector.js";
+export {
+  acknowledgesComplaint,
+  assessDraft,
+  DEFAULT_COMPLAINT_PATTERNS,
+  type DraftFacts,
+  type DraftVerdict,
+  matchComplaint,
+  type RecheckFigures,
+  type StaleReason,
+} from "./policy/stale-reply.js";
 export { loadScenario, parseScenario, ScenarioError } from "./scenario/load.js";
 export { runScenario, type ScenarioResult } from "./scenario/runner.js";

@@ -2,14 +2,16 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { and, fromPromise, not, setup } from "xstate";
+import { and, createMachine, fromPromise, not, setup } from "xstate";
 import {
   checkVisualizations,
   diffVisualizations,
   renderVisualizations,
   writeVisualizations,
 } from "../scripts/viz.js";
-import { toDefinitionJson, toMermaid } from "../src/viz/mermaid.js";
+import { toConfigJson } from "../src/viz/machine-config.js";
+import { machineShape } from "../src/viz/machine-shape.js";
+import { toMermaid } from "../src/viz/mermaid.js";
 
 const repo = fileURLToPath(new URL("..", import.meta.url));
 
@@ -76,8 +78,8 @@ describe("toMermaid", () => {
     expect(lines).toContain("loading --> idle : after 1000ms");
     expect(lines).toContain("loading --> idle : after slow [isReady]");
     // `:` is written as the entity #58; because a bare colon would end the Mermaid label.
-    expect(lines).toContain("loading --> active : done#58; fetch");
-    expect(lines).toContain("loading --> idle : error#58; fetch");
+    expect(lines).toContain("loading --> active : fetch done");
+    expect(lines).toContain("loading --> idle : fetch error");
     expect(lines).toContain("active --> done : STOP");
     expect(lines).toContain("active__left__x --> active__left__y : NEXT");
   });
@@ -91,27 +93,37 @@ describe("toMermaid", () => {
   });
 });
 
-describe("toDefinitionJson", () => {
-  const text = toDefinitionJson(makeFixture());
+describe("toConfigJson", () => {
+  const text = toConfigJson(makeFixture());
   const json = JSON.parse(text);
 
-  it("serializes actions, guards and actors by name and resolves targets to ids", () => {
-    expect(json.states.idle.on.START[0]).toMatchObject({
-      actions: [{ type: "log" }],
-      guard: { type: "isReady" },
-      target: ["#fixture.loading"],
+  it("writes a config with actions, guards, actors and delays by name and targets as keys", () => {
+    expect(json.id).toBe("fixture");
+    expect(json.initial).toBe("idle");
+    expect(json.states.idle.on.START).toEqual([{ target: "loading", guard: "isReady", actions: ["log"] }]);
+    expect(json.states.idle.always[0]).toEqual({ target: "done", guard: "and(canSkip, not(isReady))" });
+    expect(json.states.loading.invoke).toEqual([
+      { id: "fetch", src: "fetcher", onDone: [{ target: "active" }], onError: [{ target: "idle" }] },
+    ]);
+    expect(json.states.loading.after).toEqual({
+      1000: [{ target: "idle" }],
+      slow: [{ target: "idle", guard: "isReady" }],
     });
-    expect(json.states.idle.always[0].guard).toEqual({
-      type: "xstate.and",
-      guards: [{ type: "canSkip" }, { type: "xstate.not", guards: [{ type: "isReady" }] }],
-    });
-    expect(json.states.loading.invoke).toEqual([{ id: "fetch", src: "fetcher", type: "xstate.invoke" }]);
+    // The timers `after` creates are not written as entry/exit actions: loading the config recreates them.
+    expect(json.states.loading.entry).toBeUndefined();
+    expect(json.states.active.type).toBe("parallel");
+    expect(json.states.active.states.left.initial).toBe("x");
   });
 
-  it("is pretty-printed with sorted keys and deterministic", () => {
+  it("holds no functions and loads into a machine of the same shape", () => {
+    expect(text).not.toMatch(/=>|function/);
+    const loaded = createMachine(JSON.parse(text));
+    expect(machineShape(loaded)).toEqual(machineShape(makeFixture()));
+  });
+
+  it("is pretty-printed and deterministic", () => {
     expect(text.endsWith("}\n")).toBe(true);
-    expect(Object.keys(json)).toEqual([...Object.keys(json)].sort());
-    expect(toDefinitionJson(makeFixture())).toBe(text);
+    expect(toConfigJson(makeFixture())).toBe(text);
   });
 });
 

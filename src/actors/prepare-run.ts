@@ -51,9 +51,18 @@ async function prepareFromStore(deps: ActorDeps, args: PrepareRunArgs): Promise<
 function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly TranscriptRecord[]): RunInput {
   const { pending } = args;
   const olderUserTexts: string[] = [];
+  let lastAssistantText: string | undefined;
   for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
     const record = records[i];
     if (record?.role === "user") olderUserTexts.push(record.text);
+    // The last reply the user saw, before any older user message: what a short follow-up continues.
+    if (
+      record?.role === "assistant" &&
+      record.delivered &&
+      lastAssistantText === undefined &&
+      olderUserTexts.length === 0
+    )
+      lastAssistantText = record.text;
   }
   const recovery = pending.kind === "recovery";
   const preamble: TurnItem[] = pending.summaries.map((text) => ({
@@ -100,12 +109,14 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     preamble,
     history: windowToModel(records),
     olderUserTexts,
+    ...(lastAssistantText !== undefined ? { lastAssistantText } : {}),
     recheck: {
       // A recovery turn only re-sends; re-drafting it would defeat its purpose.
       enabled: deps.config.staleReplyRecheck.enabled && !recovery,
       maxPasses: deps.config.staleReplyRecheck.maxPasses,
       minOverlap: deps.config.staleReplyRecheck.minOverlap,
       complaintPatterns: deps.config.staleReplyRecheck.complaintPatterns,
+      detector: deps.config.staleReplyRecheck.detect ? "custom" : "built-in",
     },
     tools: toolNames,
     cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),

@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * import { SimulatedClock } from "tiller";
+ * import { SimulatedClock } from "tiller-gateway";
  * const clock = new SimulatedClock();
  * clock.setTimeout(() => console.log(clock.now()), 500);
  * await clock.runUntilIdle(); // prints 500

@@ -1,4 +1,5 @@
 import type { Channel, DeliveryReceipt, OutboundMessage } from "./channel.js";
+import { type Clock, sleep } from "./clock.js";
 
 export interface LoopbackOptions {
   /** The first N sends reject, as a flaky network would. */
@@ -6,6 +7,9 @@ export interface LoopbackOptions {
   /** Receipts come back without a messageId (an API that accepted but did not commit). */
   omitMessageId?: boolean;
   now?: () => number;
+  /** Each send takes this long on `clock` before it is answered, as a real network would. */
+  sendDelayMs?: number;
+  clock?: Clock;
 }
 
 export interface LoopbackDelivery extends OutboundMessage {
@@ -33,6 +37,8 @@ export class LoopbackChannel implements Channel {
   }
 
   async send(message: OutboundMessage): Promise<DeliveryReceipt> {
+    if (this.options.sendDelayMs && this.options.clock)
+      await sleep(this.options.clock, this.options.sendDelayMs);
     const at = this.options.now?.() ?? Date.now();
     if (this.failuresLeft > 0) {
       this.failuresLeft--;

@@ -55,14 +55,15 @@ export interface ToolContext {
    * Runs a child turn (a subagent) under the session key `<session>:sub:<n>`, in the `subagent` lane
    * (`cron-nested` under a scheduled turn), and resolves with its final text; it rejects when the child
    * fails or is cancelled. Its reply is never sent to the user: it is this tool's to use. The child is
-   * cancelled when `signal` aborts, so a tool that runs subagents should be `cancellable`.
+   * cancelled when `signal` aborts, so a tool that runs subagents should be `cancellable`. The gateway
+   * always provides it; it is optional in the type so contexts built by hand in tests still fit.
    *
    * @example
    * ```ts
-   * execute: async (args, context) => context.runSubagent({ text: `Research: ${args.topic}`, tools: ["search"] })
+   * execute: async (args, context) => context.runSubagent!({ text: `Research: ${args.topic}`, tools: ["search"] })
    * ```
    */
-  runSubagent(options: SubagentOptions): Promise<string>;
+  runSubagent?(options: SubagentOptions): Promise<string>;
 }
 
 export interface SubagentOptions {

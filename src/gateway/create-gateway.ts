@@ -4,6 +4,7 @@ import { BUILTIN_TOOL_NAMES, builtinTools } from "../actors/builtin-tools.js";
 import { createCallModel } from "../actors/call-model.js";
 import { createDeliver } from "../actors/deliver.js";
 import type { ActorDeps } from "../actors/deps.js";
+import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
@@ -45,6 +46,12 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Names each turn's run; must never repeat for a session (default: the session key + a random id). */
   newRunId?: (session: string) => string;
+  /**
+   * The lane scheduler to ask for slots (default: an in-process one with `config.lanes`), such as the
+   * cluster lanes of several processes on one PostgreSQL (docs/postgres.md). Its `lane.*` events join the
+   * gateway's stream when it has `observe`.
+   */
+  lanes?: LaneScheduler;
 }
 
 export interface SessionInspection {
@@ -85,17 +92,23 @@ export function createGateway(options: GatewayOptions) {
 
   const persistence = new SessionPersistence({ writer, clock, config, logger, emit });
 
-  const lanes: LaneScheduler = createLaneScheduler({
-    capacity: config.lanes,
-    warnAfterMs: config.warnAfterMs,
-    agingMs: config.laneAgingMs,
-    clock,
-    logger,
-    onEvent: (event) => {
-      messageLog.observe(event);
-      hub.emit(event);
-    },
-  });
+  const onLaneEvent = (event: TillerEvent) => {
+    messageLog.observe(event);
+    hub.emit(event);
+  };
+  const lanes: LaneScheduler =
+    options.lanes ??
+    createLaneScheduler({
+      capacity: config.lanes,
+      warnAfterMs: config.warnAfterMs,
+      agingMs: config.laneAgingMs,
+      clock,
+      logger,
+      // The scheduler's own machine shows up in the same inspector as the sessions and runs.
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      onEvent: onLaneEvent,
+    });
+  options.lanes?.observe?.(onLaneEvent);
 
   checkAdapters(options, BUILTIN_TOOL_NAMES);
   const channelNames = Object.keys(options.channels);
@@ -125,7 +138,11 @@ export function createGateway(options: GatewayOptions) {
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
 
   const providedRun = runMachine.provide({
-    actors: { callModel: createCallModel(deps), runTool: createRunTool(deps) },
+    actors: {
+      callModel: createCallModel(deps),
+      runTool: createRunTool(deps),
+      detectStale: createDetectStale(deps),
+    },
   });
   const providedSession = sessionMachine.provide({
     actors: {
@@ -231,6 +248,10 @@ export function createGateway(options: GatewayOptions) {
       return hub.subscribe(listener);
     },
     inspectSession,
+    /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
+    sessionKeys(): string[] {
+      return [...registry.keys()];
+    },
     /** "What happened to my message?", from the event stream. */
     explain(session: string, messageId: string): MessageExplanation | undefined {
       return messageLog.explain(session, messageId);

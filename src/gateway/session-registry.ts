@@ -44,6 +44,11 @@ export class SessionRegistry {
     return this.entries.get(key);
   }
 
+  /** Every session key this process has seen, live or not. */
+  keys(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+
   /** Sessions that have an actor now. */
   *live(): Generator<[string, SessionMemory]> {
     for (const pair of this.entries) if (pair[1].actor) yield pair;

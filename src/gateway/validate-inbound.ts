@@ -34,20 +34,7 @@ export function validateInbound(
     throw new MessageRejectedError("message", `expected an object, received ${typeof inbound}`);
   }
   const { session, channel, text, id } = inbound;
-  if (typeof session !== "string" || session.length === 0) {
-    throw new MessageRejectedError("session", "expected a non-empty string", "SESSION_KEY_INVALID");
-  }
-  if (
-    session.length > config.limits.maxSessionKeyChars ||
-    hasControlChars(session) ||
-    hasLoneSurrogate(session)
-  ) {
-    throw new MessageRejectedError(
-      "session",
-      `expected at most ${config.limits.maxSessionKeyChars} characters of well-formed Unicode and no control characters`,
-      "SESSION_KEY_INVALID",
-    );
-  }
+  validateSessionKey(session, config);
   if (typeof channel !== "string" || !channels.includes(channel))
     throw new MessageRejectedError(
       "channel",
@@ -67,6 +54,30 @@ export function validateInbound(
     );
   }
   return inbound;
+}
+
+/**
+ * Refuses a session key `receive()` would refuse (empty, too long, control characters, lone
+ * surrogates), so every edge (an HTTP path, a CLI argument) checks keys the same way.
+ *
+ * @throws MessageRejectedError naming `field` (default `session`), code `SESSION_KEY_INVALID`.
+ */
+export function validateSessionKey(session: unknown, config: GatewayConfig, field = "session"): string {
+  if (typeof session !== "string" || session.length === 0) {
+    throw new MessageRejectedError(field, "expected a non-empty string", "SESSION_KEY_INVALID");
+  }
+  if (
+    session.length > config.limits.maxSessionKeyChars ||
+    hasControlChars(session) ||
+    hasLoneSurrogate(session)
+  ) {
+    throw new MessageRejectedError(
+      field,
+      `expected at most ${config.limits.maxSessionKeyChars} characters of well-formed Unicode and no control characters`,
+      "SESSION_KEY_INVALID",
+    );
+  }
+  return session;
 }
 
 export function pruneSeen(entry: { seen: Map<string, number> }, now: number, windowMs: number): void {

@@ -58,6 +58,8 @@ export interface LaneScheduler {
   readonly queuedCount: number;
   /** Where a task stands, by the id `lane.enqueued` reported; undefined once forgotten. */
   entryState(entryId: number): LaneEntryState | undefined;
+  /** Adds a receiver of every `lane.*` decision (besides `onEvent`); returns the unsubscribe. */
+  observe?(listener: (event: TillerEvent) => void): () => void;
   /** The admission machine's actor, for inspection. */
   readonly actor: Actor<typeof laneSchedulerMachine>;
 }

@@ -1,8 +1,9 @@
 import { errorMessage } from "../errors.js";
 import { isTypedTrigger } from "../policy/lane-priority.js";
+import { assessDraft, compilePatterns, type DraftFacts } from "../policy/stale-reply.js";
 import type { OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 import { INTERIM_TEXT, journalToModel, NOTICED, TURN_NOTE } from "../policy/turn-context.js";
-import type { CallModelInput, RunContext, RunError } from "./run.types.js";
+import type { CallModelInput, RunContext, RunError, RunVerdict } from "./run.types.js";
 
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.
 
@@ -94,4 +95,56 @@ export function toRunError(error: unknown): RunError {
 
 export function maxCalls(context: RunContext): number {
   return context.input.maxModelCalls ?? 25;
+}
+
+/**
+ * What the re-check judges the draft on: the newest user message the turn owns, the older ones, and
+ * the assistant's last visible message before the newest (a text it sent with tool calls in this turn,
+ * else the last delivered reply before the turn), so a short follow-up is read in its conversation.
+ */
+export function draftFacts(context: RunContext): DraftFacts {
+  const newest = newestMessage(context);
+  const older = [
+    ...context.owned
+      .slice(0, -1)
+      .reverse()
+      .map((message) => message.text),
+    ...context.input.olderUserTexts,
+  ];
+  let lastAssistant = context.input.lastAssistantText;
+  for (const item of context.journal) {
+    if (item.role === "user" && item.messageId === newest?.id) break;
+    if (item.role === "custom" && item.customType === INTERIM_TEXT)
+      lastAssistant = String(item.details.text ?? "");
+  }
+  return {
+    draft: context.draft,
+    newest: newest?.text ?? "",
+    older,
+    newerArrived: context.steerBuffer.length > 0 || context.noticeBuffer.length > 0,
+    previousUser: older[0],
+    lastAssistant,
+  };
+}
+
+/** The built-in signals' verdict on the current draft. */
+export function builtInVerdict(context: RunContext, fallback = false): RunVerdict {
+  // A turn nobody typed answers its own task: only a user message it has not seen makes it stale.
+  if (!newestIsTyped(context)) {
+    const newer = context.steerBuffer.length > 0 || context.noticeBuffer.length > 0;
+    return newer
+      ? {
+          stale: true,
+          reason: "newer-message",
+          detail: "a user message arrived during the turn",
+          detector: "built-in",
+          ...(fallback ? { fallback: true } : {}),
+        }
+      : { stale: false, detector: "built-in", ...(fallback ? { fallback: true } : {}) };
+  }
+  const verdict = assessDraft(draftFacts(context), {
+    complaintPatterns: compilePatterns(context.input.recheck.complaintPatterns),
+    minOverlap: context.input.recheck.minOverlap,
+  });
+  return { ...verdict, detector: "built-in", ...(fallback ? { fallback: true } : {}) };
 }

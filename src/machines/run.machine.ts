@@ -1,6 +1,6 @@
 import type { ActorRefFrom } from "xstate";
 import { runSetup } from "./run.setup.js";
-import { callModelInput, noticeItems, userItem } from "./run-context.js";
+import { callModelInput, draftFacts, noticeItems, userItem } from "./run-context.js";
 
 // The run's input, context, events and output, for its users.
 export type * from "./run.types.js";
@@ -12,8 +12,9 @@ export type * from "./run.types.js";
  * a reply with tool calls moves to `toolBatch`, which runs them one at a time and goes back to
  * `streaming`. A steering message (`run.steer`) waits in a buffer: it is appended before the next model
  * call, and the calls of the batch not started yet are skipped for it. A final text moves to
- * `finalizing`, which asks whether the draft answers the newest user message the turn owns; if not,
- * and passes remain, `recheck` adds a re-anchor instruction and drafts once more. A background turn
+ * `finalizing`, which asks whether the draft answers the newest user message the turn owns (the built-in
+ * signals in `assessing`, or the gateway's own detector in `detecting`, with the built-in signals as
+ * its fallback); if not, and passes remain, `recheck` adds a re-anchor instruction and drafts once more. A background turn
  * (`run.notice`) is also shown typed messages that wait for their own turn, and a draft made before one
  * arrived is stale. `run.abort` ends the
  * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
@@ -174,20 +175,57 @@ export const runMachine = runSetup.createMachine({
     },
     finalizing: {
       description: "Does the draft answer the newest user message the turn owns?",
-      entry: "assess",
-      always: [
-        { guard: "staleWithPassesLeft", target: "recheck" },
-        {
-          guard: "backgroundSuperseded",
-          target: "aborted",
-          actions: ["emitRecheckSkipped", "supersede"],
+      initial: "assessing",
+      states: {
+        assessing: {
           description:
-            "A turn nobody typed, out of passes, has a draft that missed a user message: it is never delivered; the user's messages get a turn of their own.",
+            "The built-in signals decide at once; a draft the gateway's own detector must judge goes to `detecting`.",
+          always: [
+            { guard: "needsDetector", target: "detecting" },
+            { target: "deciding", actions: "assess" },
+          ],
         },
-        { guard: "staleButDisabled", target: "done", actions: "emitRecheckSkipped" },
-        { guard: "staleAtLimit", target: "done", actions: "emitRecheckSkipped" },
-        { target: "done" },
-      ],
+        detecting: {
+          description:
+            "The gateway's detector judges the draft. If it throws, times out or returns no verdict, the built-in signals decide.",
+          invoke: {
+            id: "detectStale",
+            src: "detectStale",
+            input: ({ context }) => ({
+              runId: context.input.runId,
+              session: context.input.session,
+              facts: draftFacts(context),
+            }),
+            onDone: { target: "deciding", actions: "recordDetected" },
+            onError: {
+              target: "deciding",
+              actions: ["emitDetectorFailed", "assessFallback"],
+              description: "The detector failed: the built-in signals are the fallback.",
+            },
+          },
+          on: {
+            "run.abort": { target: "#run.aborted", actions: "noteAbort" },
+            "run.stop": { target: "#run.aborted", actions: ["dropHeld", "noteAbort"] },
+          },
+        },
+        deciding: {
+          description:
+            "A stale draft is re-drafted while passes remain; otherwise it ships, and a skip is said.",
+          always: [
+            { guard: "staleWithPassesLeft", target: "#run.recheck" },
+            {
+              guard: "backgroundSuperseded",
+              target: "#run.aborted",
+              actions: ["emitRecheckSkipped", "supersede"],
+              description:
+                "A turn nobody typed, out of passes, has a draft that missed a user message: it is never delivered; the user's messages get a turn of their own.",
+            },
+            { guard: "staleButDisabled", target: "#run.done", actions: "emitRecheckSkipped" },
+            { guard: "staleAtLimit", target: "#run.done", actions: "emitRecheckSkipped" },
+            { target: "#run.done" },
+          ],
+        },
+      },
     },
     recheck: {
       description: "Adds the re-anchor instruction; the next model call drafts once more.",

@@ -2,12 +2,14 @@
 // (the machine itself, its states and transitions, is in run.machine.ts).
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
 import { isTypedTrigger } from "../policy/lane-priority.js";
-import { assessDraft, compilePatterns, reanchorInstruction } from "../policy/stale-reply.js";
+import { reanchorInstruction } from "../policy/stale-reply.js";
 import type { TurnItem } from "../policy/turn-context.js";
 import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../policy/turn-context.js";
 import type {
   CallModelInput,
   CallModelOutput,
+  DetectStaleInput,
+  DetectStaleOutput,
   RunContext,
   RunEmitted,
   RunEvent,
@@ -18,6 +20,7 @@ import type {
 } from "./run.types.js";
 import {
   assistantNote,
+  builtInVerdict,
   isBackgroundTurn,
   isCancellable,
   maxCalls,
@@ -48,6 +51,9 @@ export const runSetup = setup({
     runTool: fromPromise<RunToolOutput, RunToolInput>(async () => {
       throw new Error("runTool is provided by the gateway");
     }),
+    detectStale: fromPromise<DetectStaleOutput, DetectStaleInput>(async () => {
+      throw new Error("detectStale is provided by the gateway");
+    }),
   },
   guards: {
     autoStart: ({ context }) => context.input.autoStart === true,
@@ -68,6 +74,16 @@ export const runSetup = setup({
     staleAtLimit: ({ context }) => context.verdict.stale,
     backgroundSuperseded: ({ context }) =>
       context.verdict.stale && context.verdict.reason === "newer-message" && isBackgroundTurn(context),
+    // The gateway's own detector judges a draft only when its verdict can lead to a re-draft: not for
+    // silence, not when a newer message already decides it, not past the limit or when disabled.
+    needsDetector: ({ context }) =>
+      context.input.recheck.detector === "custom" &&
+      context.input.recheck.enabled &&
+      context.passes < context.input.recheck.maxPasses &&
+      context.steerBuffer.length === 0 &&
+      context.noticeBuffer.length === 0 &&
+      newestIsTyped(context) &&
+      context.draft.trim().length > 0,
   },
   actions: {
     injectSteer: enqueueActions(({ context, enqueue }) => {
@@ -242,36 +258,20 @@ export const runSetup = setup({
       steerBuffer: [...context.owned, ...context.steerBuffer],
       journal: context.journal.filter((item) => item.role !== "user"),
     })),
-    assess: assign({
-      verdict: ({ context }) => {
-        const newerArrived = context.steerBuffer.length > 0 || context.noticeBuffer.length > 0;
-        // A turn nobody typed answers its own task: only a user message it has not seen makes it stale.
-        if (!newestIsTyped(context)) {
-          return newerArrived
-            ? {
-                stale: true,
-                reason: "newer-message" as const,
-                detail: "a user message arrived during the turn",
-              }
-            : { stale: false };
-        }
-        const newest = newestMessage(context)?.text ?? "";
-        const older = [
-          ...context.owned
-            .slice(0, -1)
-            .reverse()
-            .map((message) => message.text),
-          ...context.input.olderUserTexts,
-        ];
-        return assessDraft(
-          { draft: context.draft, newest, older, newerArrived },
-          {
-            complaintPatterns: compilePatterns(context.input.recheck.complaintPatterns),
-            minOverlap: context.input.recheck.minOverlap,
-          },
-        );
-      },
+    assess: assign({ verdict: ({ context }) => builtInVerdict(context) }),
+    recordDetected: assign({
+      verdict: ({ context, event }) =>
+        // A message steered in while the detector worked makes the draft stale whatever it said.
+        context.steerBuffer.length > 0 || context.noticeBuffer.length > 0
+          ? builtInVerdict(context)
+          : { ...(event as unknown as { output: DetectStaleOutput }).output, detector: "custom" as const },
     }),
+    assessFallback: assign({ verdict: ({ context }) => builtInVerdict(context, true) }),
+    emitDetectorFailed: emit(({ event }) => ({
+      type: "recheck.detectorFailed" as const,
+      error: toRunError((event as unknown as { error: unknown }).error),
+      fallback: "built-in" as const,
+    })),
     startRecheck: assign(({ context }) => {
       const newest = newestMessage(context)?.text ?? "";
       const reason = context.verdict.reason ?? "newer-message";
@@ -300,12 +300,18 @@ export const runSetup = setup({
       reason: context.verdict.reason ?? "newer-message",
       detail: context.verdict.detail ?? "",
       pass: context.passes + 1,
+      detector: context.verdict.detector ?? "built-in",
+      fallback: context.verdict.fallback === true,
+      figures: context.verdict.figures ?? {},
     })),
     emitRecheckSkipped: emit(({ context }) => ({
       type: "recheck.skipped" as const,
       reason: context.input.recheck.enabled ? ("limit" as const) : ("disabled" as const),
       signal: context.verdict.reason ?? "newer-message",
       detail: context.verdict.detail ?? "",
+      detector: context.verdict.detector ?? "built-in",
+      fallback: context.verdict.fallback === true,
+      figures: context.verdict.figures ?? {},
     })),
   },
 });

@@ -1,4 +1,4 @@
-import type { StaleReason } from "../policy/stale-reply.js";
+import type { DraftFacts, DraftVerdict, RecheckFigures, StaleReason } from "../policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 
 // The run machine's input, context, events and output, and what its invoked actors take and return.
@@ -8,7 +8,12 @@ export interface RecheckSettings {
   maxPasses: number;
   minOverlap: number;
   complaintPatterns: readonly string[];
+  /** `custom`: the gateway provides its own detector (the `detectStale` actor); default `built-in`. */
+  detector?: "built-in" | "custom";
 }
+
+/** Who decided a verdict: the built-in signals, or the gateway's own detector. */
+export type DetectorName = "built-in" | "custom";
 
 export interface RunInput {
   runId: string;
@@ -21,6 +26,8 @@ export interface RunInput {
   history: ModelMessage[];
   /** Recent user messages of earlier turns, newest first, for the overlap signal. */
   olderUserTexts: string[];
+  /** The assistant's last visible (delivered) message before this turn: the topic a short follow-up continues. */
+  lastAssistantText?: string;
   recheck: RecheckSettings;
   tools: string[];
   /** Tools an interrupt may stop mid-way. */
@@ -79,6 +86,26 @@ export interface RunToolOutput {
   persisted: number;
 }
 
+export interface DetectStaleInput {
+  runId: string;
+  session: string;
+  facts: DraftFacts;
+}
+
+/** The detector's verdict, already checked by the actor (anything else is an error, and a fallback). */
+export type DetectStaleOutput = DraftVerdict;
+
+/** The verdict of the newest draft, with the figures behind it and who decided it. */
+export interface RunVerdict {
+  stale: boolean;
+  reason?: StaleReason;
+  detail?: string;
+  figures?: RecheckFigures;
+  detector?: DetectorName;
+  /** The gateway's detector failed (threw, timed out, returned no verdict); the built-in signals decided. */
+  fallback?: boolean;
+}
+
 export interface RunError {
   code: string;
   message: string;
@@ -105,7 +132,7 @@ export interface RunContext {
   /** Tools that completed in this turn: effects that already happened. */
   completedTools: string[];
   draft: string;
-  verdict: { stale: boolean; reason?: StaleReason; detail?: string };
+  verdict: RunVerdict;
   abortReason: string | null;
   error: RunError | null;
   status: "running" | "done" | "aborted" | "failed";
@@ -127,8 +154,25 @@ export type RunEmitted =
   | { type: "tool.started"; callId: string; name: string; args: unknown }
   | { type: "tool.ended"; callId: string; name: string; args: unknown; status: string }
   | { type: "tool.skipped"; callId: string; name: string; args: unknown; reason: string }
-  | { type: "recheck.fired"; reason: StaleReason; detail: string; pass: number }
-  | { type: "recheck.skipped"; reason: "limit" | "disabled"; signal: StaleReason; detail: string };
+  | {
+      type: "recheck.fired";
+      reason: StaleReason;
+      detail: string;
+      pass: number;
+      detector: DetectorName;
+      fallback: boolean;
+      figures: RecheckFigures;
+    }
+  | {
+      type: "recheck.skipped";
+      reason: "limit" | "disabled";
+      signal: StaleReason;
+      detail: string;
+      detector: DetectorName;
+      fallback: boolean;
+      figures: RecheckFigures;
+    }
+  | { type: "recheck.detectorFailed"; error: RunError; fallback: "built-in" };
 
 export interface RunOutput {
   runId: string;

@@ -103,7 +103,7 @@ export async function runScenario(
   const channels = new Map<string, LoopbackChannel>();
   for (const name of channelNames) {
     const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
-    channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now() }));
+    channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now(), clock }));
   }
   let store: TranscriptStore = await openStore(options.storeDir, clock);
   const newRunId = await runIdsAfter(store);
@@ -272,7 +272,10 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
     async execute(_args, context) {
       await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
       if (spec.error) throw new Error(spec.error);
-      if (spec.subagent) return context.runSubagent(spec.subagent);
+      if (spec.subagent) {
+        if (!context.runSubagent) throw new Error("this gateway runs no subagents");
+        return context.runSubagent(spec.subagent);
+      }
       return spec.result ?? "ok";
     },
   }));

@@ -50,6 +50,8 @@ const channelSchema = z
   .object({
     failSends: z.number().int().nonnegative().default(0),
     omitMessageId: z.boolean().default(false),
+    /** Each send takes this long on the simulated clock (a reply can be "on its way" for a while). */
+    sendDelayMs: z.number().nonnegative().optional(),
   })
   .strict();
 

@@ -71,7 +71,7 @@ export class InvariantError extends Error {
  *
  * @example
  * ```ts
- * import { createTestGateway } from "tiller/testing";
+ * import { createTestGateway } from "tiller-gateway/testing";
  * const t = await createTestGateway({ model: [{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }] });
  * await t.receive({ session: "test:1", text: "hello" });
  * await t.settle();

@@ -5,7 +5,7 @@
  * @example
  * ```ts
  * import { describe, it } from "vitest";
- * import { machinePaths, testPaths } from "tiller/testing";
+ * import { machinePaths, testPaths } from "tiller-gateway/testing";
  * describe("run paths", () => testPaths(it, machinePaths("run", { config: { staleReplyRecheck: { maxPasses: 1 } } })));
  * ```
  */
@@ -39,4 +39,5 @@ export {
 } from "./machine-paths.js";
 export { type ReplayOptions, type ReplayResult, replayPath, scenarioForPath } from "./replay-path.js";
 export { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
+export { sessionPathScenario, UnrealizablePathError } from "./session-path-scenario.js";
 export { type TestFunction, testPaths } from "./test-paths.js";

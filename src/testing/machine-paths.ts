@@ -1,4 +1,4 @@
-import type { AnyStateMachine, EventObject } from "xstate";
+import { type AnyStateMachine, type EventObject, getInitialSnapshot, getNextSnapshot } from "xstate";
 import { getAdjacencyMap, getShortestPaths, type StatePath } from "xstate/graph";
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from "../config.js";
 import { ConfigError } from "../errors.js";
@@ -30,7 +30,7 @@ export interface MachinePathsOptions {
   config?: GatewayConfigInput;
   /** Most states the traversal may visit before it stops (default 5,000). */
   limit?: number;
-  /** With `simple`: at most this many paths (default 500), so large graphs still finish quickly. */
+  /** With `simple`: at most this many paths (default 200), so large graphs still finish quickly. */
   maxPaths?: number;
 }
 
@@ -45,6 +45,8 @@ export interface MachinePath {
   events: string[];
   /** The events and the snapshots they led to, for replay and scenario generation. */
   steps: ReadonlyArray<{ event: EventObject; snapshot: unknown }>;
+  /** Replaying `events` from the initial state passes exactly `states` (always true for returned paths). */
+  isExact: boolean;
 }
 
 interface Traversal {
@@ -64,7 +66,7 @@ interface Traversal {
  *
  * @example
  * ```ts
- * import { machinePaths } from "tiller/testing";
+ * import { machinePaths } from "tiller-gateway/testing";
  * const paths = machinePaths("run", { config: { staleReplyRecheck: { maxPasses: 1 } } });
  * paths.map((path) => path.name);
  * ```
@@ -82,9 +84,11 @@ export function machinePaths(machine: MachineName, options: MachinePathsOptions 
   };
   const found =
     options.kind === "simple"
-      ? boundedSimplePaths(traversal, graphOptions, options.maxPaths ?? 500)
+      ? boundedSimplePaths(traversal, graphOptions, options.maxPaths ?? 200)
       : (getShortestPaths(traversal.machine, graphOptions as never) as StatePath<never, EventObject>[]);
-  return found.map((path) => toMachinePath(machine, path, traversal));
+  // A state key abstracts context, so a path may join two states the key cannot tell apart; replayed
+  // exactly, such a path leaves the states the graph drew. Only paths the machine really takes are kept.
+  return found.map((path) => toMachinePath(machine, path, traversal)).filter((path) => path.isExact);
 }
 
 function traversalOf(
@@ -133,8 +137,12 @@ function byValueTraversal(machine: AnyStateMachine): Traversal {
   };
 }
 
+/** A simple path stops growing here: longer journeys add replay time, not new behaviour. */
+const MAX_SIMPLE_STEPS = 30;
+
 /**
- * Complete simple paths (no state twice; each ends where no unvisited state is left to reach), found
+ * Complete simple paths (no state twice; each ends where no unvisited state is left to reach, or after
+ * 30 steps), found
  * depth-first over the machine's adjacency map and capped at `maxPaths`: the number of simple paths
  * grows exponentially with a graph, and a bounded sample of whole journeys is what a test suite needs.
  */
@@ -157,6 +165,10 @@ function boundedSimplePaths(
   ];
   const visit = (key: string): void => {
     if (found.length >= maxPaths) return;
+    if (steps.length > MAX_SIMPLE_STEPS) {
+      found.push({ state: steps[steps.length - 1]!.state, steps: [...steps], weight: steps.length - 1 });
+      return;
+    }
     let extended = false;
     for (const { event, state } of Object.values(adjacency[key]!.transitions)) {
       const next = serialize(state);
@@ -182,8 +194,17 @@ function toMachinePath(
   path: StatePath<never, EventObject>,
   traversal: Traversal,
 ): MachinePath {
-  const steps = path.steps.map((step) => ({ event: step.event, snapshot: step.state as unknown }));
+  // The traversal keeps one snapshot per state key, whichever it met first; replaying the events gives
+  // the snapshots of this very path (context the key leaves out, such as the last decision, differs).
+  let snapshot = getInitialSnapshot(traversal.machine, traversal.input as never) as unknown;
+  const steps = path.steps.map((step, index) => {
+    if (index > 0) snapshot = getNextSnapshot(traversal.machine, snapshot as never, step.event as never);
+    return { event: step.event, snapshot };
+  });
   const states = steps.map((step) => stateName((step.snapshot as { value: unknown }).value));
+  const isExact = path.steps.every(
+    (step, index) => stateName((step.state as { value: unknown }).value) === states[index],
+  );
   const events = steps.slice(1).map((step) => step.event.type);
   const named = steps.map((step, index) =>
     traversal.stateLabel ? traversal.stateLabel(step.snapshot as never, states[index]!) : states[index]!,
@@ -192,5 +213,5 @@ function toMachinePath(
     named[0]!,
     ...steps.slice(1).map((step, index) => `—${traversal.label(step.event)}→ ${named[index + 1]}`),
   ].join(" ");
-  return { machine, name, states, events, steps };
+  return { machine, name, states, events, steps, isExact };
 }

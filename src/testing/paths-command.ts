@@ -5,13 +5,14 @@ import type { GatewayConfigInput } from "../config.js";
 import { ConfigError } from "../errors.js";
 import { MACHINE_NAMES, type MachineName, machinePaths } from "./machine-paths.js";
 import { scenarioForPath } from "./replay-path.js";
+import { UnrealizablePathError } from "./session-path-scenario.js";
 
 export const PATHS_USAGE = `usage: tiller paths MACHINE [--kind shortest|simple] [--json] [--out DIR] [--config FILE]
 
   MACHINE   ${MACHINE_NAMES.join(", ")}
   --kind    shortest (default): a shortest path to every state; simple: complete simple paths (bounded)
   --json    print { machine, paths: [{ name, states, events }] }
-  --out     write one runnable scenario per path (run machine) into DIR, each with an expect block
+  --out     write one runnable scenario per path (run and session machines) into DIR, with expect blocks
   --config  a gateway config (JSON or YAML) whose settings shape the graph (maxPasses, queue mode)`;
 
 /** Thrown for a mistake on the command line; the CLI prints it as one line and exits 2. */
@@ -56,13 +57,22 @@ export async function pathsCommand(args: readonly string[]): Promise<string> {
   const config = configFile === undefined ? undefined : await readConfig(configFile);
   const paths = machinePaths(machine, { kind, ...(config === undefined ? {} : { config }) });
   let written = 0;
+  let skipped = 0;
   if (out !== undefined) {
-    if (machine !== "run")
-      throw new UsageError(`--out writes scenarios for the run machine; ${machine} has none yet`);
+    if (machine !== "run" && machine !== "session") {
+      throw new UsageError(`--out writes scenarios for the run and session machines, not ${machine}`);
+    }
     await mkdir(out, { recursive: true });
     const width = String(paths.length).length;
     for (const [index, path] of paths.entries()) {
-      const scenario = scenarioForPath(path, config);
+      let scenario: ReturnType<typeof scenarioForPath>;
+      try {
+        scenario = scenarioForPath(path, config);
+      } catch (error) {
+        if (!(error instanceof UnrealizablePathError)) throw error;
+        skipped++;
+        continue;
+      }
       const file = join(out, `${machine}-${String(index + 1).padStart(width, "0")}.yaml`);
       await writeFile(file, `# ${path.name}\n${stringifyYaml(scenario, { lineWidth: 0 })}`);
       written++;
@@ -76,9 +86,10 @@ export async function pathsCommand(args: readonly string[]): Promise<string> {
     });
   }
   const lines = paths.map((path, index) => `${index + 1}. ${path.name}`);
-  lines.push(
-    `${paths.length} ${kind} paths of the ${machine} machine${out ? `; ${written} scenarios written to ${out}` : ""}`,
-  );
+  const outcome = out
+    ? `; ${written} scenarios written to ${out}${skipped ? ` (${skipped} paths no timing of messages can reproduce)` : ""}`
+    : "";
+  lines.push(`${paths.length} ${kind} paths of the ${machine} machine${outcome}`);
   return lines.join("\n");
 }
 

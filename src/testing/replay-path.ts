@@ -4,10 +4,12 @@ import { parseScenario } from "../scenario/load.js";
 import { type RunScenarioOptions, runScenario, type ScenarioResult } from "../scenario/runner.js";
 import type { MachinePath } from "./machine-paths.js";
 import { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
+import { sessionPathScenario } from "./session-path-scenario.js";
 
 /** The scenario that drives the real gateway along a path (the run machine's paths). */
 export function scenarioForPath(path: MachinePath, config?: GatewayConfigInput): ScenarioFile {
   if (path.machine === "run") return runPathScenario(path, config ?? {});
+  if (path.machine === "session") return sessionPathScenario(path, config ?? {});
   throw new TypeError(`no scenario can be generated for a ${path.machine} path yet`);
 }
 

@@ -7,10 +7,13 @@ import { failedOutput } from "../machines/session-context.js";
 import type { QueueMode, ResolvedQueueSetting } from "../policy/queue-mode.js";
 
 /**
- * The session machine as a graph for users: messages in each queue mode the config allows, the
- * controls, the lane's answers and the results of the session's actors (run, delivery, transcript
- * reset), with the collect window's timer. The invoked actors are inert here: the traversal delivers
- * their results as events.
+ * The session machine as a graph for users: messages in each queue mode the config allows, `/stop`
+ * and `/new`, the lane's grant, the ends of the session's actors (run, delivery, transcript reset) and
+ * the collect window's timer. The invoked actors are inert here: the traversal delivers their results
+ * as events. The alphabet is what a user can cause through the gateway: a message arrives while a turn
+ * runs, while its reply is on its way, during a collect window; the slot is granted at once (one
+ * session alone in its lane) and a reset of the in-memory transcript takes no time, so nothing arrives
+ * in between. Lane timeouts, crashing actors and store failures are the session's own graph tests'.
  */
 
 type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
@@ -18,16 +21,14 @@ type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
 export type SessionGraphEvent =
   | SessionEvent
   | { type: "xstate.done.actor.run"; output: RunOutput }
-  | { type: "xstate.error.actor.run"; error: string }
   | { type: "xstate.done.actor.deliver"; output: DeliverOutput }
-  | { type: "xstate.error.actor.deliver"; error: string }
   | { type: "xstate.done.actor.resetTranscript"; output: undefined }
-  | { type: "xstate.error.actor.resetTranscript"; error: string }
   | { type: typeof COLLECT_WINDOW };
 
 export const COLLECT_WINDOW = "xstate.after.collectWindow.session.collecting";
 
-const inert = sessionMachine.provide({
+/** The session machine with inert actors: results come as graph events. */
+export const sessionGraphMachine = sessionMachine.provide({
   actors: {
     run: fromPromise<RunOutput, RunInput>(() => new Promise(() => {})),
     laneSlot: fromCallback(() => () => {}),
@@ -35,6 +36,14 @@ const inert = sessionMachine.provide({
     resetTranscript: fromPromise<void, unknown>(() => new Promise(() => {})),
   } as never,
 });
+
+/** What a run ends with in the graph; the session's states do not depend on it. */
+export const SESSION_RUN_DONE: RunOutput = {
+  ...failedOutput("web:graph#1", ""),
+  status: "done",
+  final: "answer",
+  error: null,
+};
 
 export function sessionTraversal(config: GatewayConfig, configuredMode: QueueMode | undefined) {
   const modes: QueueMode[] = configuredMode
@@ -47,12 +56,7 @@ export function sessionTraversal(config: GatewayConfig, configuredMode: QueueMod
     cap: config.queue.cap ?? 20,
     drop: config.queue.drop ?? "summarize",
   });
-  const done: RunOutput = {
-    ...failedOutput("web:graph#1", ""),
-    status: "done",
-    final: "answer",
-    error: null,
-  };
+
   const events: SessionGraphEvent[] = [
     ...modes.map((mode) => ({
       type: "session.message" as const,
@@ -62,26 +66,24 @@ export function sessionTraversal(config: GatewayConfig, configuredMode: QueueMod
     { type: "session.stop" },
     { type: "session.new" },
     { type: "lane.granted", runId: "web:graph#1" },
-    { type: "lane.timeout" },
-    { type: "xstate.done.actor.run", output: done },
-    { type: "xstate.error.actor.run", error: "the run crashed" },
+    { type: "xstate.done.actor.run", output: SESSION_RUN_DONE },
     { type: "xstate.done.actor.deliver", output: { delivered: true, recovery: null } },
-    { type: "xstate.error.actor.deliver", error: "the channel failed" },
     { type: "xstate.done.actor.resetTranscript", output: undefined },
     { type: COLLECT_WINDOW },
   ];
   return {
-    machine: inert,
+    machine: sessionGraphMachine,
     input: { key: "web:graph" },
     events,
     serializeState: (snapshot: SessionSnapshot) => {
       const { context } = snapshot;
-      const head = context.queue[0];
+      // The kinds of the first three queue items: what runs next, and after it, decides the states.
       return JSON.stringify([
         snapshot.value,
-        head?.kind ?? null,
-        Math.min(context.queue.length, 2),
+        context.queue.slice(0, 3).map((item) => item.kind),
+        context.queue.length > 3,
         context.pending ? Math.min(context.pending.messages.length, 2) : null,
+        isStopping(snapshot),
       ]);
     },
     filterEvents: (snapshot: SessionSnapshot, event: SessionGraphEvent) => isPossible(snapshot, event),
@@ -89,16 +91,37 @@ export function sessionTraversal(config: GatewayConfig, configuredMode: QueueMod
   };
 }
 
-/** Actor results only while that actor lives; lane answers only while the turn waits for one. */
+/**
+ * Actor results only while that actor lives; the lane's grant only while the turn waits for it, and
+ * nothing else then (it comes at once), nor while the transcript resets.
+ */
 function isPossible(snapshot: SessionSnapshot, event: SessionGraphEvent): boolean {
   const children = snapshot.children as Record<string, unknown>;
-  const result = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
-  if (result) return children[result[2]!] !== undefined;
-  if (event.type === "lane.granted") return snapshot.matches({ turn: "waitingForLane" });
-  if (event.type === "lane.timeout")
-    return children.laneSlot !== undefined && !snapshot.matches({ turn: "waitingForLane" });
+  if (snapshot.matches({ turn: "waitingForLane" })) return event.type === "lane.granted";
+  if (snapshot.matches("resetting")) return event.type === "xstate.done.actor.resetTranscript";
+  const result = /^xstate\.done\.actor\.(.+)$/.exec(event.type);
+  if (result) return children[result[1]!] !== undefined;
+  if (event.type === "lane.granted") return false;
+  // A stopped or interrupted turn ends without a reply: its delivery takes no time, and steering it
+  // would run as a turn of its own, which this graph's abstract run does not show.
+  if (isStopping(snapshot)) {
+    if (snapshot.matches({ turn: "delivering" })) return false;
+    if (event.type === "session.message" && event.setting.mode === "steer") return false;
+  }
   if (event.type === COLLECT_WINDOW) return snapshot.matches("collecting");
   return true;
+}
+
+/** The turn was stopped (`/stop` empties what it owns) or an interrupting message waits to replace it. */
+function isStopping(snapshot: SessionSnapshot): boolean {
+  if (!snapshot.matches("turn")) return false;
+  const { pending, queue } = snapshot.context;
+  return (
+    pending?.messages.length === 0 ||
+    queue.some(
+      (item) => item.kind !== "recovery" && item.messages.some((message) => message.id === "m-interrupt"),
+    )
+  );
 }
 
 export function sessionEventLabel(event: SessionGraphEvent): string {
@@ -111,16 +134,10 @@ export function sessionEventLabel(event: SessionGraphEvent): string {
       return "/new";
     case "lane.granted":
       return "the lane grants a slot";
-    case "lane.timeout":
-      return "the lane times out";
     case "xstate.done.actor.run":
       return "the run ends";
-    case "xstate.error.actor.run":
-      return "the run crashes";
     case "xstate.done.actor.deliver":
       return "the final is delivered";
-    case "xstate.error.actor.deliver":
-      return "the delivery fails";
     case "xstate.done.actor.resetTranscript":
       return "the transcript is reset";
     case COLLECT_WINDOW:

@@ -11,7 +11,7 @@ export type TestFunction = (name: string, body: () => Promise<void>, timeoutMs?:
  * @example
  * ```ts
  * import { describe, it } from "vitest";
- * import { machinePaths, testPaths } from "tiller/testing";
+ * import { machinePaths, testPaths } from "tiller-gateway/testing";
  * describe("run machine paths", () => testPaths(it, machinePaths("run"), { model: (scripted) => myModel(scripted) }));
  * ```
  */

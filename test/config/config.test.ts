@@ -13,10 +13,14 @@ describe("config", () => {
     expect(config.commitments).toEqual({ enabled: false, maxPerDay: 3 });
   });
 
-  it("proves every built-in complaint pattern safe from catastrophic backtracking", () => {
-    for (const pattern of DEFAULT_COMPLAINT_PATTERNS) {
-      expect(checkSync(pattern, "i", { timeout: 10_000 }).status, pattern).toBe("safe");
-    }
+  // One test per pattern: the checker takes up to a few seconds on the longer ones.
+  DEFAULT_COMPLAINT_PATTERNS.forEach((pattern, index) => {
+    it(`proves built-in complaint pattern ${index + 1} safe from catastrophic backtracking`, () => {
+      const diagnostics = checkSync(pattern, "i", { timeout: 10_000 });
+      expect(diagnostics.status, pattern).toBe("safe");
+      // Proven on the automaton, not only fuzzed: the verdict does not depend on the machine's load.
+      expect((diagnostics as { checker?: string }).checker, pattern).toBe("automaton");
+    }, 30_000);
   });
 
   it("rejects a user pattern that backtracks catastrophically, naming the field", () => {

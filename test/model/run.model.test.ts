@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { createActor, fromPromise, type SnapshotFrom } from "xstate";
 import type { StatePath } from "xstate/graph";
-import { getShortestPaths, getSimplePaths } from "xstate/graph";
+import { getAdjacencyMap, getShortestPaths, getSimplePaths } from "xstate/graph";
 import {
   type CallModelInput,
   type CallModelOutput,
+  type DetectStaleInput,
+  type DetectStaleOutput,
   type RecheckSettings,
   type RunEmitted,
   type RunEvent,
@@ -31,7 +33,9 @@ type GraphEvent =
   | { type: "xstate.done.actor.callModel"; output: CallModelOutput }
   | { type: "xstate.error.actor.callModel"; error: unknown }
   | { type: "xstate.done.actor.runTool"; output: RunToolOutput }
-  | { type: "xstate.error.actor.runTool"; error: unknown };
+  | { type: "xstate.error.actor.runTool"; error: unknown }
+  | { type: "xstate.done.actor.detectStale"; output: DetectStaleOutput }
+  | { type: "xstate.error.actor.detectStale"; error: unknown };
 
 type Path = StatePath<Snapshot, GraphEvent>;
 
@@ -95,6 +99,18 @@ const CONFIGS: GraphConfig[] = [
     draft: "Paris weather today: sunny in Paris, 24 degrees.",
   },
   {
+    title: "the gateway's own detector",
+    messages: ["Break down item 2 and update the file"],
+    recheck: { detector: "custom" },
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+  },
+  {
+    title: "the gateway's own detector with maxPasses 2, on a draft the built-in signals call stale",
+    messages: ["What's the weather in Paris today?", "Actually, what about Berlin tonight?"],
+    recheck: { detector: "custom", maxPasses: 2 },
+    draft: "Paris weather today: sunny in Paris, 24 degrees.",
+  },
+  {
     title: "an auto-started run",
     messages: ["Break down item 2 and update the file"],
     draft: "Done: checklist.md now lists item 2 in three steps.",
@@ -146,19 +162,40 @@ function graphEvents(config: GraphConfig): GraphEvent[] {
     },
     { type: "xstate.done.actor.runTool", output: { status: "done", result: "ok", persisted: 0 } },
     { type: "xstate.error.actor.runTool", error: new Error("the tool crashed") },
+    ...(config.recheck?.detector === "custom" ? DETECTOR_EVENTS : []),
   ];
 }
+
+/** The gateway's detector answers: not stale, stale, or fails (a timeout), which falls back to the built-ins. */
+const DETECTOR_EVENTS: GraphEvent[] = [
+  { type: "xstate.done.actor.detectStale", output: { stale: false } },
+  {
+    type: "xstate.done.actor.detectStale",
+    output: { stale: true, reason: "low-overlap", detail: "the judge says so", figures: { score: 0.9 } },
+  },
+  {
+    type: "xstate.error.actor.detectStale",
+    error: { code: "DETECTOR_TIMEOUT", message: "staleReplyRecheck.detect: no verdict within 5000 ms" },
+  },
+];
 
 /** The state value plus small bounded facts; the journal, drafts and counters are left out. */
 function stateKey(snapshot: Snapshot): string {
   const { context } = snapshot;
-  return JSON.stringify([
+  const key: unknown[] = [
     snapshot.status,
     snapshot.value,
     context.passes,
     context.steerBuffer.length > 0,
     context.toolIndex,
-  ]);
+  ];
+  // With the gateway's detector, the last verdict and who decided it: the fired and skipped events say
+  // so, so the graph keeps them apart (a state reached with another verdict must not stand in for it).
+  if (context.input.recheck.detector === "custom") {
+    const { verdict } = context;
+    key.push(verdict.stale, verdict.reason ?? null, verdict.detector ?? null, verdict.fallback === true);
+  }
+  return JSON.stringify(key);
 }
 
 /** Only what can happen: actor results while that actor runs, nothing after the run ended. */
@@ -166,6 +203,7 @@ function isPossible(snapshot: Snapshot, event: GraphEvent): boolean {
   if (snapshot.status !== "active") return false;
   if (event.type.endsWith(".callModel")) return snapshot.matches("streaming");
   if (event.type.endsWith(".runTool")) return snapshot.matches({ toolBatch: "toolRunning" });
+  if (event.type.endsWith(".detectStale")) return snapshot.matches({ finalizing: "detecting" });
   return true;
 }
 
@@ -260,6 +298,10 @@ function eventLabel(event: GraphEvent): string {
       return "tool ends";
     case "xstate.error.actor.runTool":
       return "tool throws";
+    case "xstate.done.actor.detectStale":
+      return event.output.stale ? "detector says stale" : "detector says fine";
+    case "xstate.error.actor.detectStale":
+      return "detector times out";
   }
 }
 
@@ -281,14 +323,16 @@ function expectedRecheckEvents(path: Path, settings: RecheckSettings): Array<Par
     const before = path.steps[i - 1]!.state;
     const after = path.steps[i]!.state;
     const verdict = after.context.verdict;
+    const by = { detector: verdict.detector, fallback: verdict.fallback === true };
     if (after.context.passes > before.context.passes) {
-      expected.push({ type: "recheck.fired", reason: verdict.reason, pass: after.context.passes });
+      expected.push({ type: "recheck.fired", reason: verdict.reason, pass: after.context.passes, ...by });
     }
     if (after.value === "done" && verdict.stale) {
       expected.push({
         type: "recheck.skipped",
         reason: settings.enabled ? "limit" : "disabled",
         signal: verdict.reason,
+        ...by,
       });
     }
   }
@@ -312,6 +356,9 @@ const testLogic = runMachine.provide({
       replayOf(input.runId).startModel(input),
     ),
     runTool: fromPromise<RunToolOutput, RunToolInput>(({ input }) => replayOf(input.runId).startTool(input)),
+    detectStale: fromPromise<DetectStaleOutput, DetectStaleInput>(({ input }) =>
+      replayOf(input.runId).startDetect(input),
+    ),
   },
 });
 
@@ -327,6 +374,7 @@ class Replay {
   readonly input: RunInput;
   readonly calls: CallModelInput[] = [];
   readonly toolInputs: RunToolInput[] = [];
+  readonly detectInputs: DetectStaleInput[] = [];
   readonly emitted: RunEmitted[] = [];
   /** Model calls and emitted events, in order. */
   readonly timeline: Array<{ kind: "call"; input: CallModelInput } | { kind: "emitted"; event: RunEmitted }> =
@@ -337,6 +385,7 @@ class Replay {
   readonly drafts: string[] = [];
   private model: { input: CallModelInput; result: Deferred<CallModelOutput> } | null = null;
   private tool: { input: RunToolInput; result: Deferred<RunToolOutput> } | null = null;
+  private detector: Deferred<DetectStaleOutput> | null = null;
   private steers = 0;
   readonly actor;
 
@@ -364,6 +413,13 @@ class Replay {
     const result = deferred<RunToolOutput>();
     this.toolInputs.push(input);
     this.tool = { input, result };
+    return result.promise;
+  }
+
+  startDetect(input: DetectStaleInput): Promise<DetectStaleOutput> {
+    const result = deferred<DetectStaleOutput>();
+    this.detectInputs.push(input);
+    this.detector = result;
     return result.promise;
   }
 
@@ -420,6 +476,12 @@ class Replay {
       case "xstate.error.actor.runTool":
         this.takeTool().result.reject(event.error);
         break;
+      case "xstate.done.actor.detectStale":
+        this.takeDetector().resolve(event.output);
+        break;
+      case "xstate.error.actor.detectStale":
+        this.takeDetector().reject(event.error);
+        break;
     }
     await settle();
   }
@@ -445,6 +507,13 @@ class Replay {
     const pending = this.model;
     if (!pending) throw new Error("the graph settles a model call, but none is running on the real actor");
     this.model = null;
+    return pending;
+  }
+
+  private takeDetector() {
+    const pending = this.detector;
+    if (!pending) throw new Error("the graph settles the detector, but none is running on the real actor");
+    this.detector = null;
     return pending;
   }
 
@@ -652,6 +721,48 @@ function outputViolations(replay: Replay, path: Path): string[] {
   }
   for (const [index, call] of replay.calls.entries())
     check(call.call === index + 1, `call numbered ${call.call}`);
+
+  // The gateway's detector is consulted only when its verdict can lead to a re-draft, on the draft it
+  // judges; a failure is said with recheck.detectorFailed and the built-in signals decide instead.
+  const detectorSteps = path.steps.flatMap((step, index) =>
+    step.event.type.endsWith(".detectStale") ? [index] : [],
+  );
+  // Asked as often as the graph settled it, plus once when the run was stopped while it judged.
+  const unsettled = replay.detectInputs.length - detectorSteps.length;
+  check(unsettled === 0 || (unsettled === 1 && output.status === "aborted"), "detector asked and settled");
+  for (const input of replay.detectInputs) {
+    check(
+      settings.detector === "custom" && settings.enabled,
+      "the detector was asked without being configured",
+    );
+    check(!input.facts.newerArrived, "the detector was asked although a newer message decided already");
+    check(
+      input.facts.draft.trim() !== "" && replay.drafts.includes(input.facts.draft),
+      "detector facts: draft",
+    );
+    check(
+      ids(replay.given).some((id) => replay.given.find((m) => m.id === id)?.text === input.facts.newest),
+      "detector facts: newest",
+    );
+  }
+  for (const index of detectorSteps) {
+    const step = path.steps[index]!;
+    const verdict = step.state.context.verdict;
+    const steerWaited = path.steps[index - 1]!.state.context.steerBuffer.length > 0;
+    if (step.event.type === "xstate.error.actor.detectStale") {
+      check(verdict.detector === "built-in" && verdict.fallback === true, "a failed detector falls back");
+    } else {
+      check(verdict.detector === (steerWaited ? "built-in" : "custom"), `verdict by ${verdict.detector}`);
+    }
+  }
+  const failures = replay.emitted.filter((event) => event.type === "recheck.detectorFailed");
+  const failedSteps = path.steps.filter((step) => step.event.type === "xstate.error.actor.detectStale");
+  check(failures.length === failedSteps.length, `recheck.detectorFailed ${failures.length}`);
+  for (const failure of failures)
+    check(
+      failure.type === "recheck.detectorFailed" && failure.error.code === "DETECTOR_TIMEOUT",
+      "failure code",
+    );
   return problems;
 }
 
@@ -843,5 +954,111 @@ describe("run machine: an abort before the first model call", () => {
     expect(output.answered).toEqual([]);
     expect(output.leftover.map((message) => message.id)).toEqual(["m1", "s1"]);
     expect(output.journal.filter((item) => item.role === "user")).toEqual([]);
+  });
+});
+
+/** Every state of a config's graph with every transition out of it. */
+function adjacency(
+  config: GraphConfig,
+): Record<string, { state: Snapshot; transitions: Record<string, { event: GraphEvent; state: Snapshot }> }> {
+  return getAdjacencyMap(runMachine as never, traversal(config) as never) as never;
+}
+
+describe("run machine: the gateway's own detector", () => {
+  const plain = configNamed("the gateway's own detector");
+  const stale = configNamed(
+    "the gateway's own detector with maxPasses 2, on a draft the built-in signals call stale",
+  );
+
+  it("enumerates the detecting state and every way out of it: a verdict, a failure, an abort, a /stop", () => {
+    const out = new Set<string>();
+    for (const { state, transitions } of Object.values(adjacency(plain))) {
+      if (!state.matches({ finalizing: "detecting" })) continue;
+      // An event the state ignores leaves it as it was: not a way out.
+      for (const { event, state: next } of Object.values(transitions))
+        if (stateKey(next) !== stateKey(state))
+          out.add(`${event.type} → ${String(stateLabel(next)).replace(/ \(.*\)$/, "")}`);
+    }
+    expect([...out].sort()).toEqual([
+      "run.abort → aborted",
+      "run.steer → finalizing.detecting",
+      "run.stop → aborted",
+      "xstate.done.actor.detectStale → done",
+      "xstate.done.actor.detectStale → streaming",
+      "xstate.error.actor.detectStale → done",
+      "xstate.error.actor.detectStale → streaming",
+    ]);
+  });
+
+  /** The path through the graph's own transitions for this sequence of (labelled) events. */
+  function pathWith(config: GraphConfig, labels: string[]): Path {
+    const map = adjacency(config);
+    const first = shortestPaths(config)[0]!.steps[0]!;
+    const steps: Path["steps"] = [first];
+    for (const label of labels) {
+      const from = steps.at(-1)!.state;
+      const next = Object.values(map[stateKey(from)]?.transitions ?? {}).find(
+        (transition) => eventLabel(transition.event) === label,
+      );
+      if (!next) throw new Error(`no "${label}" from ${stateLabel(from)}`);
+      steps.push({ state: next.state, event: next.event });
+    }
+    return { state: steps.at(-1)!.state, steps, weight: steps.length };
+  }
+
+  it("re-drafts on the detector's stale verdict, with its figures, and says the detector decided", async () => {
+    const path = pathWith(plain, ["start", "model drafts a final", "detector says stale"]);
+    const replay = await replayPath(plain, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({
+        type: "recheck.fired",
+        reason: "low-overlap",
+        detail: "the judge says so",
+        detector: "custom",
+        fallback: false,
+        figures: { score: 0.9 },
+      }),
+    ]);
+    expect(replay.detectInputs[0]?.facts).toMatchObject({
+      draft: plain.draft,
+      newest: plain.messages[0],
+      newerArrived: false,
+    });
+  });
+
+  it("ships the draft when the detector finds it fine, although the built-in signals would not", async () => {
+    const path = pathWith(stale, ["start", "model drafts a final", "detector says fine"]);
+    const replay = await replayPath(stale, path);
+    expect(recheckEventsOf(replay)).toEqual([]);
+    expect((replay.snapshot.output as RunOutput).final).toBe(stale.draft);
+  });
+
+  it("falls back to the built-in signals when the detector times out, and says so", async () => {
+    const path = pathWith(stale, ["start", "model drafts a final", "detector times out"]);
+    const replay = await replayPath(stale, path);
+    expect(replay.emitted.filter((event) => event.type === "recheck.detectorFailed")).toEqual([
+      expect.objectContaining({
+        error: expect.objectContaining({ code: "DETECTOR_TIMEOUT" }),
+        fallback: "built-in",
+      }),
+    ]);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({
+        type: "recheck.fired",
+        reason: "low-overlap",
+        detector: "built-in",
+        fallback: true,
+        figures: expect.objectContaining({ newestOverlap: 0 }),
+      }),
+    ]);
+  });
+
+  it("calls a draft stale for newer-message when a message is steered in while the detector judges", async () => {
+    const path = pathWith(plain, ["start", "model drafts a final", "steer", "detector says fine"]);
+    const replay = await replayPath(plain, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.fired", reason: "newer-message", detector: "built-in" }),
+    ]);
+    expect(replay.calls.at(-1)?.recheck).toBe(true);
   });
 });

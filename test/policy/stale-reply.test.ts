@@ -123,14 +123,22 @@ describe("assessDraft: no false positives", () => {
 
 describe("DEFAULT_COMPLAINT_PATTERNS", () => {
   const phrasings: Array<[pattern: number, text: string]> = [
-    [0, "You didn't answer my question."],
-    [1, "That's not what I asked."],
+    [1, "You didn't answer my question."],
+    [9, "That's not what I asked."],
     [2, "Wrong answer, I was asking about Berlin."],
-    [3, "Please answer my latest question."],
-    [4, "That was my previous question, not this one."],
-    [5, "You're answering the wrong thing again"],
-    [6, "Read my last message, please."],
-    [7, "No, I asked about something else."],
+    [7, "Please answer my latest question."],
+    [10, "That was my previous question, not this one."],
+    [0, "You're answering the wrong thing again"],
+    [11, "Read my last message, please."],
+    [12, "No, I asked about something else."],
+    [3, "You answered the wrong question."],
+    [4, "Stale reply, again."],
+    [5, "You answered my previous question, not this one."],
+    [6, "That answer is for the earlier question."],
+    [8, "Can you recheck? That looks stale."],
+    [13, "You missed my question."],
+    [14, "That doesn't answer my question."],
+    [15, "I asked about the tests, not the deploy."],
   ];
   const regexes = compilePatterns(DEFAULT_COMPLAINT_PATTERNS);
 
@@ -145,8 +153,8 @@ describe("DEFAULT_COMPLAINT_PATTERNS", () => {
   }
 
   it("matches whatever the letter case", () => {
-    expect(regexes[0]?.test("YOU DID NOT ANSWER THE QUESTION")).toBe(true);
-    expect(regexes[1]?.test("not What I Meant")).toBe(true);
+    expect(regexes[1]?.test("YOU DID NOT ANSWER THE QUESTION")).toBe(true);
+    expect(regexes[9]?.test("not What I Meant")).toBe(true);
   });
 
   const ordinary = [

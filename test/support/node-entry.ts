@@ -30,7 +30,7 @@ export async function nodeEntry(entry: string, outfile: string): Promise<string[
         {
           name: "repository-externals",
           setup(build) {
-            build.onResolve({ filter: /^(recheck|pino)$/ }, (args) => ({
+            build.onResolve({ filter: /^(recheck|pino|pg)$/ }, (args) => ({
               path: require.resolve(args.path),
               external: true,
             }));

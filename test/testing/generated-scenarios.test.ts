@@ -9,7 +9,6 @@ import { runScenario } from "../../src/scenario/runner.js";
 import { machinePaths } from "../../src/testing/machine-paths.js";
 import { pathsCommand } from "../../src/testing/paths-command.js";
 import { replayPath } from "../../src/testing/replay-path.js";
-import { RUN_GRAPH_TEXTS } from "../../src/testing/run-graph.js";
 import { useTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -87,6 +86,36 @@ describe("generated run-machine scenarios", () => {
       }
     }
     expect(failures).toBeGreaterThan(5);
+  }, 120_000);
+
+  it("every session-machine scenario `tiller paths session --out` writes passes on the real gateway", async () => {
+    const summary = await pathsCommand(["session", "--out", dir.path]);
+    const paths = machinePaths("session");
+    const files = (await readdir(dir.path)).sort();
+    // Only the path with no event at all (a session before its first message) has no scenario.
+    expect(files).toHaveLength(paths.length - 1);
+    expect(summary).toContain(`${files.length} scenarios written`);
+    for (const file of files) {
+      const { result } = await runScenario(await loadScenario(join(dir.path, file)));
+      const failed = (result.expectations ?? []).filter((expectation) => !expectation.ok);
+      expect(failed, file).toEqual([]);
+    }
+  }, 120_000);
+
+  it("session paths replay in every configured queue mode, and simple session paths too", async () => {
+    for (const mode of ["steer", "followup", "collect", "interrupt"] as const) {
+      const config = { queue: { mode } };
+      for (const path of machinePaths("session", { config }).filter(
+        (candidate) => candidate.events.length > 0,
+      )) {
+        const replay = await replayPath(path, { config });
+        expect(replay.ok, replay.story).toBe(true);
+      }
+    }
+    for (const path of machinePaths("session", { kind: "simple", maxPaths: 60 })) {
+      const replay = await replayPath(path);
+      expect(replay.ok, replay.story).toBe(true);
+    }
   }, 120_000);
 
   it("`tiller run DIR` is a test suite: a summary line, exit 0 when all pass and 3 when one fails", async () => {

@@ -1,0 +1,169 @@
+/**
+ * PostgreSQL figures: claim latency of the cluster lanes (run() to the task's start, a free slot),
+ * turns per second of three gateway processes on one database against one process on the JSONL store
+ * (the same workload, in the same run, as a ratio), and the takeover time after kill -9 against the
+ * lease. Uses TILLER_DATABASE_URL, else TILLER_TEST_DATABASE_URL, else 127.0.0.1:5432/test; skipped with
+ * a line saying so when none answers. Run alone with `npx tsx bench/postgres.bench.ts`.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
+import { createClusterLanes } from "../src/adapters/postgres/cluster-lanes.js";
+import { createGateway } from "../src/gateway/create-gateway.js";
+import { silentLogger } from "../src/logger.js";
+import { type Figures, percentile, round } from "./bench-support.js";
+import { CountingChannel, instantModel, playWorkload } from "./cluster-workload.js";
+
+const PROCESSES = 3;
+const SESSIONS_PER_PROCESS = 8;
+const MESSAGES = 10;
+const CAPACITY = 8;
+const CLAIMS = 200;
+const LEASE_MS = 2000;
+
+export async function benchPostgres(): Promise<Figures> {
+  const url =
+    process.env.TILLER_DATABASE_URL ??
+    process.env.TILLER_TEST_DATABASE_URL ??
+    "postgres://postgres@127.0.0.1:5432/test";
+  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  admin.on("error", () => {});
+  try {
+    await admin.connect();
+  } catch {
+    const line = `skipped: no PostgreSQL answered at ${new URL(url).host} (set TILLER_DATABASE_URL)`;
+    console.log(`postgres bench ${line}`);
+    return { skipped: line };
+  }
+  const schema = `bench_${randomBytes(4).toString("hex")}`;
+  try {
+    return {
+      ...(await claimLatency(url, schema)),
+      ...(await turnsPerSecond(url, schema)),
+      ...(await takeover(url, schema)),
+    };
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await admin.end();
+  }
+}
+
+/** Sequential runs on a lane with a free slot: the claim's own round trips, nothing waits. */
+async function claimLatency(url: string, schema: string): Promise<Figures> {
+  const lanes = await createClusterLanes({ url, schema, capacity: { claim: 1 } });
+  const times: number[] = [];
+  for (let i = 0; i < CLAIMS; i++) {
+    const asked = performance.now();
+    await lanes.run({ session: `claim-${i}`, lane: "claim" }, async () => {
+      times.push(performance.now() - asked);
+    });
+  }
+  await lanes.close();
+  times.sort((a, b) => a - b);
+  return { "claim.p50Ms": round(percentile(times, 50)), "claim.p99Ms": round(percentile(times, 99)) };
+}
+
+async function turnsPerSecond(url: string, schema: string): Promise<Figures> {
+  const turns = PROCESSES * SESSIONS_PER_PROCESS * MESSAGES;
+  // The cluster: every process plays its own sessions; the capacity is shared.
+  const children = Array.from({ length: PROCESSES }, (_, p) => {
+    const name = `g${p}`;
+    const sessions = Array.from({ length: SESSIONS_PER_PROCESS }, (_, i) => `web:${name}-${i}`);
+    return startChild("gateway", {
+      url,
+      schema,
+      name,
+      capacity: { main: CAPACITY },
+      workload: { sessions, messages: MESSAGES },
+    });
+  });
+  await Promise.all(children.map((c) => c.fact("ready")));
+  const go = Date.now();
+  for (const c of children) c.child.stdin!.write("go\n");
+  const done = await Promise.all(children.map((c) => c.fact("done")));
+  const clusterSeconds = (Math.max(...done.map((d) => Number(d.at))) - go) / 1000;
+  for (const c of children) c.child.kill();
+  // One process, the embedded default: JSONL store, in-process lanes, the same workload and capacity.
+  const dir = await mkdtemp(join(tmpdir(), "tiller-bench-jsonl-"));
+  const store = await JsonlStore.openDir({ dir });
+  const channel = new CountingChannel();
+  const gateway = createGateway({
+    config: { queue: { mode: "followup" }, lanes: { main: CAPACITY } },
+    model: instantModel(),
+    channels: { web: channel },
+    store,
+    logger: silentLogger,
+  });
+  await gateway.start();
+  const sessions = Array.from({ length: PROCESSES * SESSIONS_PER_PROCESS }, (_, i) => `web:one-${i}`);
+  const singleSeconds = (await playWorkload(gateway, channel, { sessions, messages: MESSAGES })) / 1000;
+  await gateway.stop();
+  await rm(dir, { recursive: true, force: true });
+  const cluster = turns / clusterSeconds;
+  const single = turns / singleSeconds;
+  return {
+    "turns.cluster3.perSecond": Math.round(cluster),
+    "turns.jsonl1.perSecond": Math.round(single),
+    "turns.ratio": round(cluster / single, 3),
+  };
+}
+
+/** kill -9 of the process holding a session; another process waits for it: how long until it runs. */
+async function takeover(url: string, schema: string): Promise<Figures> {
+  const holder = startChild("hold", {
+    url,
+    schema,
+    name: "holder",
+    capacity: { main: CAPACITY },
+    session: "web:held",
+    leaseMs: LEASE_MS,
+    pollMs: 100,
+  });
+  await holder.fact("started");
+  const heir = await createClusterLanes({ url, schema, leaseMs: LEASE_MS, pollMs: 100 });
+  let startedAt = 0;
+  const taken = heir.run({ session: "web:held" }, async () => {
+    startedAt = Date.now();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const killedAt = Date.now();
+  holder.child.kill("SIGKILL");
+  await taken;
+  await heir.close();
+  return { "takeover.ms": startedAt - killedAt, "takeover.leaseMs": LEASE_MS };
+}
+
+function startChild(mode: string, args: Record<string, unknown>) {
+  const compiled = import.meta.url.endsWith(".js");
+  const file = fileURLToPath(new URL(`./postgres-child.${compiled ? "js" : "ts"}`, import.meta.url));
+  const argv = [...(compiled ? [] : ["--import", "tsx"]), file, mode, JSON.stringify(args)];
+  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ["pipe", "pipe", "inherit"] });
+  const facts: Array<Record<string, unknown>> = [];
+  const waiters: Array<() => void> = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    facts.push(JSON.parse(line));
+    for (const wake of waiters.splice(0)) wake();
+  });
+  return {
+    child,
+    async fact(event: string): Promise<Record<string, unknown>> {
+      for (;;) {
+        const found = facts.find((f) => f.event === event);
+        if (found) return found;
+        if (child.exitCode !== null) throw new Error(`postgres-child ${mode} exited before "${event}"`);
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.table(await benchPostgres());
+  process.exit(0);
+}

@@ -1,0 +1,60 @@
+import { randomBytes } from "node:crypto";
+import type { InspectionEvent } from "xstate";
+import { ConfigError } from "../../errors.js";
+import type { TillerEvent } from "../../events.js";
+import { checkCapacity } from "../../lanes/run-options.js";
+import { type Logger, silentLogger } from "../../logger.js";
+import type { Clock } from "../clock.js";
+import { SystemClock } from "../system-clock.js";
+import { checkSchema, type PostgresConnectionOptions } from "./connection.js";
+
+export interface ClusterLanesOptions extends PostgresConnectionOptions {
+  /** Capacity per workload lane, cluster-wide (written at start: give every process the same). */
+  capacity?: Record<string, number>;
+  /** How long a grant holds without renewal. @default 30000 */
+  leaseMs?: number;
+  /** Renewal interval. @default leaseMs / 3 */
+  heartbeatMs?: number;
+  /** Poll fallback (reaper, missed wake-ups). @default 500 */
+  pollMs?: number;
+  /** This process's name in the cluster (`[a-z0-9_-]`, ≤ 40). @default a random id */
+  processId?: string;
+  clock?: Clock;
+  logger?: Logger;
+  onEvent?: (event: TillerEvent) => void;
+  inspect?: (event: InspectionEvent) => void;
+}
+
+const PROCESS_ID = /^[a-z0-9_-]{1,40}$/;
+
+/** The options checked and defaulted once; a bad one is a ConfigError naming its field. */
+export function parseClusterOptions(options: ClusterLanesOptions) {
+  const schema = checkSchema(options.schema);
+  const leaseMs = positive("leaseMs", options.leaseMs ?? 30_000);
+  const heartbeatMs = positive("heartbeatMs", options.heartbeatMs ?? Math.floor(leaseMs / 3));
+  const pollMs = positive("pollMs", options.pollMs ?? 500);
+  if (heartbeatMs >= leaseMs)
+    throw new ConfigError("heartbeatMs", `less than leaseMs (${leaseMs})`, heartbeatMs);
+  const processId = options.processId ?? `p${randomBytes(6).toString("hex")}`;
+  if (typeof processId !== "string" || !PROCESS_ID.test(processId))
+    throw new ConfigError("processId", "[a-z0-9_-]{1,40}", processId);
+  const capacities = new Map<string, number>();
+  for (const [lane, capacity] of Object.entries(options.capacity ?? {}))
+    capacities.set(lane, checkCapacity(`capacity.${lane}`, capacity));
+  return {
+    schema,
+    clock: options.clock ?? new SystemClock(),
+    logger: options.logger ?? silentLogger,
+    leaseMs,
+    heartbeatMs,
+    pollMs,
+    processId,
+    capacities,
+  };
+}
+
+function positive(field: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
+    throw new ConfigError(field, "a finite number of milliseconds > 0", value);
+  return value;
+}

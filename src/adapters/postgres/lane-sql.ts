@@ -1,0 +1,100 @@
+// The SQL of the cluster lanes (see docs/postgres.md for the protocol). Names are unqualified: the
+// connections' search_path is the adapter's schema. `$lease` parameters are intervals in milliseconds.
+
+/** Enqueues a batch in order (ids follow the order, so FIFO is the order of calls). */
+export const ENQUEUE = `
+INSERT INTO lane_runs (lane, session_key, priority, state, owner, local_id)
+SELECT u.lane, u.session_key, u.priority, 'queued', $4, u.local_id
+  FROM unnest($1::text[], $2::text[], $3::smallint[], $5::bigint[])
+       WITH ORDINALITY AS u(lane, session_key, priority, local_id, ord)
+ ORDER BY u.ord
+RETURNING id, local_id`;
+
+/** Serializes the claims of one workload lane cluster-wide: what makes its capacity exact. */
+export const LOCK_LANE = "SELECT pg_advisory_xact_lock(hashtext($1))";
+
+/**
+ * Grants the lane's free slots, under LOCK_LANE. A session's head is its first waiting row in any lane
+ * by priority, then enqueue order (as in a session lane of the in-process scheduler); a session with an active run waits (the unique index enforces it anyway);
+ * rows of processes no longer alive are passed over (the reaper drops them). Heads then go by priority,
+ * then by enqueue order. Each grant takes a new fencing token and a lease.
+ */
+export const CLAIM = `
+WITH cap AS (
+  SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
+                  - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free),
+heads AS (
+  SELECT DISTINCT ON (r.session_key) r.id, r.lane, r.priority, r.session_key, r.owner FROM lane_runs r
+   WHERE r.state = 'queued'
+     AND r.session_key IN (SELECT session_key FROM lane_runs WHERE lane = $1 AND state = 'queued')
+   ORDER BY r.session_key, r.priority, r.id),
+pick AS (
+  SELECT h.id FROM heads h
+   WHERE h.lane = $1
+     AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = h.session_key AND a.state = 'active')
+     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = h.owner AND p.alive_until > clock_timestamp())
+   ORDER BY h.priority, h.id
+   LIMIT (SELECT free FROM cap))
+UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
+       lease_until = clock_timestamp() + $3 * interval '1 millisecond'
+ WHERE id IN (SELECT id FROM pick)
+RETURNING id, owner, local_id, fence, session_key`;
+
+/** Wakes the processes whose tasks a claim granted (delivered when the claim commits). */
+export const NOTIFY_OWNERS = "SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c";
+
+/** A run ends: only its holder, with its token, can end it. */
+export const COMPLETE = "DELETE FROM lane_runs WHERE id = $1 AND fence = $2 RETURNING lane";
+
+/** Drops a waiting row (aborted or cleared before it started). */
+export const DEQUEUE = "DELETE FROM lane_runs WHERE id = ANY($1::bigint[]) AND state = 'queued' RETURNING id";
+
+/** This process's grants: what it must start (after a wake-up) or still holds (after a renewal). */
+export const MY_GRANTS = `
+SELECT id, local_id, fence, session_key, extract(epoch FROM lease_until - clock_timestamp()) * 1000 AS remaining
+  FROM lane_runs WHERE owner = $1 AND state = 'active'`;
+
+/** Heartbeat: the process stays alive and renews the leases it still holds (lost ones are missing). */
+export const HEARTBEAT = `
+WITH alive AS (
+  INSERT INTO processes (process_id, alive_until, info)
+  VALUES ($1, clock_timestamp() + $2 * interval '1 millisecond', $3)
+  ON CONFLICT (process_id) DO UPDATE SET alive_until = excluded.alive_until)
+UPDATE lane_runs SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+ WHERE owner = $1 AND state = 'active' AND lease_until > clock_timestamp()
+RETURNING id, fence, local_id, session_key`;
+
+/**
+ * The reaper (any process, any time, idempotent): drops runs whose lease ran out (their sessions and
+ * slots are free again), waiting rows of processes no longer alive, and those processes.
+ */
+export const REAP = `
+WITH expired AS (
+  DELETE FROM lane_runs WHERE state = 'active' AND lease_until < clock_timestamp()
+  RETURNING id, lane, session_key, owner, fence),
+orphans AS (
+  DELETE FROM lane_runs q WHERE q.state = 'queued'
+     AND NOT EXISTS (SELECT 1 FROM processes p WHERE p.process_id = q.owner AND p.alive_until >= clock_timestamp())
+  RETURNING id, lane),
+dead AS (DELETE FROM processes WHERE alive_until < clock_timestamp() - interval '1 minute' RETURNING process_id)
+SELECT 'expired' AS kind, id, lane, session_key, owner, fence FROM expired
+UNION ALL SELECT 'orphan', id, lane, NULL, NULL, NULL FROM orphans`;
+
+/** Lanes where anything waits, and each lane's numbers for snapshot(). */
+export const LANE_COUNTS = `
+SELECT l.lane, coalesce(c.capacity, -1) AS capacity,
+       count(r.id) FILTER (WHERE r.state = 'active') AS active,
+       count(r.id) FILTER (WHERE r.state = 'queued') AS queued
+  FROM (SELECT lane FROM lane_capacity UNION SELECT DISTINCT lane FROM lane_runs) l
+  LEFT JOIN lane_capacity c ON c.lane = l.lane
+  LEFT JOIN lane_runs r ON r.lane = l.lane
+ GROUP BY l.lane, c.capacity`;
+
+export const SET_CAPACITY = `
+INSERT INTO lane_capacity (lane, capacity) VALUES ($1, $2)
+ON CONFLICT (lane) DO UPDATE SET capacity = excluded.capacity`;
+
+/** A process that stops leaves nothing behind: its rows, then itself. */
+export const LEAVE = `
+WITH runs AS (DELETE FROM lane_runs WHERE owner = $1 RETURNING lane)
+DELETE FROM processes WHERE process_id = $1`;

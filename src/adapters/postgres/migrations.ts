@@ -1,0 +1,175 @@
+/**
+ * The schema, as numbered migrations. Each runs once, in order, inside one transaction, under a
+ * database-wide advisory lock (see migrate.ts), and is recorded in `tiller_migrations`. A migration is
+ * never edited once released: changes come as a new, higher number. Names are unqualified: every
+ * connection of a store or lane adapter sets `search_path` to its schema.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "transcripts and session state",
+    sql: `
+CREATE TABLE sessions (
+  session_key      text PRIMARY KEY,
+  session_id       text NOT NULL,
+  revision         integer NOT NULL DEFAULT 1,
+  -- seq of the last record; the next append takes last_seq + 1 (the row lock orders appends)
+  last_seq         bigint NOT NULL DEFAULT 0,
+  -- the context window holds the records with seq > window_after_seq
+  window_after_seq bigint NOT NULL DEFAULT 0,
+  created_at       timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE transcript (
+  session_key text NOT NULL REFERENCES sessions (session_key),
+  seq         bigint NOT NULL,
+  record_id   text NOT NULL UNIQUE,
+  revision    integer NOT NULL,
+  role        text NOT NULL,
+  -- for an undelivered-final marker: the seq of the final it marks (details.finalSeq, else seq - 1)
+  marks_seq   bigint,
+  -- the record exactly as appended (JSON text: jsonb would refuse some strings a record may carry)
+  body        text NOT NULL,
+  PRIMARY KEY (session_key, seq)
+);
+CREATE TABLE session_state (
+  session_key text PRIMARY KEY,
+  state       text NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);`,
+  },
+  {
+    version: 2,
+    name: "cluster lanes, processes and session ownership",
+    sql: `
+CREATE TABLE processes (
+  process_id  text PRIMARY KEY,
+  started_at  timestamptz NOT NULL DEFAULT now(),
+  -- renewed by the heartbeat; past it the process counts as dead and its waiting work is dropped
+  alive_until timestamptz NOT NULL,
+  info        jsonb NOT NULL DEFAULT '{}'
+);
+CREATE TABLE lane_capacity (
+  lane     text PRIMARY KEY,
+  capacity integer NOT NULL CHECK (capacity >= 0)
+);
+CREATE SEQUENCE fence_seq;
+CREATE TABLE lane_runs (
+  id          bigserial PRIMARY KEY,
+  lane        text NOT NULL,
+  session_key text NOT NULL,
+  -- 0 foreground, 1 normal, 2 background
+  priority    smallint NOT NULL,
+  state       text NOT NULL CHECK (state IN ('queued', 'active')),
+  -- the process that enqueued the task and runs it, and the task's id there
+  owner       text NOT NULL,
+  local_id    bigint NOT NULL,
+  -- from fence_seq at each grant: every write the run makes carries it
+  fence       bigint,
+  lease_until timestamptz,
+  enqueued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  started_at  timestamptz
+);
+-- at most one active run per session, cluster-wide, enforced by the database itself
+CREATE UNIQUE INDEX lane_runs_one_active ON lane_runs (session_key) WHERE state = 'active';
+-- a session's queue, oldest first (its head is the only row of it that may start)
+CREATE INDEX lane_runs_queued ON lane_runs (session_key, id) WHERE state = 'queued';
+CREATE INDEX lane_runs_queued_lane ON lane_runs (lane) WHERE state = 'queued';
+CREATE INDEX lane_runs_active ON lane_runs (lane) WHERE state = 'active';
+CREATE INDEX lane_runs_owner ON lane_runs (owner);
+CREATE TABLE session_owners (
+  session_key text PRIMARY KEY,
+  owner       text NOT NULL,
+  fence       bigint NOT NULL,
+  lease_until timestamptz NOT NULL
+);`,
+  },
+  {
+    version: 3,
+    name: "inbox, follow-ups, deliveries, commitments, dedupe windows",
+    sql: `
+-- every accepted inbound message, committed before its ack; the owner drains it (steers at the next
+-- tool-batch boundary, follow-ups as their own turns); NOTIFY only wakes the owner
+CREATE TABLE inbox (
+  id          bigserial PRIMARY KEY,
+  session_key text NOT NULL,
+  message_id  text NOT NULL,
+  -- steer | followup | collect | interrupt | control
+  mode        text NOT NULL,
+  body        jsonb NOT NULL,
+  received_by text NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now(),
+  -- the run that showed it to the model (NULL while waiting)
+  taken_by    text,
+  taken_at    timestamptz,
+  UNIQUE (session_key, message_id)
+);
+CREATE INDEX inbox_waiting ON inbox (session_key, id) WHERE taken_at IS NULL;
+-- turns waiting for their own run (follow-ups, collected bursts, recoveries), durable across crashes
+CREATE TABLE follow_ups (
+  id          bigserial PRIMARY KEY,
+  session_key text NOT NULL,
+  kind        text NOT NULL,
+  message_ids text[] NOT NULL DEFAULT '{}',
+  payload     jsonb NOT NULL,
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX follow_ups_session ON follow_ups (session_key, id);
+-- a durable 'sending' intent is written before a channel is called; its receipt next to it after
+CREATE TABLE delivery_intents (
+  delivery_id text PRIMARY KEY,
+  session_key text NOT NULL,
+  kind        text NOT NULL,
+  payload     jsonb NOT NULL,
+  fence       bigint,
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX delivery_intents_session ON delivery_intents (session_key);
+CREATE TABLE delivery_receipts (
+  delivery_id  text PRIMARY KEY REFERENCES delivery_intents (delivery_id),
+  message_id   text NOT NULL,
+  receipt      jsonb NOT NULL DEFAULT '{}',
+  committed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE commitments (
+  id          text PRIMARY KEY,
+  session_key text NOT NULL,
+  dedupe_key  text NOT NULL,
+  status      text NOT NULL CHECK (status IN ('pending', 'sent', 'dismissed', 'expired')),
+  due_at      timestamptz NOT NULL,
+  payload     jsonb NOT NULL,
+  -- claimed once cluster-wide (FOR UPDATE SKIP LOCKED) by the process that reviews it
+  claimed_by  text,
+  claimed_at  timestamptz,
+  sent_at     timestamptz,
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (session_key, dedupe_key)
+);
+CREATE INDEX commitments_due ON commitments (due_at, id) WHERE status = 'pending' AND claimed_by IS NULL;
+CREATE INDEX commitments_sent ON commitments (session_key, sent_at) WHERE sent_at IS NOT NULL;
+-- message ids seen per session within the dedupe window: a redelivery is acked as duplicate
+CREATE TABLE dedupe_windows (
+  session_key text NOT NULL,
+  message_id  text NOT NULL,
+  seen_at     timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (session_key, message_id)
+);
+CREATE INDEX dedupe_windows_age ON dedupe_windows (seen_at);`,
+  },
+  {
+    version: 4,
+    name: "schedule states",
+    sql: `
+-- the next run time of each configured schedule, so a restart neither repeats nor skips a slot
+CREATE TABLE schedule_state (
+  schedule_id text PRIMARY KEY,
+  state       jsonb NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);`,
+  },
+];

@@ -1,0 +1,288 @@
+import { nanoid } from "nanoid";
+import type pg from "pg";
+import { LeaseLostError, MessageRejectedError } from "../../errors.js";
+import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
+import { assertSessionKey } from "../session-key.js";
+import type {
+  ExpectedHead,
+  RecordBody,
+  ScheduleState,
+  TranscriptHead,
+  TranscriptRecord,
+  TranscriptStore,
+} from "../store.js";
+import { UNDELIVERED_FINAL } from "../store.js";
+import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
+import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
+import { migrate } from "./migrate.js";
+
+export interface PostgresStoreOptions extends PostgresConnectionOptions {
+  /** Clock for the records' `at` (ms). @default Date.now */
+  now?: () => number;
+  /** The fencing tokens of this process's runs (the cluster lanes). @default no fencing */
+  fences?: FenceSource;
+}
+
+interface HeadRow {
+  session_id: string;
+  revision: number;
+  last_seq: string;
+  fence_ok: boolean;
+}
+
+const LOCK_HEAD = `SELECT s.session_id, s.revision, s.last_seq, ${fenceHolds("s.session_key", "$2")} AS fence_ok
+  FROM sessions s WHERE s.session_key = $1 FOR UPDATE`;
+
+/**
+ * The transcript store on PostgreSQL, for several gateway processes sharing one database: the same
+ * semantics as the JSONL store (gap-free seq, revisions, rotation, stale writers refused), with appends
+ * ordered by a row lock on the session (compare-and-set on session id + revision in the same
+ * transaction). Writes made while this process runs the session's task carry its fencing token, and a
+ * token that lost its lease is refused with {@link LeaseLostError}.
+ *
+ * @example
+ * ```ts
+ * const store = await PostgresStore.connect({ url: "postgres://127.0.0.1/tiller" });
+ * const head = await store.open("telegram:42");
+ * await store.append("telegram:42", [{ role: "user", text: "hi", messageId: "m1" }], head);
+ * ```
+ */
+export class PostgresStore implements TranscriptStore {
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly now: () => number;
+  private readonly fences: FenceSource;
+  /** Mutations of one session run one after another, in call order (the row lock orders processes). */
+  private readonly chains = new Map<string, Promise<unknown>>();
+
+  private constructor(pool: pg.Pool, options: PostgresStoreOptions) {
+    this.pool = pool;
+    this.schema = checkSchema(options.schema);
+    this.now = options.now ?? Date.now;
+    this.fences = options.fences ?? NO_FENCES;
+  }
+
+  /** Connects, applies pending migrations, and returns the store. */
+  static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const schema = checkSchema(options.schema);
+    const pool = createPool({ ...options, schema });
+    try {
+      await migrate(pool, schema);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return new PostgresStore(pool, options);
+  }
+
+  async open(session: string): Promise<TranscriptHead> {
+    checkKey(session);
+    const select = "SELECT session_id, revision, last_seq FROM sessions WHERE session_key = $1";
+    for (;;) {
+      const inserted = await this.pool.query<HeadRow>(
+        `INSERT INTO sessions (session_key, session_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+         RETURNING session_id, revision, last_seq`,
+        [session, nanoid()],
+      );
+      const row = inserted.rows[0] ?? (await this.pool.query<HeadRow>(select, [session])).rows[0];
+      if (row) return headOf(row);
+    }
+  }
+
+  append(session: string, records: RecordBody[], expect: ExpectedHead): Promise<TranscriptRecord[]> {
+    checkKey(session);
+    return this.serial(session, () =>
+      this.locked(session, expect, async (client, head) => {
+        const stamped = stampRecords(records, head, this.now(), nanoid);
+        if (stamped.length === 0) return [];
+        const rows = stamped.map(({ record }) => record);
+        await client.query(
+          `INSERT INTO transcript (session_key, seq, record_id, revision, role, marks_seq, body)
+           SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::text[])`,
+          [
+            session,
+            rows.map((r) => r.seq),
+            rows.map((r) => r.id),
+            rows.map((r) => r.revision),
+            rows.map((r) => r.role),
+            rows.map(markedSeq),
+            stamped.map(({ json }) => json),
+          ],
+        );
+        await client.query("UPDATE sessions SET last_seq = $2 WHERE session_key = $1", [
+          session,
+          head.lastSeq + rows.length,
+        ]);
+        return rows;
+      }),
+    );
+  }
+
+  async read(session: string): Promise<TranscriptRecord[]> {
+    checkKey(session);
+    const { rows } = await this.pool.query<{ body: string }>(
+      "SELECT body FROM transcript WHERE session_key = $1 ORDER BY seq",
+      [session],
+    );
+    return rows.map((row) => parseRecord(row.body));
+  }
+
+  async readWindow(session: string): Promise<TranscriptRecord[]> {
+    checkKey(session);
+    // The window, plus each final whose undelivered marker is in the window while it is not.
+    const { rows } = await this.pool.query<{ body: string }>(
+      `WITH s AS (SELECT window_after_seq AS w FROM sessions WHERE session_key = $1)
+       SELECT t.seq, t.body FROM transcript t, s WHERE t.session_key = $1 AND t.seq > s.w
+       UNION
+       SELECT f.seq, f.body FROM transcript m, s, transcript f
+        WHERE m.session_key = $1 AND m.seq > s.w AND m.marks_seq IS NOT NULL AND m.marks_seq <= s.w
+          AND f.session_key = $1 AND f.seq = m.marks_seq AND f.role = 'assistant'
+       ORDER BY seq`,
+      [session],
+    );
+    return rows.map((row) => parseRecord(row.body));
+  }
+
+  reset(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
+    checkKey(session);
+    return this.serial(session, () =>
+      this.locked(session, expect, async (client) => {
+        const { rows } = await client.query<HeadRow>(
+          `UPDATE sessions SET revision = revision + 1, window_after_seq = last_seq WHERE session_key = $1
+           RETURNING session_id, revision, last_seq`,
+          [session],
+        );
+        return headOf(rows[0]!);
+      }),
+    );
+  }
+
+  rotate(session: string, expect: ExpectedHead): Promise<TranscriptHead> {
+    checkKey(session);
+    return this.serial(session, () =>
+      this.locked(session, expect, async (client) => {
+        const { rows } = await client.query<HeadRow>(
+          `UPDATE sessions SET window_after_seq = greatest(window_after_seq, last_seq) WHERE session_key = $1
+           RETURNING session_id, revision, last_seq`,
+          [session],
+        );
+        return headOf(rows[0]!);
+      }),
+    );
+  }
+
+  async sessions(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ session_key: string }>(
+      "SELECT session_key FROM sessions UNION SELECT session_key FROM session_state",
+    );
+    // Sorted as the other stores sort (UTF-16 code units), not by the database's collation.
+    return rows.map((row) => row.session_key).sort();
+  }
+
+  saveState(session: string, state: unknown): Promise<void> {
+    checkKey(session);
+    const json = state === null ? null : stateJson(state);
+    return this.serial(session, async () => {
+      // The token at the time the write runs: a run that ended meanwhile no longer fences it.
+      const fence = this.fences.fenceFor(session) ?? null;
+      const query = this.pool.query<{ ok: boolean }>(
+        json === null
+          ? `WITH ok AS (SELECT ${fenceHolds("$1", "$2")} AS ok),
+             d AS (DELETE FROM session_state WHERE session_key = $1 AND (SELECT ok FROM ok))
+             SELECT ok FROM ok`
+          : `WITH ok AS (SELECT ${fenceHolds("$1", "$2")} AS ok),
+             u AS (INSERT INTO session_state (session_key, state) SELECT $1, $3 WHERE (SELECT ok FROM ok)
+                   ON CONFLICT (session_key) DO UPDATE SET state = excluded.state, updated_at = now())
+             SELECT ok FROM ok`,
+        json === null ? [session, fence] : [session, fence, json],
+      );
+      if (fence !== null) this.fences.using?.(session, query);
+      const { rows } = await query;
+      if (!rows[0]?.ok) throw new LeaseLostError(session, fence!);
+    });
+  }
+
+  async loadState(session: string): Promise<unknown | null> {
+    checkKey(session);
+    const { rows } = await this.pool.query<{ state: string }>(
+      "SELECT state FROM session_state WHERE session_key = $1",
+      [session],
+    );
+    return rows[0] ? JSON.parse(rows[0].state) : null;
+  }
+
+  async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
+    if (state === null) {
+      await this.pool.query("DELETE FROM schedule_state WHERE schedule_id = $1", [id]);
+      return;
+    }
+    await this.pool.query(
+      `INSERT INTO schedule_state (schedule_id, state) VALUES ($1, $2)
+       ON CONFLICT (schedule_id) DO UPDATE SET state = excluded.state, updated_at = now()`,
+      [id, JSON.stringify(state)],
+    );
+  }
+
+  async loadSchedules(): Promise<Record<string, ScheduleState>> {
+    const { rows } = await this.pool.query<{ schedule_id: string; state: ScheduleState }>(
+      "SELECT schedule_id, state FROM schedule_state",
+    );
+    return Object.fromEntries(rows.map((row) => [row.schedule_id, row.state]));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.chains.values()]);
+    await this.pool.end();
+  }
+
+  /**
+   * Runs `work` in a transaction holding the session's row lock, after checking the writer's head
+   * (StaleWriterError) and this process's fencing token (LeaseLostError): either fails, nothing is written.
+   */
+  private locked<T>(
+    session: string,
+    expect: ExpectedHead,
+    work: (client: pg.PoolClient, head: TranscriptHead) => Promise<T>,
+  ): Promise<T> {
+    const fence = this.fences.fenceFor(session) ?? null;
+    const write = inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<HeadRow>(LOCK_HEAD, [session, fence]);
+      const row = rows[0];
+      checkExpect(session, row && { sessionId: row.session_id, revision: row.revision }, expect);
+      if (!row!.fence_ok) throw new LeaseLostError(session, fence!);
+      return work(client, headOf(row!));
+    });
+    if (fence !== null) this.fences.using?.(session, write);
+    return write;
+  }
+
+  private serial<T>(session: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(session) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const settled = next.catch(() => {});
+    this.chains.set(session, settled);
+    void settled.then(() => {
+      if (this.chains.get(session) === settled) this.chains.delete(session);
+    });
+    return next;
+  }
+}
+
+function headOf(row: { session_id: string; revision: number; last_seq: string }): TranscriptHead {
+  return { sessionId: row.session_id, revision: row.revision, lastSeq: Number(row.last_seq) };
+}
+
+/** The seq of the final an undelivered-final marker marks: details.finalSeq, else the record before. */
+function markedSeq(record: TranscriptRecord): number | null {
+  if (record.role !== "custom" || record.customType !== UNDELIVERED_FINAL) return null;
+  const named = record.details?.finalSeq;
+  return typeof named === "number" && Number.isInteger(named) && named < record.seq ? named : record.seq - 1;
+}
+
+/** A key the store can hold: what every store accepts, and no NUL (PostgreSQL text cannot carry it). */
+function checkKey(session: string): void {
+  assertSessionKey(session);
+  if (session.includes("\u0000")) {
+    throw new MessageRejectedError("session", "expected a key without NUL characters", "SESSION_KEY_INVALID");
+  }
+}

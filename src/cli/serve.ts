@@ -1,0 +1,245 @@
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { DemoModel, demoTool } from "../adapters/demo-model.js";
+import { createHttpServer } from "../adapters/http/create-http-server.js";
+import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
+import { operatorRoutes } from "../adapters/http/operator-routes.js";
+import { createStateFeed } from "../adapters/http/state-feed.js";
+import { WebChannel } from "../adapters/http/web-channel.js";
+import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
+import type { ModelProvider } from "../adapters/model.js";
+import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
+import { SystemClock } from "../adapters/system-clock.js";
+import type { ToolDefinition } from "../adapters/tool.js";
+import { errorMessage } from "../errors.js";
+import type { TillerEvent } from "../events.js";
+import { createGateway } from "../gateway/create-gateway.js";
+import { createLogger } from "../logger.js";
+import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
+
+export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
+                    [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]`;
+
+const PAGE_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
+
+export interface ServeIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * `tiller serve`: the gateway behind its HTTP API, on the JSONL store, with the `web` channel, the
+ * configured model (the demo model without one), until SIGTERM or SIGINT drains it. Resolves with the
+ * exit status once stopped; throws UsageError for a problem the user must fix (exit 2).
+ */
+export async function serve(argv: string[], io: ServeIo): Promise<number> {
+  const { values } = parseCli(argv);
+  const host = values.host ?? "127.0.0.1";
+  const port = parsePort(values.port, 8787, "--port");
+  const drainTimeoutMs = parseMs(values["drain-timeout"], 30_000, "--drain-timeout");
+  const storeDir = resolve(values.store ?? ".tiller");
+  const token = io.env.TILLER_TOKEN || undefined;
+  if (!isLoopback(host) && token === undefined)
+    throw new UsageError(
+      `--host ${host}: refusing to listen beyond this machine without a token; set TILLER_TOKEN (clients then send Authorization: Bearer <token>) or bind 127.0.0.1`,
+    );
+  const config = await loadConfigFile(values.config);
+  const clock = new SystemClock();
+  const userTools = await loadToolsFile(values.tools);
+  const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
+  if (values.model !== undefined && modelUrl === undefined)
+    throw new UsageError(
+      "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
+    );
+  const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
+  const { model, tools, description } = chooseModel({
+    modelUrl,
+    modelName: values.model ?? (io.env.TILLER_MODEL || undefined),
+    apiKey: io.env.TILLER_MODEL_KEY || io.env.OPENAI_API_KEY || undefined,
+    clock,
+    demoTaskMs,
+  });
+
+  let store: JsonlStore;
+  try {
+    store = await JsonlStore.openDir({ dir: storeDir });
+  } catch (error) {
+    throw new UsageError(`--store ${storeDir}: ${errorMessage(error)}`);
+  }
+  const web = new WebChannel(new FileDeliveryLog(storeDir));
+  // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
+  // (the server that owns that stream is created after the gateway that needs the callback).
+  let pushState: (event: TillerEvent) => void = () => {};
+  const states = createStateFeed({ now: () => clock.now(), emit: (event) => pushState(event) });
+  let gateway: ReturnType<typeof createGateway>;
+  try {
+    gateway = createGateway({
+      config,
+      model,
+      tools: [...tools, ...userTools],
+      channels: { web },
+      store,
+      clock,
+      logger: createLogger(),
+      inspect: states.inspect,
+    });
+  } catch (error) {
+    await store.close();
+    throw new UsageError(errorMessage(error));
+  }
+  const http = createHttpServer({
+    gateway,
+    web,
+    ...(token ? { token } : {}),
+    pageDir: PAGE_DIR,
+    routes: operatorRoutes(gateway),
+  });
+  pushState = http.feed.push;
+  try {
+    await listen(http.server, port, host);
+  } catch (error) {
+    await store.close();
+    throw new UsageError(`--port ${port}: cannot listen on ${host}:${port} (${errorMessage(error)})`);
+  }
+  const address = http.server.address();
+  const actualPort = typeof address === "object" && address ? address.port : port;
+  const url = `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${actualPort}`;
+
+  const stopped = onSignals(io, async () => {
+    http.startDraining();
+    io.stdout.write("draining: new messages get 503; send the signal again to stop at once\n");
+    const finished = await Promise.race([gateway.drain().then(() => true), delay(drainTimeoutMs, false)]);
+    if (!finished)
+      io.stdout.write(`drain timeout (${drainTimeoutMs} ms): unfinished turns resume at the next start\n`);
+    await http.close();
+    await Promise.race([gateway.stop(), delay(finished ? 5000 : 500, undefined)]);
+    await web.log.close();
+  });
+
+  try {
+    await gateway.start();
+  } catch (error) {
+    await http.close();
+    await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
+    throw new UsageError(`--store ${storeDir}: cannot resume (${errorMessage(error)})`);
+  }
+  http.markReady();
+  io.stdout.write(
+    [
+      `tiller serve: listening on ${url}`,
+      `  browser: open ${url}/   terminal: tiller chat --url ${url}`,
+      `  store:   ${storeDir}`,
+      `  model:   ${description}`,
+      ...(modelUrl
+        ? []
+        : [
+            "  A real model: tiller serve --model-url http://127.0.0.1:11434/v1 --model llama3.2",
+            "  (any OpenAI-compatible server; the key from TILLER_MODEL_KEY or OPENAI_API_KEY)",
+          ]),
+      `  auth:    ${token ? "Authorization: Bearer $TILLER_TOKEN on every /v1 request" : "none (loopback only; set TILLER_TOKEN to require one)"}`,
+      "",
+    ].join("\n"),
+  );
+  await stopped;
+  io.stdout.write("stopped\n");
+  return 0;
+}
+
+interface ModelChoice {
+  modelUrl: string | undefined;
+  modelName: string | undefined;
+  apiKey: string | undefined;
+  clock: SystemClock;
+  demoTaskMs: number;
+}
+
+/** The OpenAI-compatible provider when a URL is given, else the demo model and its slow tool. */
+function chooseModel(choice: ModelChoice): {
+  model: ModelProvider;
+  tools: ToolDefinition[];
+  description: string;
+} {
+  const { modelUrl, modelName, apiKey, clock } = choice;
+  if (modelUrl !== undefined) {
+    if (modelName === undefined)
+      throw new UsageError(
+        "--model: required with --model-url (or TILLER_MODEL): the name the server knows, such as llama3.2",
+      );
+    try {
+      const model = createOpenAIModel({
+        baseURL: modelUrl,
+        model: modelName,
+        ...(apiKey ? { apiKey } : {}),
+        clock,
+        logger: createLogger(),
+      });
+      return {
+        model,
+        tools: [],
+        description: `${modelName} at ${modelUrl} (OpenAI-compatible${apiKey ? ", with a key" : ", no key"})`,
+      };
+    } catch (error) {
+      throw new UsageError(`--model-url ${modelUrl}: ${errorMessage(error)}`);
+    }
+  }
+  return {
+    model: new DemoModel({ clock }),
+    tools: [demoTool({ clock, durationMs: choice.demoTaskMs })],
+    description: `DEMO: the built-in scripted demo model, no language model (ask it to "run a task" to see a ${choice.demoTaskMs / 1000} s tool)`,
+  };
+}
+
+function parseCli(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        host: { type: "string" },
+        port: { type: "string" },
+        store: { type: "string" },
+        config: { type: "string" },
+        tools: { type: "string" },
+        "model-url": { type: "string" },
+        model: { type: "string" },
+        "drain-timeout": { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${errorMessage(error)}\n${SERVE_USAGE}`);
+  }
+}
+
+function listen(server: import("node:http").Server, port: number, host: string): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolvePromise();
+    });
+  });
+}
+
+/** Resolves once `shutdown` has run after the first SIGTERM/SIGINT; a second one exits at once. */
+function onSignals(io: ServeIo, shutdown: () => Promise<void>): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    let signalled = false;
+    const handler = (signal: NodeJS.Signals) => {
+      if (signalled) {
+        io.stderr.write(`${signal} again: stopping at once\n`);
+        process.exit(signal === "SIGINT" ? 130 : 143);
+      }
+      signalled = true;
+      shutdown().then(resolvePromise, reject);
+    };
+    process.on("SIGTERM", handler);
+    process.on("SIGINT", handler);
+  });
+}
+
+function delay<T>(ms: number, value: T): Promise<T> {
+  return new Promise((resolvePromise) => setTimeout(() => resolvePromise(value), ms));
+}

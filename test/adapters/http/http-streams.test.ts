@@ -1,0 +1,172 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../../support/http-gateway.js";
+import { SseRecorder } from "../../support/sse-recorder.js";
+
+// The live side of the HTTP API over real sockets: the deliveries and events streams (with replay),
+// a steer while a tool runs, and /stop cutting a streaming reply.
+
+const servers: TestServer[] = [];
+const recorders: SseRecorder[] = [];
+afterEach(async () => {
+  for (const recorder of recorders.splice(0)) recorder.close();
+  for (const server of servers.splice(0)) await server.close();
+});
+
+async function start(options: Parameters<typeof startTestServer>[0] = {}) {
+  const server = await startTestServer(options);
+  servers.push(server);
+  return server;
+}
+
+function follow(url: string, options: ConstructorParameters<typeof SseRecorder>[1] = {}) {
+  const recorder = new SseRecorder(url, options);
+  recorders.push(recorder);
+  return recorder;
+}
+
+const deliveriesOf = (server: TestServer, session: string, query = "") =>
+  `${server.url}/v1/sessions/${encodeURIComponent(session)}/deliveries${query}`;
+const eventsOf = (server: TestServer, session: string) =>
+  `${server.url}/v1/events?session=${encodeURIComponent(session)}`;
+
+describe("deliveries stream", { timeout: 20_000 }, () => {
+  it("opened before the session's first message, it waits and then carries the reply with its id", async () => {
+    const server = await start();
+    const deliveries = follow(deliveriesOf(server, "web:1"));
+    await deliveries.opened;
+    const { body } = await server.post("web:1", { text: "hello there", id: "m1" });
+    expect(body.ack).toMatchObject({ messageId: "m1", disposition: "started" });
+    const delivery = await deliveries.waitFor((event) => event.event === "delivery");
+    expect(delivery.id).toBe(delivery.data.messageId);
+    expect(delivery.data).toMatchObject({ kind: "reply" });
+    expect(String(delivery.data.text)).toContain('You said: "hello there"');
+    // The demo says it is a demo in the first reply of a session, and only there.
+    expect(String(delivery.data.text)).toContain("[demo]");
+    await server.post("web:1", { text: "and again", id: "m2" });
+    const second = await deliveries.waitFor((event) => String(event.data.text).includes("and again"));
+    expect(String(second.data.text)).not.toContain("[demo]");
+    // The transcript marks the reply delivered with the web channel's id.
+    const response = await fetch(`${server.url}/v1/sessions/web%3A1/transcript?after=1`);
+    const { records } = (await response.json()) as { records: Array<{ role: string; seq: number }> };
+    const assistant = records.find((record) => record.role === "assistant");
+    expect(assistant).toMatchObject({ delivered: true, deliveryMessageId: delivery.id });
+    expect(records.every((record) => record.seq > 1)).toBe(true);
+  });
+
+  it("replays what a client missed from Last-Event-ID or ?after=, and everything without either", async () => {
+    const server = await start();
+    for (const [index, text] of ["one", "two", "three"].entries()) {
+      await server.post("web:r", { text, id: `r${index}` });
+      await follow(deliveriesOf(server, "web:r")).waitFor((event) =>
+        String(event.data.text).includes(`"${text}"`),
+      );
+    }
+    const all = follow(deliveriesOf(server, "web:r"));
+    await all.waitFor(() => all.of("delivery").length === 3);
+    const [first, second, third] = all.of("delivery");
+    const fromHeader = follow(deliveriesOf(server, "web:r"), { lastEventId: first!.id! });
+    const fromQuery = follow(deliveriesOf(server, "web:r", `?after=${encodeURIComponent(second!.id!)}`));
+    await fromHeader.waitFor((event) => event.id === third!.id);
+    await fromQuery.waitFor((event) => event.id === third!.id);
+    expect(fromHeader.of("delivery").map((event) => event.id)).toEqual([second!.id, third!.id]);
+    expect(fromQuery.of("delivery").map((event) => event.id)).toEqual([third!.id]);
+  });
+});
+
+describe("events stream", { timeout: 20_000 }, () => {
+  it("streams one session's events with ids and replays from Last-Event-ID", async () => {
+    const server = await start();
+    const events = follow(eventsOf(server, "web:e"));
+    const other = follow(eventsOf(server, "web:other"));
+    await Promise.all([events.opened, other.opened]);
+    await server.post("web:e", { text: "hello", id: "e1" });
+    await events.waitFor((event) => event.event === "final.delivered");
+    expect(events.events.every((event) => event.data.session === "web:e")).toBe(true);
+    expect(events.of("model.delta").length).toBeGreaterThan(3); // the demo streams word by word
+    expect(other.events).toEqual([]);
+    const acked = events.of("message.acked")[0]!;
+    const replay = follow(eventsOf(server, "web:e"), { lastEventId: acked.id! });
+    await replay.waitFor((event) => event.event === "final.delivered");
+    const after = events.events.slice(events.events.indexOf(acked) + 1).map((event) => event.id);
+    expect(replay.events.map((event) => event.id)).toEqual(after);
+  });
+});
+
+describe("stream clients", { timeout: 20_000 }, () => {
+  it("are cleaned up when they go away, and kept alive by comment lines meanwhile", async () => {
+    const server = await start({ http: { heartbeatMs: 50 } });
+    const raw = new AbortController();
+    const response = await fetch(`${server.url}/v1/events`, { signal: raw.signal });
+    const reader = response.body!.getReader();
+    let text = "";
+    while (!text.includes(": keep-alive")) text += new TextDecoder().decode((await reader.read()).value);
+    const deliveries = follow(deliveriesOf(server, "web:gone"));
+    await deliveries.opened;
+    expect(server.web.listenerCount("web:gone")).toBe(1);
+    expect(server.http.feed.listenerCount).toBe(1);
+    deliveries.close();
+    raw.abort();
+    for (let i = 0; i < 100 && (server.web.listenerCount("web:gone") || server.http.feed.listenerCount); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(server.web.listenerCount("web:gone")).toBe(0);
+    expect(server.http.feed.listenerCount).toBe(0);
+  });
+});
+
+describe("a person talking to a busy agent", { timeout: 20_000 }, () => {
+  it("a steer while the demo tool runs is acked as waiting for the tool and answered in the same turn", async () => {
+    const server = await start({ demo: { toolMs: 800 } });
+    const deliveries = follow(deliveriesOf(server, "web:s"));
+    const events = follow(eventsOf(server, "web:s"));
+    await Promise.all([deliveries.opened, events.opened]);
+    const first = await server.post("web:s", { text: "please run a task on the report", id: "s1" });
+    expect(first.body.ack.disposition).toBe("started");
+    await events.waitFor((event) => event.event === "tool.started");
+    const steer = await server.post("web:s", { text: "also include the appendix", id: "s2" });
+    expect(steer.body.ack).toMatchObject({
+      disposition: "steered",
+      waitsFor: "tool-to-finish",
+      runningTool: { name: "demo_task", cancellable: true },
+    });
+    const reply = await deliveries.waitFor((event) => event.event === "delivery");
+    expect(String(reply.data.text)).toContain("demo_task finished");
+    expect(String(reply.data.text)).toContain('While it ran you wrote: "also include the appendix"');
+    expect(deliveries.of("delivery")).toHaveLength(1);
+    expect(events.of("steer.injected")).toHaveLength(1);
+  });
+
+  it("a message written while the reply streams makes the re-check answer it instead", async () => {
+    const server = await start({ demo: { wordDelayMs: 30 } });
+    const deliveries = follow(deliveriesOf(server, "web:rc"));
+    const events = follow(eventsOf(server, "web:rc"));
+    await Promise.all([deliveries.opened, events.opened]);
+    await server.post("web:rc", { text: "hello", id: "rc1" });
+    await events.waitFor((event) => event.event === "model.delta");
+    await server.post("web:rc", { text: "actually, what is the plan for friday", id: "rc2" });
+    const fired = await events.waitFor((event) => event.event === "recheck.fired");
+    expect(fired.data.reason).toBe("newer-message");
+    const reply = await deliveries.waitFor((event) => event.event === "delivery");
+    expect(String(reply.data.text)).toContain("Re-checked");
+    expect(String(reply.data.text)).toContain('You said: "actually, what is the plan for friday"');
+    expect(deliveries.of("delivery")).toHaveLength(1);
+  }, 20_000);
+
+  it("/stop aborts a reply that is streaming: the draft stops and nothing is delivered", async () => {
+    const server = await start({ demo: { wordDelayMs: 150 } });
+    const deliveries = follow(deliveriesOf(server, "web:x"));
+    const events = follow(eventsOf(server, "web:x"));
+    await Promise.all([deliveries.opened, events.opened]);
+    await server.post("web:x", { text: "tell me something long", id: "x1" });
+    await events.waitFor((event) => event.event === "model.delta");
+    const stop = await server.post("web:x", { text: "/stop", id: "x2" });
+    expect(stop.body.ack.disposition).toBe("control");
+    const ended = await events.waitFor((event) => event.event === "turn.ended");
+    expect(ended.data.status).toBe("aborted");
+    const deltas = events.of("model.delta").length;
+    await new Promise((resolve) => setTimeout(resolve, 600)); // four more words' time
+    expect(events.of("model.delta").length).toBe(deltas);
+    expect(deliveries.of("delivery")).toEqual([]);
+    const session = await (await fetch(`${server.url}/v1/sessions/web%3Ax`)).json();
+    expect(session).toMatchObject({ run: null });
+  });
+});

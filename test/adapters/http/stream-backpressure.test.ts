@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { MemoryDeliveryLog } from "../../../src/adapters/http/delivery-log.js";
+import { EventFeed } from "../../../src/adapters/http/event-feed.js";
+import type { SseMessage, SseStream } from "../../../src/adapters/http/sse-stream.js";
+import { streamDeliveries } from "../../../src/adapters/http/stream-deliveries.js";
+import { streamEvents } from "../../../src/adapters/http/stream-events.js";
+import { WebChannel } from "../../../src/adapters/http/web-channel.js";
+
+/** A stream whose socket takes `room` frames, then is full until `drain()`. */
+function fakeStream(room: number) {
+  const sent: SseMessage[] = [];
+  let drainers: Array<() => void> = [];
+  let closers: Array<() => void> = [];
+  let free = room;
+  let closed = false;
+  const stream = {
+    get isClosed() {
+      return closed;
+    },
+    send(message: SseMessage) {
+      sent.push(message);
+      return --free > 0;
+    },
+    comment() {},
+    onDrain(callback: () => void) {
+      drainers.push(callback);
+    },
+    onClose(callback: () => void) {
+      closers.push(callback);
+    },
+    end() {
+      closed = true;
+      for (const closer of closers) closer();
+      closers = [];
+    },
+  };
+  return {
+    stream: stream as unknown as SseStream,
+    sent,
+    drain(more: number) {
+      free = more;
+      const now = drainers;
+      drainers = [];
+      for (const drainer of now) drainer();
+    },
+    close: () => stream.end(),
+    get closed() {
+      return closed;
+    },
+  };
+}
+
+describe("a slow stream client", () => {
+  it("holds a cursor into the deliveries: nothing is written past a full socket, nothing is skipped", async () => {
+    const web = new WebChannel(new MemoryDeliveryLog());
+    for (let i = 0; i < 10; i++) await web.send({ session: "s", text: `m${i}`, kind: "reply" });
+    const fake = fakeStream(3);
+    await streamDeliveries(fake.stream, web, "s", undefined);
+    expect(fake.sent).toHaveLength(3);
+    await web.send({ session: "s", text: "m10", kind: "reply" });
+    expect(fake.sent).toHaveLength(3); // still full: the new one waits in the log, not in a buffer
+    fake.drain(100);
+    expect(fake.sent.map((message) => (message.data as { text: string }).text)).toEqual(
+      Array.from({ length: 11 }, (_, i) => `m${i}`),
+    );
+    fake.close();
+    expect(web.listenerCount("s")).toBe(0);
+  });
+
+  it("of the events stream is ended once the ring has moved past it (it reconnects and resumes)", () => {
+    const feed = new EventFeed(8);
+    const fake = fakeStream(2);
+    streamEvents(fake.stream, feed, undefined, undefined);
+    for (let i = 0; i < 20; i++) feed.push({ at: i, type: "lane.started" });
+    expect(fake.sent).toHaveLength(2);
+    fake.drain(100);
+    expect(fake.closed).toBe(true);
+    expect(feed.listenerCount).toBe(0);
+  });
+});

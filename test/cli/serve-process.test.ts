@@ -1,0 +1,212 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ApiBody } from "../support/http-gateway.js";
+import { type Running, runTiller, startServe, tillerCommand } from "../support/serve-process.js";
+import { SseRecorder } from "../support/sse-recorder.js";
+
+// `tiller serve` as a real process: kill -9 and a restart on the same store with the deliveries stream
+// replaying what the client missed, drain on SIGTERM, and the startup errors that exit 2.
+
+let tmp: string;
+let tiller: string[];
+const live = new Set<Running>();
+const recorders: SseRecorder[] = [];
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "tiller-serve-"));
+  tiller = await tillerCommand(tmp);
+}, 60_000);
+afterEach(() => {
+  for (const recorder of recorders.splice(0)) recorder.close();
+});
+afterAll(async () => {
+  for (const running of live) running.proc.kill("SIGKILL");
+  await rm(tmp, { recursive: true, force: true });
+});
+
+async function serve(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const running = await startServe(tiller, args, env);
+  live.add(running);
+  return running;
+}
+
+function follow(url: string, lastEventId?: string) {
+  const recorder = new SseRecorder(url, lastEventId ? { lastEventId } : {});
+  recorders.push(recorder);
+  return recorder;
+}
+
+async function post(url: string, session: string, text: string, id: string) {
+  const response = await fetch(`${url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ text, id }),
+  });
+  return { status: response.status, body: (await response.json()) as ApiBody };
+}
+
+describe("tiller serve", () => {
+  it("after kill -9, a restart on the same store resumes the cut-off turn and the client replays what it missed", async () => {
+    const store = join(tmp, "kill9");
+    const env = { TILLER_DEMO_TASK_MS: "3000" };
+    const first = await serve(["--store", store], env);
+    expect(first.stdout()).toContain("DEMO");
+    const seen = follow(`${first.url}/v1/sessions/web%3Ak/deliveries`);
+    await post(first.url, "web:k", "hello", "k1");
+    const d1 = await seen.waitFor((event) => event.event === "delivery");
+    seen.close(); // the client goes away
+    const events = follow(`${first.url}/v1/events?session=web%3Ak`);
+    await events.opened;
+    await post(first.url, "web:k", "what now?", "k2");
+    await events.waitFor((event) => event.event === "final.delivered");
+    const task = await post(first.url, "web:k", "please run a task", "k3");
+    expect(task.body.ack.disposition).toBe("started");
+    await events.waitFor((event) => event.event === "tool.started");
+    first.proc.kill("SIGKILL");
+    expect((await first.exited).signal).toBe("SIGKILL");
+    events.close();
+
+    const second = await serve(["--store", store], env);
+    const replay = follow(`${second.url}/v1/sessions/web%3Ak/deliveries`, d1.id);
+    const resumed = await replay.waitFor((event) => String(event.data.text).includes("demo_task"), 20_000);
+    const texts = replay.of("delivery").map((event) => String(event.data.text));
+    // Missed before the crash: the reply to "what now?"; then the resumed task's reply; never d1 again.
+    expect(texts[0]).toContain('You said: "what now?"');
+    expect(replay.of("delivery").map((event) => event.id)).not.toContain(d1.id);
+    expect(resumed).toBe(replay.of("delivery")[1]);
+    const ids = replay.of("delivery").map((event) => event.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    second.proc.kill("SIGTERM");
+    expect((await second.exited).code).toBe(0);
+  }, 60_000);
+
+  it("SIGTERM drains: new messages get 503, the running turn finishes and is delivered, exit 0", async () => {
+    const running = await serve(["--store", join(tmp, "drain")], { TILLER_DEMO_TASK_MS: "1500" });
+    const deliveries = follow(`${running.url}/v1/sessions/web%3Ad/deliveries`);
+    const events = follow(`${running.url}/v1/events?session=web%3Ad`);
+    await Promise.all([deliveries.opened, events.opened]);
+    await post(running.url, "web:d", "run a task", "d1");
+    await events.waitFor((event) => event.event === "tool.started");
+    running.proc.kill("SIGTERM");
+    let refused: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 50 && refused?.status !== 503; i++) {
+      refused = await post(running.url, "web:d", "one more thing", `d-late-${i}`);
+      if (refused.status !== 503) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(refused?.status).toBe(503);
+    expect(refused?.body.error.code).toBe("GATEWAY_DRAINING");
+    const delivered = await deliveries.waitFor((event) => event.event === "delivery");
+    expect(String(delivered.data.text)).toContain("demo_task finished");
+    const exit = await running.exited;
+    expect(exit.code).toBe(0);
+    expect(running.stdout()).toContain("draining");
+  }, 30_000);
+
+  it("a drain that runs past --drain-timeout stops anyway with exit 0; a second signal stops at once", async () => {
+    const slow = await serve(["--store", join(tmp, "timeout"), "--drain-timeout", "300"], {
+      TILLER_DEMO_TASK_MS: "20000",
+    });
+    const events = follow(`${slow.url}/v1/events?session=web%3At`);
+    await events.opened;
+    await post(slow.url, "web:t", "run a task", "t1");
+    await events.waitFor((event) => event.event === "tool.started");
+    const t0 = Date.now();
+    slow.proc.kill("SIGTERM");
+    expect((await slow.exited).code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(8000);
+    expect(slow.stdout()).toContain("drain timeout");
+
+    const twice = await serve(["--store", join(tmp, "twice")], { TILLER_DEMO_TASK_MS: "20000" });
+    const events2 = follow(`${twice.url}/v1/events?session=web%3At`);
+    await events2.opened;
+    await post(twice.url, "web:t", "run a task", "t1");
+    await events2.waitFor((event) => event.event === "tool.started");
+    twice.proc.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    twice.proc.kill("SIGTERM");
+    expect((await twice.exited).code).toBe(143);
+  }, 40_000);
+
+  it("--tools loads the user's tools; the demo model calls one it is asked for by name", async () => {
+    const file = join(tmp, "tools.mjs");
+    await writeFile(
+      file,
+      `export default [{ name: "shout", cancellable: false, async execute(args) { return String(args.input).toUpperCase(); } }];\n`,
+    );
+    const running = await serve(["--store", join(tmp, "tools"), "--tools", file]);
+    const deliveries = follow(`${running.url}/v1/sessions/web%3Au/deliveries`);
+    await deliveries.opened;
+    await post(running.url, "web:u", "please shout this", "u1");
+    const reply = await deliveries.waitFor((event) => event.event === "delivery");
+    expect(String(reply.data.text)).toContain("shout finished");
+    expect(String(reply.data.text)).toContain("PLEASE SHOUT THIS");
+    running.proc.kill("SIGTERM");
+    await running.exited;
+  }, 30_000);
+});
+
+describe("tiller serve refuses to start, with one line and exit 2", () => {
+  async function refused(args: string[], env: NodeJS.ProcessEnv = {}) {
+    const running = runTiller(tiller, ["serve", ...args], env);
+    live.add(running);
+    const { code } = await running.exited;
+    return { code, stderr: running.stderr().trim() };
+  }
+
+  it("for a config error, an unreadable store, a non-loopback host without a token, a bad tools file", async () => {
+    const config = join(tmp, "bad-config.yaml");
+    await writeFile(config, "queue: { mode: sideways }\n");
+    const notADir = join(tmp, "a-file");
+    await writeFile(notADir, "x");
+    const tools = join(tmp, "not-tools.mjs");
+    await writeFile(tools, "export default 42;\n");
+    const cases: Array<[string[], RegExp]> = [
+      [["--config", config, "--port", "0"], /--config .*queue\.mode/],
+      [["--config", join(tmp, "missing.yaml")], /--config .*cannot read/],
+      [["--store", notADir, "--port", "0"], /--store .*a-file/],
+      [["--host", "0.0.0.0", "--store", join(tmp, "host")], /TILLER_TOKEN/],
+      [["--tools", tools, "--store", join(tmp, "t")], /--tools .*array/],
+      [["--port", "99999"], /--port/],
+      [["--model-url", "http://127.0.0.1:9/v1", "--store", join(tmp, "m")], /--model: required/],
+      [["--model", "llama3.2", "--store", join(tmp, "m")], /--model-url/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => refused(args)));
+    cases.forEach(([args, pattern], index) => {
+      const { code, stderr } = results[index]!;
+      expect(code, args.join(" ")).toBe(2);
+      expect(stderr, args.join(" ")).toMatch(pattern);
+      expect(stderr.split("\n"), args.join(" ")).toHaveLength(1);
+    });
+  }, 60_000);
+
+  it("for a port in use", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const { code, stderr } = await refused(["--port", String(port), "--store", join(tmp, "port")]);
+      expect(code).toBe(2);
+      expect(stderr).toMatch(new RegExp(`--port ${port}: cannot listen.*EADDRINUSE`));
+      expect(stderr.split("\n")).toHaveLength(1);
+    } finally {
+      blocker.close();
+    }
+  }, 30_000);
+
+  it("binds a non-loopback host when a token is set, and then requires it", async () => {
+    const running = await serve(["--host", "0.0.0.0", "--store", join(tmp, "token")], {
+      TILLER_TOKEN: "tok",
+    });
+    const port = new URL(running.url).port;
+    const denied = await fetch(`http://127.0.0.1:${port}/v1/events`);
+    expect(denied.status).toBe(401);
+    const allowed = await post(`http://127.0.0.1:${port}`, "web:z", "hi", "z1").catch(() => undefined);
+    expect(allowed?.status).toBe(401);
+    running.proc.kill("SIGTERM");
+    expect((await running.exited).code).toBe(0);
+  }, 30_000);
+});

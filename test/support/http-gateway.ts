@@ -1,0 +1,71 @@
+import type { AddressInfo } from "node:net";
+import { DemoModel, demoTool } from "../../src/adapters/demo-model.js";
+import { createHttpServer, type HttpServerOptions } from "../../src/adapters/http/create-http-server.js";
+import { type DeliveryLog, MemoryDeliveryLog } from "../../src/adapters/http/delivery-log.js";
+import { WebChannel } from "../../src/adapters/http/web-channel.js";
+import type { ModelProvider } from "../../src/adapters/model.js";
+import type { TranscriptStore } from "../../src/adapters/store.js";
+import { SystemClock } from "../../src/adapters/system-clock.js";
+import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { GatewayConfigInput } from "../../src/config.js";
+import type { Ack } from "../../src/gateway/compose-ack.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
+import { silentLogger } from "../../src/logger.js";
+
+/** A response body as a test reads it: an ack on 200, an error otherwise. */
+export interface ApiBody {
+  ack: Ack;
+  error: { code: string; message: string; field?: string };
+}
+
+export interface TestServerOptions {
+  model?: ModelProvider;
+  tools?: ToolDefinition[];
+  config?: GatewayConfigInput;
+  store?: TranscriptStore;
+  log?: DeliveryLog;
+  http?: Partial<Omit<HttpServerOptions, "gateway" | "web">>;
+  /** The demo model's pause per word and its tool's duration. */
+  demo?: { wordDelayMs?: number; toolMs?: number };
+}
+
+/** A gateway behind its HTTP server on 127.0.0.1 and an ephemeral port, in this process. */
+export async function startTestServer(options: TestServerOptions = {}) {
+  const clock = new SystemClock();
+  const web = new WebChannel(options.log ?? new MemoryDeliveryLog());
+  const gateway = createGateway({
+    config: options.config ?? {},
+    model: options.model ?? new DemoModel({ clock, wordDelayMs: options.demo?.wordDelayMs ?? 2 }),
+    tools: options.tools ?? [demoTool({ clock, durationMs: options.demo?.toolMs ?? 600 })],
+    channels: { web },
+    clock,
+    logger: silentLogger,
+    ...(options.store ? { store: options.store } : {}),
+  });
+  const http = createHttpServer({ gateway, web, heartbeatMs: 200, ...options.http });
+  await gateway.start();
+  http.markReady();
+  await new Promise<void>((resolve) => http.server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(http.server.address() as AddressInfo).port}`;
+  return {
+    url,
+    gateway,
+    http,
+    web,
+    /** POSTs a message and returns the status and parsed body. */
+    async post(session: string, body: unknown, headers: Record<string, string> = {}) {
+      const response = await fetch(`${url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
+      return { status: response.status, headers: response.headers, body: (await response.json()) as ApiBody };
+    },
+    async close() {
+      await http.close();
+      await gateway.stop();
+    },
+  };
+}
+
+export type TestServer = Awaited<ReturnType<typeof startTestServer>>;

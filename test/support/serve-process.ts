@@ -1,0 +1,64 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { nodeEntry } from "./node-entry.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The `tiller` command as node arguments, bundled once into `dir`. */
+export function tillerCommand(dir: string): Promise<string[]> {
+  return nodeEntry(join(ROOT, "src/cli.ts"), join(dir, "tiller-cli.mjs"));
+}
+
+export interface Running {
+  proc: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Spawns `tiller ARGS...` with its output kept. */
+export function runTiller(command: string[], args: string[], env: NodeJS.ProcessEnv = {}): Running {
+  const proc = spawn(process.execPath, [...command, ...args], {
+    env: { ...process.env, TILLER_LOG_LEVEL: "error", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  proc.stdout!.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  proc.stderr!.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    proc.on("exit", (code, signal) => done({ code, signal })),
+  );
+  return { proc, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Resolves once `read()` matches `pattern` (polling the child's output), with the match. */
+export async function waitForOutput(
+  running: Running,
+  read: () => string,
+  pattern: RegExp,
+  timeoutMs = 20_000,
+): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const match = read().match(pattern);
+    if (match) return match;
+    if (running.proc.exitCode !== null || Date.now() > deadline)
+      throw new Error(
+        `no ${pattern} in the output (exit ${running.proc.exitCode}):\n${running.stdout()}\n${running.stderr()}`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Starts `tiller serve --port 0 ...` and waits for the address it prints. */
+export async function startServe(command: string[], args: string[], env: NodeJS.ProcessEnv = {}) {
+  const running = runTiller(command, ["serve", "--port", "0", ...args], env);
+  const [, url] = await waitForOutput(running, running.stdout, /listening on (http:\/\/\S+)/);
+  return { ...running, url: url! };
+}
