@@ -30,6 +30,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
   { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
+  { title: "triggers", file: "triggers.bench.ts", entry: "benchTriggers" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

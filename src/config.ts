@@ -2,6 +2,7 @@ import { checkSync } from "recheck";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
 import { DROP_POLICIES, parseQueueMode, type QueueMode, type QueueSettings } from "./policy/queue-mode.js";
+import { compileCron } from "./policy/schedule-time.js";
 import type { StaleDetector } from "./policy/stale-detector.js";
 import { DEFAULT_COMPLAINT_PATTERNS } from "./policy/stale-reply.js";
 
@@ -218,6 +219,32 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * A waiting lane entry rises one priority level per this many ms waited; 0 turns aging off.
+     * @default 60000
+     */
+    laneAgingMs: nonNegativeInt.default(60_000),
+    /**
+     * Turns that run on the gateway's clock, with the trigger `cron`.
+     * @default []
+     */
+    schedules: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1),
+            session: z.string().min(1),
+            text: z.string().min(1),
+            everyMs: z.number().int().positive().optional(),
+            cron: z.string().min(1).optional(),
+            at: z.union([z.number().nonnegative(), z.iso.datetime({ offset: true })]).optional(),
+            timezone: z.string().min(1).optional(),
+            catchUp: z.boolean().default(true),
+            channel: z.string().min(1).optional(),
+          })
+          .strict(),
+      )
+      .default([]),
     /** Bounds that keep one user or one adapter from holding the gateway. */
     limits: z
       .object({
@@ -300,6 +327,7 @@ export function parseConfig(raw: unknown = {}, fieldPrefix = "config"): GatewayC
   config.staleReplyRecheck.complaintPatterns.forEach((pattern, index) => {
     checkPattern(`${fieldPrefix}.staleReplyRecheck.complaintPatterns[${index}]`, pattern);
   });
+  checkSchedules(config.schedules, `${fieldPrefix}.schedules`);
   return config;
 }
 
@@ -311,6 +339,41 @@ export function queueLayers(
   const { byChannel, steerAcrossSenders: _across, ...global } = config.queue;
   const channelMode = byChannel[channel];
   return { global: strip(global), ...(channelMode ? { channel: { mode: channelMode } } : {}) };
+}
+
+/** Each schedule has exactly one timing, a valid cron expression and time zone, and a unique id. */
+function checkSchedules(schedules: GatewayConfig["schedules"], field: string): void {
+  const ids = new Set<string>();
+  schedules.forEach((schedule, index) => {
+    const at = `${field}[${index}]`;
+    const timings = [schedule.everyMs, schedule.cron, schedule.at].filter((value) => value !== undefined);
+    if (timings.length !== 1) {
+      throw new ConfigError(at, "exactly one of everyMs, cron or at", schedule);
+    }
+    if (ids.has(schedule.id)) throw new ConfigError(`${at}.id`, "an id no other schedule has", schedule.id);
+    ids.add(schedule.id);
+    if (schedule.timezone !== undefined) {
+      try {
+        new Intl.DateTimeFormat("en", { timeZone: schedule.timezone });
+      } catch (error) {
+        throw new ConfigError(`${at}.timezone`, "an IANA time zone such as Europe/Paris", schedule.timezone, {
+          cause: error,
+        });
+      }
+    }
+    if (schedule.cron !== undefined) {
+      try {
+        compileCron(schedule.cron, schedule.timezone);
+      } catch (error) {
+        throw new ConfigError(
+          `${at}.cron`,
+          `a five-field cron expression (${error instanceof Error ? error.message : String(error)})`,
+          schedule.cron,
+          { cause: error },
+        );
+      }
+    }
+  });
 }
 
 // The built-in patterns are proven safe by test/config.test.ts, so a process does not start the

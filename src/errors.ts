@@ -33,7 +33,8 @@ export type TillerErrorCode =
   | "MODEL_AUTH"
   | "MODEL_BAD_REQUEST"
   | "MODEL_STREAM_INTERRUPTED"
-  | "LEASE_LOST";
+  | "LEASE_LOST"
+  | "SUBAGENT_FAILED";
 
 // One entry per code: TypeScript refuses this object when a code of the union is missing from it.
 const CODES: Record<TillerErrorCode, true> = {
@@ -61,6 +62,7 @@ const CODES: Record<TillerErrorCode, true> = {
   DETECTOR_TIMEOUT: true,
   DETECTOR_VERDICT_INVALID: true,
   LEASE_LOST: true,
+  SUBAGENT_FAILED: true,
 };
 
 /** True for a value that is one of Tiller's error codes (an adapter's own codes are not). */

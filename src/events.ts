@@ -122,6 +122,8 @@ export interface TillerEventMap {
   "message.acked": Ack & {
     /** Who sent it (absent: the session's anonymous user). */
     sender?: Sender;
+    /** For a turn nobody typed: its trigger (`cron`, `heartbeat`, ...). */
+    trigger?: string;
   };
   /** A message left its turn or queue without being answered (`/stop`, `/new`, the queue cap). */
   "message.dropped": InSession & { runId?: string; messageId: string; reason: string; summary?: string };
@@ -140,7 +142,12 @@ export interface TillerEventMap {
 
   // Turns
   /** A turn started with these messages. */
-  "turn.started": InTurn & { kind: "turn" | "recovery"; messageIds: string[] };
+  "turn.started": InTurn & {
+    kind: "turn" | "recovery";
+    messageIds: string[];
+    /** What started the turn: `user`, or the trigger of a turn nobody typed (`cron`, `heartbeat`, ...). */
+    trigger?: string;
+  };
   /**
    * A turn ended, whatever the outcome: `error` says why a failed turn failed, `reason` why an aborted
    * one stopped (`/stop`, an interrupting message, `/new`, a lane timeout).
@@ -161,6 +168,8 @@ export interface TillerEventMap {
     commitmentId?: string;
     /** The senders of the turn's messages in this call (`null`: the anonymous user). */
     senders?: Array<string | null>;
+    /** The turn's trigger: `user`, or what started a turn nobody typed. */
+    trigger?: string;
   };
   /** Text the model streams: a draft a re-check may replace; only the final is delivered. */
   "model.delta": ModelCall & { text: string };
@@ -265,7 +274,7 @@ export interface TillerEventMap {
   /** `store.failed` with `op: "turn"`, under its earlier name; emitted next to it. */
   "turn.storeFailed": InTurn & { error: string };
   /** `store.failed` with `op: "final"`, under its earlier name; emitted next to it. */
-  "final.storeFailed": InTurn & { delivered: boolean; error: string };
+  "final.storeFailed": InTurn & { delivered?: boolean; error: string };
   /** `store.failed` with `op: "marker"`, under its earlier name; emitted next to it. */
   "marker.storeFailed": InTurn & { error: string };
   /** `store.failed` with `op: "state"`, under its earlier name; emitted next to it. */
@@ -314,6 +323,30 @@ export interface TillerEventMap {
   "lane.leaseLost": { lane: string; session?: string | undefined; entryId: number; fence: number };
   /** Cluster lanes: a dead process's claim was reaped, so its session can run elsewhere. */
   "lane.reaped": { lane: string; session?: string | undefined; owner: string };
+
+  // Turns nobody typed (docs/triggers.md)
+  /** A tool started a child turn (a subagent) under `child`, in `lane`. */
+  "subagent.started": InTurn & { child: string; lane: string };
+  /** The child turn ended (`status` of its run). */
+  "subagent.ended": InTurn & { child: string; lane: string; status: string };
+  /** The child's final (never sent to a channel), handed back to the tool that started it. */
+  "subagent.finished": InTurn & { status: string; final: string; error?: string };
+  /** A schedule's slot ran: what the triggered turn's ack said. */
+  "schedule.ran": InSession & {
+    schedule: string;
+    slot: number;
+    why: string;
+    disposition: string;
+    messageId: string;
+  };
+  /** A slot missed while the process was down was skipped (`catchUp: false`). */
+  "schedule.skipped": InSession & { schedule: string; slot: number };
+  /** A slot could not start its turn. */
+  "schedule.failed": InSession & { schedule: string; slot: number; error: string };
+  /** A schedule's next run time could not be stored. */
+  "schedule.saveFailed": { schedule: string; error: string };
+  /** Typed messages waiting for their own turn were shown to the background turn running now. */
+  "notice.injected": InTurn & { messageIds: string[] };
 
   // Commitments (docs/commitments.md)
   /** A commitment was stored (the `commitment` tool, the extraction hook or `commitments.propose`). */

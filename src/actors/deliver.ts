@@ -49,6 +49,7 @@ export function createDeliver(deps: ActorDeps) {
       );
       await deps.writer.append(session, closingResults(input));
     } catch (error) {
+      if (facts?.trigger === "subagent") return finishSubagent(deps, input, "failed", errorMessage(error));
       // What the turn did could not be stored: the user still learns that this reply failed.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "turn.storeFailed");
       deps.emit("turn.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
@@ -58,7 +59,9 @@ export function createDeliver(deps: ActorDeps) {
       deps.writer.endJournal(output.runId);
     }
     // The session left this turn meanwhile (`/new`): nothing more of it may reach the new conversation.
-    if (signal.aborted) return UNDELIVERED;
+    if (signal.aborted && facts?.trigger !== "subagent") return UNDELIVERED;
+    if (facts?.trigger === "subagent")
+      return finishSubagent(deps, input, output.status, output.error?.message);
 
     if (input.kind === "recovery") return deliverRecovery(deps, input, output.messageSends);
     if (output.status === "aborted") {
@@ -185,6 +188,36 @@ export function turnKey(input: DeliverInput): string {
   if (input.recovery) return `recovery:${input.recovery.deliveryId ?? input.recovery.strandedRunId}`;
   const ids = input.messageIds ?? [];
   return ids.length > 0 ? ids.join(",") : `run:${input.output.runId}`;
+}
+
+/**
+ * A subagent's final goes back to the tool that started it, never to a channel: it is stored (not
+ * delivered) in the child's transcript and handed over through `subagent.finished`.
+ */
+async function finishSubagent(
+  deps: ActorDeps,
+  input: DeliverInput,
+  status: string,
+  error?: string,
+): Promise<DeliverOutput> {
+  const { output, session } = input;
+  if (status === "done" && output.final.trim()) {
+    try {
+      await deps.writer.append(session, [
+        { role: "assistant", text: output.final, runId: output.runId, delivered: false },
+      ]);
+    } catch (storeError) {
+      deps.emit("final.storeFailed", { session, runId: output.runId, error: errorMessage(storeError) });
+    }
+  }
+  deps.emit("subagent.finished", {
+    session,
+    runId: output.runId,
+    status,
+    final: status === "done" ? output.final : "",
+    ...(error ? { error } : {}),
+  });
+  return UNDELIVERED;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Channel } from "../adapters/channel.js";
 import type { Clock } from "../adapters/clock.js";
 import type { ModelProvider } from "../adapters/model.js";
-import type { ToolDefinition } from "../adapters/tool.js";
+import type { SubagentOptions, ToolDefinition } from "../adapters/tool.js";
 import type { CompiledTool } from "../adapters/tool-schema.js";
 import type { GatewayConfig } from "../config.js";
 import type { EmitEvent } from "../events.js";
@@ -24,6 +24,11 @@ export interface ActorDeps {
   lanes: LaneScheduler;
   /** A run id that no earlier turn of the session used, in this process or before a restart. */
   newRunId(session: string): string;
+  /** Runs a child turn for a tool of run `parent.runId` (ToolContext.runSubagent). */
+  runSubagent(
+    parent: { session: string; runId: string; signal: AbortSignal },
+    options: SubagentOptions,
+  ): Promise<string>;
   /** Emits an observability event stamped with the clock. */
   emit: EmitEvent;
   /** Stores a proposed commitment (the `commitment` tool); set by the gateway. */
@@ -46,6 +51,8 @@ export interface ActorDeps {
       turnKey?: string;
       /** Message-tool sends attempted so far in the turn. */
       sendOrdinal: number;
+      trigger?: string;
+      lane?: string;
     }
   >;
   /** Resolves once the session's resume state holds everything its actor accepted (closes the window

@@ -1,7 +1,7 @@
 import { fromCallback } from "xstate";
 import { errorMessage, LaneTimeoutError, TillerError } from "../errors.js";
 import type { PendingTurn, SessionEvent } from "../machines/session.types.js";
-import { priorityForTrigger } from "../policy/lane-priority.js";
+import { laneForTurn, priorityForTrigger } from "../policy/lane-priority.js";
 import type { ActorDeps } from "./deps.js";
 import { prepareRun } from "./prepare-run.js";
 
@@ -15,7 +15,8 @@ export interface LaneSlotInput {
  * Holds a session's lane slot for as long as the session's `turn` state lives: asks the scheduler and,
  * once granted, prepares the run and reports `lane.granted` with its input (at once when the session's
  * window is cached, so the model call starts in the step that got the slot). A resend needs no run.
- * Releases the slot when the state exits (the actor is stopped). User turns run in the foreground; a
+ * Releases the slot when the state exits (the actor is stopped). The turn's trigger picks its lane and
+ * priority (user turns in `main` in the foreground, scheduled ones in `cron` in the background, ...); a
  * turn resumed after a restart runs in the background.
  */
 export function createLaneSlot(deps: ActorDeps) {
@@ -59,8 +60,10 @@ export function createLaneSlot(deps: ActorDeps) {
       .run(
         {
           session: input.session,
-          lane: "main",
-          priority: priorityForTrigger("user", { restartRecovery: input.pending.resumed === true }),
+          lane: laneForTurn(input.pending),
+          priority: priorityForTrigger(input.pending.trigger ?? "user", {
+            restartRecovery: input.pending.resumed === true,
+          }),
           signal: waiting.signal,
           ...(deps.config.laneTimeoutMs ? { timeoutMs: deps.config.laneTimeoutMs } : {}),
         },

@@ -1,6 +1,7 @@
 import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
+import { laneForTurn } from "../policy/lane-priority.js";
 import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 
@@ -92,9 +93,19 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     turnKey,
     sendOrdinal: 0,
     ...(channel ? { channel } : {}),
+    ...(pending.trigger ? { trigger: pending.trigger } : {}),
+    lane: laneForTurn(pending),
   });
-  const toolNames = recovery ? ["message"] : [...deps.tools.keys()];
-  const stored = pending.resumed ? storedIds(records, pending) : [];
+  const toolNames = recovery
+    ? ["message"]
+    : pending.tools
+      ? [...deps.tools.keys()].filter((name) => pending.tools!.includes(name))
+      : [...deps.tools.keys()];
+  const stored = pending.resumed
+    ? storedIds(records, pending)
+    : pending.messages.some((message) => message.stored)
+      ? storedIds(records, { ...pending, messages: pending.messages.filter((message) => message.stored) })
+      : [];
   return {
     runId: args.runId,
     session: args.session,
@@ -117,7 +128,7 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
     autoStart: true,
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
-    // Only a turn resumed after a restart can own messages its first run already stored.
+    // A turn resumed after a restart, or one taking over from a superseded one, may own stored messages.
     storedMessageIds: stored,
     ...(stored.length > 0 ? resumedTurnStart(records, stored) : {}),
   };

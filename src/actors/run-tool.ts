@@ -66,6 +66,8 @@ export function createRunTool(deps: ActorDeps) {
         turnKind: input.kind,
         ...(input.channel ? { channel: input.channel } : {}),
         senders,
+        runSubagent: (options) =>
+          deps.runSubagent({ session: input.session, runId: input.runId, signal: control.signal }, options),
       });
       const result = await withDeadline(deps.clock, running, timeoutMs, signal);
       return { ...storedResult(result), persisted };

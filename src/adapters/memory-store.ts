@@ -4,6 +4,7 @@ import { assertSessionKey } from "./session-key.js";
 import type {
   ExpectedHead,
   RecordBody,
+  ScheduleState,
   StoredCommitment,
   TranscriptHead,
   TranscriptRecord,
@@ -32,6 +33,7 @@ export class MemoryStore implements TranscriptStore {
   private readonly states = new Map<string, string>();
   /** Commitments by id, as JSON text (the same copy semantics as states). */
   private readonly commitments = new Map<string, string>();
+  private readonly schedules = new Map<string, string>();
 
   constructor(options: { now?: () => number } = {}) {
     this.now = options.now ?? Date.now;
@@ -111,6 +113,17 @@ export class MemoryStore implements TranscriptStore {
 
   async loadCommitments(): Promise<StoredCommitment[]> {
     return [...this.commitments.values()].map((json) => JSON.parse(json) as StoredCommitment);
+  }
+
+  async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
+    if (state === null) this.schedules.delete(id);
+    else this.schedules.set(id, JSON.stringify(state));
+  }
+
+  async loadSchedules(): Promise<Record<string, ScheduleState>> {
+    const out: Record<string, ScheduleState> = {};
+    for (const [id, json] of this.schedules) out[id] = JSON.parse(json) as ScheduleState;
+    return out;
   }
 
   async close(): Promise<void> {}

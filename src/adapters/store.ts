@@ -139,6 +139,14 @@ export interface TranscriptStore {
   saveState(session: string, state: unknown): Promise<void>;
   loadState(session: string): Promise<unknown | null>;
 
+  /**
+   * Durable state of one schedule (its next run time), `null` deletes it; resolves once durable. A store
+   * without these methods keeps schedules in memory only: a restart then starts every schedule afresh.
+   */
+  saveSchedule?(id: string, state: ScheduleState | null): Promise<void>;
+  /** Every saved schedule state by schedule id. */
+  loadSchedules?(): Promise<Record<string, ScheduleState>>;
+
   /** Releases files and locks. */
   close(): Promise<void>;
 
@@ -156,6 +164,18 @@ export interface TranscriptStore {
 export interface StoredCommitment {
   id: string;
   [field: string]: unknown;
+}
+
+/** What a store keeps of a schedule so that a restart neither repeats nor skips a run. */
+export interface ScheduleState {
+  /** The next slot to run (ms on the gateway clock); null once a one-off schedule has run. */
+  nextRunAt: number | null;
+  /** The slot that ran last, if any. */
+  lastRunAt?: number;
+  /** Where `everyMs` slots are counted from (the schedule's creation). */
+  anchor: number;
+  /** The timing the state was computed for; a changed schedule starts afresh. */
+  spec: string;
 }
 
 export interface ExpectedHead {

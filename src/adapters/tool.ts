@@ -66,4 +66,24 @@ export interface ToolContext {
   channel?: string;
   /** Who the turn's messages come from (empty: the session's anonymous user alone); set by the gateway. */
   senders?: Sender[];
+  /**
+   * Runs a child turn (a subagent) under the session key `<session>:sub:<n>`, in the `subagent` lane
+   * (`cron-nested` under a scheduled turn), and resolves with its final text; it rejects when the child
+   * fails or is cancelled. Its reply is never sent to the user: it is this tool's to use. The child is
+   * cancelled when `signal` aborts, so a tool that runs subagents should be `cancellable`. The gateway
+   * always provides it; it is optional in the type so contexts built by hand in tests still fit.
+   *
+   * @example
+   * ```ts
+   * execute: async (args, context) => context.runSubagent!({ text: `Research: ${args.topic}`, tools: ["search"] })
+   * ```
+   */
+  runSubagent?(options: SubagentOptions): Promise<string>;
+}
+
+export interface SubagentOptions {
+  /** The child's task, as its model reads it. */
+  text: string;
+  /** The tools the child may call. @default all of the gateway's tools */
+  tools?: string[];
 }

@@ -38,6 +38,8 @@ export interface Ack {
    * being handled, but a restart before its answer would lose it. Absent otherwise.
    */
   durable?: false;
+  /** The trigger of the background turn the session was busy with when the message arrived (`cron`, ...). */
+  busyWith?: string;
 }
 
 export interface RunView {
@@ -142,6 +144,8 @@ export function composeAck(
       return { ...base, text: `Not accepted: ${decision.reason ?? "rejected"}.` };
     case "duplicate":
       return { ...base, text: "Already received this message; it is not run again." };
+    case "dropped":
+      return { ...base, text: `Not run: ${decision.reason ?? "dropped"}.` };
     case "control":
       return { ...base, text: decision.reason ?? "Done." };
   }

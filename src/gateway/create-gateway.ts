@@ -25,9 +25,12 @@ import type { Gateway, GatewayOptions, SessionInspection } from "./gateway.types
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
 import { resumeSessions } from "./resume-sessions.js";
+import { createRunSubagent } from "./run-subagent.js";
+import { ScheduleRunner, type ScheduleView } from "./schedule-runner.js";
 import { SessionPersistence } from "./session-persistence.js";
 import { SessionRegistry } from "./session-registry.js";
 import { TranscriptWriter } from "./transcript-writer.js";
+import { createTrigger, type TriggerAck, type TriggerRequest } from "./trigger.js";
 import { type InboundMessage, stateName } from "./validate-inbound.js";
 
 /**
@@ -78,6 +81,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     createLaneScheduler({
       capacity: config.lanes,
       warnAfterMs: config.warnAfterMs,
+      agingMs: config.laneAgingMs,
       clock,
       logger,
       // The scheduler's own machine shows up in the same inspector as the sessions and runs.
@@ -116,6 +120,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       persistence.flush(session, entry);
       await persistence.covered(entry, ids);
     },
+    runSubagent: (parent, subagent) => runSubagent(parent, subagent),
   };
   for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
@@ -206,14 +211,42 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
   }
 
+  const trigger = createTrigger({
+    config,
+    deps,
+    registry,
+    persistence,
+    channelNames,
+    isDraining: () => draining,
+    emit,
+  });
+
+  const runSubagent = createRunSubagent({ deps, hub, registry, trigger, emit });
+  const scheduleRunner = new ScheduleRunner({
+    schedules: config.schedules,
+    clock,
+    store,
+    logger,
+    trigger: (request) => trigger(request),
+    emit,
+  });
+
   return {
     config,
     clock,
     store,
     lanes,
+    /** The config's schedules: `list()` shows each one's next and last run. */
+    schedules: { list: (): ScheduleView[] => scheduleRunner.list() },
+    /**
+     * Starts a turn nobody typed (`cron`, `heartbeat`, `manual`, `subagent`, ...) in a session, in the
+     * lane and at the priority its trigger maps to; the ack says whether it started, queued or was dropped.
+     */
+    trigger: (request: TriggerRequest): Promise<TriggerAck> => trigger(request),
     async start(): Promise<void> {
       await resumeSessions({ store, writer, config, persistence, registry, channelNames, emit });
       await commitments.start();
+      await scheduleRunner.start();
       emit("gateway.started", {});
     },
     receive,
@@ -265,6 +298,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async drain(): Promise<void> {
       draining = true;
+      scheduleRunner.stop();
       emit("gateway.draining", {});
       await lanes.drain();
     },
@@ -272,10 +306,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       draining = false;
       lanes.resume();
       for (const [, entry] of registry.live()) entry.actor?.send({ type: "session.resume" });
+      scheduleRunner.resume();
     },
     async stop(): Promise<void> {
       draining = true;
       commitments.stop();
+      scheduleRunner.stop();
       await lanes.drain();
       registry.stopAll();
       // The turns' last state saves are still on their way: the store closes once they have landed.

@@ -14,6 +14,8 @@ import type { CommitmentStory } from "./commitment-story.js";
 import type { CommitmentFilter, CommitmentHooks, ProposalOutcome } from "./commitments.js";
 import type { Ack } from "./compose-ack.js";
 import type { MessageExplanation } from "./message-log.js";
+import type { ScheduleView } from "./schedule-runner.js";
+import type { TriggerAck, TriggerRequest } from "./trigger.js";
 import type { InboundMessage } from "./validate-inbound.js";
 
 /** What `createGateway` is built from: the adapters a gateway author plugs in, and the config. */
@@ -161,6 +163,14 @@ export interface Gateway {
       origin?: { source?: string; sourceMessageId?: string; sourceRunId?: string },
     ): Promise<ProposalOutcome>;
   };
+  /**
+   * Starts a turn nobody typed in a session (`cron`, `heartbeat`, `manual`, `subagent`, ...), in the lane
+   * and at the priority its trigger maps to; the answer says what happened, like an ack (`started`,
+   * `queued`, `dropped` and why).
+   */
+  trigger(request: TriggerRequest): Promise<TriggerAck>;
+  /** The config's schedules: `list()` shows each one's next and last run. */
+  readonly schedules: { list(): ScheduleView[] };
   /** A commitment's story: its stored record and what happened to it; `undefined` for an unknown id. */
   explainCommitment(id: string): CommitmentStory | undefined;
   /** True while store writes are in flight. */

@@ -23,6 +23,8 @@ export interface MessageExplanation {
   firstSeenBy?: { runId: string; call: number; at: number; recheck: boolean };
   answeredBy?: { runId: string; delivered: boolean; at: number };
   dropped?: { reason: string; at: number };
+  /** Child turns a tool of the turn that owns this message ran (`context.runSubagent`), in order. */
+  subagents?: Array<{ session: string; startedAt: number; status?: string; endedAt?: number }>;
   timeline: Array<{ at: number; what: string }>;
 }
 
@@ -89,6 +91,27 @@ export class MessageLog {
           });
         }
         return;
+      case "subagent.started":
+      case "subagent.ended": {
+        const child = String(event.child);
+        const started = event.type === "subagent.started";
+        for (const id of this.runMessages.get(String(event.runId)) ?? []) {
+          this.note(
+            session,
+            id,
+            event.at,
+            started ? `subagent ${child} started` : `subagent ${child} ended: ${String(event.status)}`,
+            (entry) => {
+              entry.subagents ??= [];
+              const known = entry.subagents.find((sub) => sub.session === child);
+              if (started && !known) entry.subagents.push({ session: child, startedAt: event.at });
+              if (!started && known)
+                Object.assign(known, { status: String(event.status), endedAt: event.at });
+            },
+          );
+        }
+        return;
+      }
       case "turn.ended": {
         if (event.status === "done") return; // its final.* event tells the end of the story
         const why =

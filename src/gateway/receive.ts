@@ -4,6 +4,7 @@ import { type GatewayConfig, queueLayers } from "../config.js";
 import type { EmitEvent } from "../events.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
 import type { Sender } from "../policy/sender.js";
 import { applyControl, runViewOf } from "./apply-control.js";
@@ -40,6 +41,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     decision: SessionDecision,
     runBefore?: RunView,
     sender?: Sender,
+    busyWith?: string,
   ): Ack {
     const snapshot = entry.actor?.getSnapshot();
     const run =
@@ -52,13 +54,18 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
     const composed = composeAck(session, decision, run, position);
     // The save was retried and still failed: the ack must not promise what a restart would not keep.
-    const ack = entry.notDurable?.has(decision.messageId)
+    const stored = entry.notDurable?.has(decision.messageId)
       ? {
           ...composed,
           durable: false as const,
           text: `${composed.text} It could not be stored safely, so if I restart before answering, please send it again.`,
         }
       : composed;
+    // A person writing while scheduled work runs learns what the session is busy with.
+    const ack =
+      busyWith && decision.disposition !== "rejected" && decision.disposition !== "duplicate"
+        ? { ...stored, busyWith, text: `${stored.text} (The session is busy with a scheduled task.)` }
+        : stored;
     emit("message.acked", { ...ack, session, ...(sender ? { sender } : {}) });
     if (isAckVisible(entry.channel))
       void send(deps, session, ack.text, "ack", { deliveryId: `ack:${session}:${decision.messageId}` });
@@ -98,6 +105,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
 
     let decision: SessionDecision;
     let runBefore: RunView | undefined;
+    let busyWith: string | undefined;
     switch (admission.kind) {
       case "duplicate":
         decision = { messageId: message.id, disposition: "duplicate", setting };
@@ -139,6 +147,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         const actor = registry.actor(message.session, entry);
         // What the run was doing when the message arrived: an interrupt changes it at once.
         runBefore = runViewOf(actor);
+        busyWith = backgroundTrigger(actor.getSnapshot());
         actor.send({ type: "session.message", message: owned, setting });
         decision = actor.getSnapshot().context.lastDecision ?? {
           messageId: message.id,
@@ -155,6 +164,16 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     if (decision.disposition === "rejected") entry.seen.delete(message.id);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
-    return finishAck(message.session, entry, decision, runBefore, message.sender);
+    return finishAck(message.session, entry, decision, runBefore, message.sender, busyWith);
   };
+}
+
+/** The trigger of the background turn the session is in (a schedule's, a heartbeat's), if any. */
+function backgroundTrigger(snapshot: {
+  value: unknown;
+  context: { pending: { trigger?: string } | null };
+}): string | undefined {
+  const inTurn = typeof snapshot.value === "object" && snapshot.value !== null && "turn" in snapshot.value;
+  const trigger = inTurn ? snapshot.context.pending?.trigger : undefined;
+  return trigger && !isTypedTrigger(trigger) ? trigger : undefined;
 }

@@ -1,12 +1,12 @@
 import type { TimerHandle } from "../adapters/clock.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
-import { PriorityWaitList, type QueueLinks, type WaitList } from "./wait-list.js";
+import { type Aging, PriorityWaitList, type QueueLinks, type Waiting, type WaitList } from "./wait-list.js";
 
 /**
  * One task in the scheduler. Plain mutable fields on purpose: this is the hot path, and the entry's
  * `state` follows `laneEntryMachine` (the graph tests check that it does).
  */
-export class Entry implements QueueLinks {
+export class Entry implements Waiting {
   qPrev: QueueLinks | null = null;
   qNext: QueueLinks | null = null;
   qList: WaitList<QueueLinks> | null = null;
@@ -15,6 +15,8 @@ export class Entry implements QueueLinks {
   aNext: Entry | null = null;
   aLinked = false;
   warned = false;
+  /** When it entered the list it waits in now (aging counts from here). */
+  waitSince = 0;
   state: LaneEntryState = "waitingForSession";
   sessionLane: SessionLane | null = null;
   controller: AbortController | null = null;
@@ -39,11 +41,14 @@ export class WorkloadLane {
   active = 0;
   /** Entries bound for this lane that have not ended (waiting in a session, waiting here, or running). */
   bound = 0;
-  readonly waiting = new PriorityWaitList<Entry>();
+  readonly waiting: PriorityWaitList<Entry>;
   constructor(
     readonly name: string,
     public capacity: number,
-  ) {}
+    aging?: Aging,
+  ) {
+    this.waiting = new PriorityWaitList<Entry>(aging);
+  }
 }
 
 /**
@@ -52,6 +57,11 @@ export class WorkloadLane {
  */
 export class SessionLane {
   holder: Entry | null = null;
-  readonly waiting = new PriorityWaitList<Entry>();
-  constructor(readonly key: string) {}
+  readonly waiting: PriorityWaitList<Entry>;
+  constructor(
+    readonly key: string,
+    aging?: Aging,
+  ) {
+    this.waiting = new PriorityWaitList<Entry>(aging);
+  }
 }

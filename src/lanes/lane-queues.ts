@@ -2,6 +2,7 @@ import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import { type Entry, SessionLane, WorkloadLane } from "./entry.js";
 import type { LaneSnapshot } from "./lane-scheduler.types.js";
 import { SESSION_PREFIX } from "./run-options.js";
+import type { Aging } from "./wait-list.js";
 import type { WaitWarnings } from "./wait-warnings.js";
 
 /**
@@ -31,6 +32,8 @@ export class LaneQueues {
     private readonly warnings: WaitWarnings,
     /** Runs the task of an entry just given a slot (and counted as running). */
     private readonly start: (entry: Entry) => void,
+    /** Waiting entries rise one priority level per `aging.ms` waited (none: strict priorities). */
+    private readonly aging?: Aging,
   ) {}
 
   /** Tasks running now, across all lanes. */
@@ -52,7 +55,7 @@ export class LaneQueues {
   workload(name: string): WorkloadLane {
     let lane = this.workloads.get(name);
     if (!lane) {
-      lane = new WorkloadLane(name, this.configured.get(name) ?? 1);
+      lane = new WorkloadLane(name, this.configured.get(name) ?? 1, this.aging);
       this.workloads.set(name, lane);
     }
     return lane;
@@ -73,7 +76,7 @@ export class LaneQueues {
     }
     let session = this.sessions.get(sessionKey);
     if (!session) {
-      session = new SessionLane(sessionKey);
+      session = new SessionLane(sessionKey, this.aging);
       this.sessions.set(sessionKey, session);
     }
     entry.sessionLane = session;

@@ -44,6 +44,11 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     throw new ConfigError("warnAfterMs", "a number of milliseconds >= 0", warnAfterMs);
   }
 
+  const agingMs = options.agingMs ?? 60_000;
+  if (!(Number.isFinite(agingMs) && agingMs >= 0)) {
+    throw new ConfigError("agingMs", "a number of milliseconds >= 0 (0 turns aging off)", agingMs);
+  }
+
   const configured = new Map<string, number>();
   configured.set("main", defaultMainCapacity());
   for (const [name, capacity] of Object.entries(options.capacity ?? {})) {
@@ -53,7 +58,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     emit("lane.waitExceeded", fields);
     logger.warn(fields, "lane.waitExceeded");
   });
-  const queues = new LaneQueues(configured, warnings, start);
+  const aging = agingMs > 0 ? { ms: agingMs, now: () => clock.now() } : undefined;
+  const queues = new LaneQueues(configured, warnings, start, aging);
   let nextId = 1;
   let drainWaiters: Array<() => void> = [];
 

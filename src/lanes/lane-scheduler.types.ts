@@ -13,6 +13,12 @@ export interface LaneSchedulerOptions {
   capacity?: Record<string, number>;
   /** A waiting entry emits `lane.waitExceeded` after this long (default 2000 ms). */
   warnAfterMs?: number;
+  /**
+   * A waiting entry rises one priority level for every `agingMs` it waits for a slot, so background work
+   * waits a bounded time under any foreground load; 0 keeps priorities strict.
+   * @default 60000
+   */
+  agingMs?: number;
   clock?: Clock;
   logger?: Logger;
   /** Receives every `lane.*` decision. */

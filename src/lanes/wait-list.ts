@@ -57,38 +57,88 @@ export class WaitList<T extends QueueLinks> {
   }
 }
 
-/** Three FIFO lists, one per priority level (0 = foreground first). */
-export class PriorityWaitList<T extends QueueLinks & { priorityLevel: number }> {
+/** What a priority list needs of its nodes: a base level, an arrival number, and when it began to wait. */
+export interface Waiting extends QueueLinks {
+  readonly priorityLevel: number;
+  readonly id: number;
+  /** When the node entered this list (set by `push`), on the clock aging is read from. */
+  waitSince: number;
+}
+
+/** Aging: a waiting node rises one priority level for every `ms` it waits (0 turns it off). */
+export interface Aging {
+  ms: number;
+  now(): number;
+}
+
+/**
+ * Three FIFO lists, one per base priority level (0 = foreground first). With aging, a node's effective
+ * level is its base level minus one per `aging.ms` waited; the next node is the head with the best
+ * effective level, then the earliest arrival. Each list is in arrival order, so its head has waited
+ * longest and is always its best candidate: choosing costs three comparisons whatever the length.
+ */
+export class PriorityWaitList<T extends Waiting> {
   private readonly levels: [WaitList<T>, WaitList<T>, WaitList<T>] = [
     new WaitList(),
     new WaitList(),
     new WaitList(),
   ];
 
+  constructor(private readonly aging?: Aging) {}
+
   get size(): number {
     return this.levels[0].size + this.levels[1].size + this.levels[2].size;
   }
 
   push(node: T): void {
+    node.waitSince = this.aging ? this.aging.now() : 0;
     this.levels[node.priorityLevel as 0 | 1 | 2].push(node);
   }
 
+  /** The node's level now: its base level, raised by the time it has waited. */
+  effectiveLevel(node: T, now = this.aging?.now() ?? 0): number {
+    const ms = this.aging?.ms ?? 0;
+    if (ms <= 0) return node.priorityLevel;
+    return Math.max(0, node.priorityLevel - Math.floor((now - node.waitSince) / ms));
+  }
+
+  /** The node that starts next (without removing it). */
+  peek(): T | null {
+    const [a, b, c] = [this.levels[0].first, this.levels[1].first, this.levels[2].first];
+    if (!this.aging || this.aging.ms <= 0) return a ?? b ?? c;
+    const now = this.aging.now();
+    let best: T | null = null;
+    let bestLevel = 3;
+    for (const head of [a, b, c]) {
+      if (!head) continue;
+      const level = this.effectiveLevel(head, now);
+      if (level < bestLevel || (level === bestLevel && best !== null && head.id < best.id)) {
+        best = head;
+        bestLevel = level;
+      }
+    }
+    return best;
+  }
+
   shift(): T | null {
-    return this.levels[0].shift() ?? this.levels[1].shift() ?? this.levels[2].shift();
+    const node = this.peek();
+    if (node) this.remove(node);
+    return node;
   }
 
   remove(node: T): boolean {
     return this.levels[node.priorityLevel as 0 | 1 | 2].remove(node);
   }
 
-  /** Entries in start order: by priority, then arrival. */
+  /** Entries by base priority, then arrival (the start order when nothing has aged). */
   *[Symbol.iterator](): IterableIterator<T> {
     for (const level of this.levels) yield* level;
   }
 
   /**
-   * Number of entries that would start before `node` (it must be in this list). `memo` remembers each
-   * node's position within its level, so counting many nodes of an unchanged list costs O(n) in all.
+   * Number of entries that would start before `node` (it must be in this list) by base priority; aging
+   * can only move `node` up. `memo` remembers each node's position within its level, so counting many
+   * nodes of an unchanged list costs O(n) in all.
    */
   countAhead(node: T, memo?: Map<QueueLinks, number>): number {
     let ahead = 0;

@@ -1,8 +1,9 @@
 import { errorMessage, isTillerErrorCode } from "../errors.js";
 import { MESSAGE_TOOL } from "../policy/delivery.js";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import { assessDraft, compilePatterns, type DraftFacts } from "../policy/stale-reply.js";
 import type { OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
-import { INTERIM_TEXT, journalToModel } from "../policy/turn-context.js";
+import { INTERIM_TEXT, journalToModel, NOTICED, TURN_NOTE } from "../policy/turn-context.js";
 import type { CallModelInput, RunContext, RunError, RunVerdict } from "./run.types.js";
 
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.
@@ -15,6 +16,26 @@ export function userItem(message: OwnedMessage): TurnItem {
     channel: message.channel,
     ...(message.sender ? { sender: message.sender } : {}),
   };
+}
+
+const NOTICE_TEXT =
+  "The user wrote while this task was running (below). It is answered in its own turn next; this reply " +
+  "must not ignore or contradict it.";
+
+/** Typed messages a background turn sees but does not answer: a note, then each message. */
+export function noticeItems(messages: readonly OwnedMessage[]): TurnItem[] {
+  if (messages.length === 0) return [];
+  return [
+    { role: "custom", customType: TURN_NOTE, display: false, details: { text: NOTICE_TEXT } },
+    ...messages.map(
+      (message): TurnItem => ({
+        role: "custom",
+        customType: NOTICED,
+        display: false,
+        details: { messageId: message.id, text: message.text },
+      }),
+    ),
+  ];
 }
 
 export function assistantNote(text: string): TurnItem {
@@ -44,6 +65,26 @@ export function callModelInput(context: RunContext): CallModelInput {
     unpersisted: context.journal.slice(context.persisted),
     journalOffset: context.persisted,
   };
+}
+
+/** The newest message the turn has (owned, steering, or seen while waiting for its own turn). */
+export function newestMessage(context: RunContext): OwnedMessage | undefined {
+  let newest: OwnedMessage | undefined;
+  for (const list of [context.owned, context.noticed, context.steerBuffer, context.noticeBuffer]) {
+    for (const message of list) if (!newest || message.at >= newest.at) newest = message;
+  }
+  return newest;
+}
+
+/** Whether a person wrote the newest message of the turn (not a schedule or a heartbeat). */
+export function newestIsTyped(context: RunContext): boolean {
+  return isTypedTrigger(newestMessage(context)?.trigger);
+}
+
+/** A turn nobody typed: every message it started from has a trigger (a schedule, a heartbeat, ...). */
+export function isBackgroundTurn(context: RunContext): boolean {
+  const first = context.input.messages;
+  return first.length > 0 && first.every((message) => !isTypedTrigger(message.trigger));
 }
 
 export function isCancellable(context: RunContext): boolean {
@@ -81,7 +122,7 @@ export function messageSends(journal: readonly TurnItem[]): number {
  * else the last delivered reply before the turn), so a short follow-up is read in its conversation.
  */
 export function draftFacts(context: RunContext): DraftFacts {
-  const newest = [...context.owned, ...context.steerBuffer].at(-1);
+  const newest = newestMessage(context);
   const older = [
     ...context.owned
       .slice(0, -1)
@@ -99,7 +140,7 @@ export function draftFacts(context: RunContext): DraftFacts {
     draft: context.draft,
     newest: newest?.text ?? "",
     older,
-    newerArrived: context.steerBuffer.length > 0,
+    newerArrived: context.steerBuffer.length > 0 || context.noticeBuffer.length > 0,
     previousUser: older[0],
     lastAssistant,
   };
@@ -107,6 +148,19 @@ export function draftFacts(context: RunContext): DraftFacts {
 
 /** The built-in signals' verdict on the current draft. */
 export function builtInVerdict(context: RunContext, fallback = false): RunVerdict {
+  // A turn nobody typed answers its own task: only a user message it has not seen makes it stale.
+  if (!newestIsTyped(context)) {
+    const newer = context.steerBuffer.length > 0 || context.noticeBuffer.length > 0;
+    return newer
+      ? {
+          stale: true,
+          reason: "newer-message",
+          detail: "a user message arrived during the turn",
+          detector: "built-in",
+          ...(fallback ? { fallback: true } : {}),
+        }
+      : { stale: false, detector: "built-in", ...(fallback ? { fallback: true } : {}) };
+  }
   const verdict = assessDraft(draftFacts(context), {
     complaintPatterns: compilePatterns(context.input.recheck.complaintPatterns),
     minOverlap: context.input.recheck.minOverlap,

@@ -1,7 +1,7 @@
 import type { ActorRefFrom } from "xstate";
 import { turnSenders } from "../policy/sender.js";
 import { runSetup } from "./run.setup.js";
-import { callModelInput, draftFacts, messageSends, userItem } from "./run-context.js";
+import { callModelInput, draftFacts, messageSends, noticeItems, userItem } from "./run-context.js";
 
 // The run's input, context, events and output, for its users.
 export type * from "./run.types.js";
@@ -15,7 +15,9 @@ export type * from "./run.types.js";
  * call, and the calls of the batch not started yet are skipped for it. A final text moves to
  * `finalizing`, which asks whether the draft answers the newest user message the turn owns (the built-in
  * signals in `assessing`, or the gateway's own detector in `detecting`, with the built-in signals as
- * its fallback); if not, and passes remain, `recheck` adds a re-anchor instruction and drafts once more. `run.abort` ends the
+ * its fallback); if not, and passes remain, `recheck` adds a re-anchor instruction and drafts once more. A background turn
+ * (`run.notice`) is also shown typed messages that wait for their own turn, and a draft made before one
+ * arrived is stale. `run.abort` ends the
  * turn in `aborted` (after a running tool that cannot be cancelled has finished); a model error ends
  * it in `failed`. Every ending outputs the journal, so the session can store what happened.
  *
@@ -31,10 +33,13 @@ export const runMachine = runSetup.createMachine({
       journal: [
         ...input.preamble,
         ...input.messages.filter((message) => !input.storedMessageIds?.includes(message.id)).map(userItem),
+        ...noticeItems(input.noticed ?? []),
       ],
       persisted: 0,
       owned: [...input.messages],
       steerBuffer: [],
+      noticeBuffer: [],
+      noticed: [...(input.noticed ?? [])],
       call: 0,
       passes: 0,
       recheckPending: false,
@@ -51,6 +56,10 @@ export const runMachine = runSetup.createMachine({
   initial: "idle",
   on: {
     "run.steer": { actions: "bufferSteer", description: "Held until the next model call or the re-check." },
+    "run.notice": {
+      actions: "bufferNotice",
+      description: "Shown at the next model call; at finalize it makes the draft stale (newer-message).",
+    },
     "run.stop": {
       actions: "dropHeld",
       description: "Already stopping (a tool that cannot be cancelled): held steering is dropped.",
@@ -254,6 +263,13 @@ export const runMachine = runSetup.createMachine({
             "A stale draft is re-drafted while passes remain; otherwise it ships, and a skip is said.",
           always: [
             { guard: "staleWithPassesLeft", target: "#run.recheck" },
+            {
+              guard: "backgroundSuperseded",
+              target: "#run.aborted",
+              actions: ["emitRecheckSkipped", "supersede"],
+              description:
+                "A turn nobody typed, out of passes, has a draft that missed a user message: it is never delivered; the user's messages get a turn of their own.",
+            },
             { guard: "staleButDisabled", target: "#run.done", actions: "emitRecheckSkipped" },
             { guard: "staleAtLimit", target: "#run.done", actions: "emitRecheckSkipped" },
             { target: "#run.done" },

@@ -1,6 +1,7 @@
 // The run machine's implementations: its types, the actors the gateway provides, guards and actions
 // (the machine itself, its states and transitions, is in run.machine.ts).
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import { reanchorInstruction } from "../policy/stale-reply.js";
 import type { TurnItem } from "../policy/turn-context.js";
 import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../policy/turn-context.js";
@@ -20,14 +21,20 @@ import type {
 import {
   assistantNote,
   builtInVerdict,
+  isBackgroundTurn,
   isCancellable,
   maxCalls,
+  newestIsTyped,
+  newestMessage,
+  noticeItems,
   toolResultItem,
   toRunError,
   userItem,
 } from "./run-context.js";
 
 const SKIPPED_RESULT = "skipped for an incoming message";
+/** Why a background turn ended without delivering: a user message came after its last draft. */
+export const SUPERSEDED = "superseded by a newer user message";
 
 // What the invoked actors hand to the actions and guards that take their result (as typed params).
 /** The `callModel` actor's reply. */
@@ -72,6 +79,8 @@ export const runSetup = setup({
       context.passes < context.input.recheck.maxPasses,
     staleButDisabled: ({ context }) => context.verdict.stale && !context.input.recheck.enabled,
     staleAtLimit: ({ context }) => context.verdict.stale,
+    backgroundSuperseded: ({ context }) =>
+      context.verdict.stale && context.verdict.reason === "newer-message" && isBackgroundTurn(context),
     // The gateway's own detector judges a draft only when its verdict can lead to a re-draft: not for
     // silence, not when a newer message already decides it, not past the limit or when disabled.
     needsDetector: ({ context }) =>
@@ -79,10 +88,23 @@ export const runSetup = setup({
       context.input.recheck.enabled &&
       context.passes < context.input.recheck.maxPasses &&
       context.steerBuffer.length === 0 &&
+      context.noticeBuffer.length === 0 &&
+      newestIsTyped(context) &&
       context.draft.trim().length > 0,
   },
   actions: {
     injectSteer: enqueueActions(({ context, enqueue }) => {
+      if (context.noticeBuffer.length > 0) {
+        enqueue.emit({
+          type: "notice.injected",
+          messageIds: context.noticeBuffer.map((message) => message.id),
+        });
+        enqueue.assign({
+          noticed: [...context.noticed, ...context.noticeBuffer],
+          journal: [...context.journal, ...noticeItems(context.noticeBuffer)],
+          noticeBuffer: [],
+        });
+      }
       if (context.steerBuffer.length === 0) return;
       enqueue.emit({ type: "steer.injected", messageIds: context.steerBuffer.map((message) => message.id) });
       enqueue.assign({
@@ -92,6 +114,10 @@ export const runSetup = setup({
       });
     }),
     countCall: assign(({ context }) => ({ call: context.call + 1 })),
+    bufferNotice: assign({
+      noticeBuffer: ({ context, event }) =>
+        event.type === "run.notice" ? [...context.noticeBuffer, event.message] : context.noticeBuffer,
+    }),
     bufferSteer: assign({
       steerBuffer: ({ context, event }) =>
         event.type === "run.steer" ? [...context.steerBuffer, event.message] : context.steerBuffer,
@@ -230,6 +256,18 @@ export const runSetup = setup({
         enqueue.emit({ type: "message.dropped", messageId: message.id, reason: "cleared by /stop" });
       enqueue.assign({ steerBuffer: [] });
     }),
+    supersede: assign(({ context }) => ({
+      abortReason: SUPERSEDED,
+      // Typed messages it owned go back to the session, marked as stored (they may already be in the
+      // transcript), and run as a turn of their own; the task it was started for ends here.
+      owned: context.owned.filter((message) => !isTypedTrigger(message.trigger)),
+      steerBuffer: [
+        ...context.owned
+          .filter((message) => isTypedTrigger(message.trigger))
+          .map((message) => ({ ...message, stored: true })),
+        ...context.steerBuffer,
+      ],
+    })),
     releaseUnshown: assign(({ context }) => ({
       // Aborted before any model call: the model saw nothing, so nothing is answered or stored for this
       // turn; every message goes back to the session as leftover.
@@ -241,7 +279,7 @@ export const runSetup = setup({
     recordDetected: assign({
       verdict: ({ context, event }) =>
         // A message steered in while the detector worked makes the draft stale whatever it said.
-        context.steerBuffer.length > 0
+        context.steerBuffer.length > 0 || context.noticeBuffer.length > 0
           ? builtInVerdict(context)
           : { ...(event as unknown as { output: DetectStaleOutput }).output, detector: "custom" as const },
     }),
@@ -252,7 +290,7 @@ export const runSetup = setup({
       fallback: "built-in" as const,
     })),
     startRecheck: assign(({ context }) => {
-      const newest = [...context.owned, ...context.steerBuffer].at(-1)?.text ?? "";
+      const newest = newestMessage(context)?.text ?? "";
       const reason = context.verdict.reason ?? "newer-message";
       return {
         passes: context.passes + 1,

@@ -41,6 +41,11 @@ export interface RunInput {
   autoStart?: boolean;
   /** Model calls one turn may make (default 25); a model that keeps asking for tools is stopped. */
   maxModelCalls?: number;
+  /**
+   * Typed messages already waiting for their own turn when a background turn starts: it sees them (it
+   * does not answer them) so its final never ignores them.
+   */
+  noticed?: OwnedMessage[];
   /** Messages already in the transcript (a turn resumed after a restart): owned, not stored again. */
   storedMessageIds?: string[];
   /**
@@ -131,6 +136,10 @@ export interface RunContext {
   owned: OwnedMessage[];
   /** Arrived, not yet shown to the model. */
   steerBuffer: OwnedMessage[];
+  /** Typed messages waiting for their own turn, not yet shown to the model (background turns). */
+  noticeBuffer: OwnedMessage[];
+  /** Typed messages waiting for their own turn that the model was shown. */
+  noticed: OwnedMessage[];
   call: number;
   passes: number;
   recheckPending: boolean;
@@ -148,6 +157,8 @@ export interface RunContext {
 export type RunEvent =
   | { type: "run.start" }
   | { type: "run.steer"; message: OwnedMessage }
+  /** A typed message queued for its own turn arrived during this (background) turn: show it, do not own it. */
+  | { type: "run.notice"; message: OwnedMessage }
   /** `abandon`: do not wait for a running tool that cannot be cancelled (the lane timeout ended the turn). */
   | { type: "run.abort"; reason: string; abandon?: boolean }
   /** `/stop`: abort, and drop the steering messages the run still holds back (never shown to the model). */
@@ -156,6 +167,7 @@ export type RunEvent =
 /** The run's observable events (the gateway adds `session` and `runId`; see src/events.ts). */
 export type RunEmitted = EmittedEvent<
   | "steer.injected"
+  | "notice.injected"
   | "message.dropped"
   | "tool.started"
   | "tool.ended"

@@ -1,7 +1,8 @@
 import { errorMessage, TillerError } from "../errors.js";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import type { RunInput, RunOutput } from "./run.types.js";
-import type { SessionContext, SessionDecision, SessionEvent } from "./session.types.js";
+import type { PendingTurn, SessionContext, SessionDecision, SessionEvent } from "./session.types.js";
 
 // Pure helpers of the session machine's actions.
 
@@ -58,8 +59,15 @@ export function failedOutput(runId: string, error: unknown): RunOutput {
  */
 export function runInputFor(event: SessionEvent, context: SessionContext): RunInput {
   const messages = context.pending?.messages;
-  if (event.type === "lane.granted" && event.input)
-    return { ...event.input, messages: messages ?? event.input.messages };
+  if (event.type === "lane.granted" && event.input) {
+    // A background turn also sees the typed messages already waiting for their own turn.
+    const noticed = isTypedTrigger(context.pending?.trigger) ? [] : typedWaiting(context.queue);
+    return {
+      ...event.input,
+      messages: messages ?? event.input.messages,
+      ...(noticed.length > 0 ? { noticed } : {}),
+    };
+  }
   return {
     runId: context.runId ?? `${context.key}#${context.turnSeq}`,
     session: context.key,
@@ -72,4 +80,29 @@ export function runInputFor(event: SessionEvent, context: SessionContext): RunIn
     tools: [],
     cancellableTools: [],
   };
+}
+
+/**
+ * What a turn of these messages was started by: a user's turn as soon as one message was typed (a
+ * person waits on it), else the newest message's trigger, with its lane and tools.
+ */
+export function turnOrigin(
+  messages: readonly OwnedMessage[],
+): Pick<PendingTurn, "trigger" | "lane" | "tools"> {
+  if (messages.length === 0 || messages.some((message) => isTypedTrigger(message.trigger))) return {};
+  const last = messages[messages.length - 1]!;
+  return {
+    ...(last.trigger ? { trigger: last.trigger } : {}),
+    ...(last.lane ? { lane: last.lane } : {}),
+    ...(last.tools ? { tools: last.tools } : {}),
+  };
+}
+
+/** Typed messages waiting in the queue: a background turn starting now must see them. */
+export function typedWaiting(queue: readonly { kind: string; messages?: OwnedMessage[] }[]): OwnedMessage[] {
+  const out: OwnedMessage[] = [];
+  for (const item of queue) {
+    for (const message of item.messages ?? []) if (isTypedTrigger(message.trigger)) out.push(message);
+  }
+  return out;
 }

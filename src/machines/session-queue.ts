@@ -2,6 +2,7 @@ import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import type { PendingTurn, QueueItem } from "./session.types.js";
+import { turnOrigin } from "./session-context.js";
 
 /**
  * Pure operations on a session's queue, called from the session machine's actions. Recoveries sit at
@@ -114,6 +115,7 @@ export function takeNextTurn(
       messages: head.messages,
       summaries: [...summaries],
       ...(resumed ? { resumed } : {}),
+      ...turnOrigin(head.messages),
     },
     queue: rest,
     summaries: [],

@@ -11,7 +11,10 @@ import { runInputFor } from "./session-context.js";
  * newest message next), `delivering` (the final goes out, a stranded final gets its marker and a
  * recovery). `next` picks what runs next: a collect burst waits in `collecting` for a quiet window,
  * anything else starts a turn, and an empty queue rests in `idle`. `/stop` aborts and clears;
- * `/new` also resets the transcript in `resetting`.
+ * `/new` also resets the transcript in `resetting`. Turns nobody typed (a message with a `trigger`):
+ * a heartbeat runs only in an idle session and is dropped anywhere else, and a user message pre-empts a
+ * heartbeat turn; a user message waiting for its own turn is shown to the background turn running now,
+ * so that turn's final never ignores it.
  *
  * @internal Exported for graph tests, diagrams and the testing kit; the gateway provides its actors.
  */
@@ -38,6 +41,11 @@ export const sessionMachine = sessionSetup.createMachine({
       on: {
         "session.message": [
           {
+            guard: "isHeartbeatWhileQueued",
+            actions: "dropTriggered",
+            description: "Nothing runs yet but work waits: the session is busy for a heartbeat.",
+          },
+          {
             guard: "hasQueued",
             target: "next",
             actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } },
@@ -61,6 +69,11 @@ export const sessionMachine = sessionSetup.createMachine({
       },
       on: {
         "session.message": [
+          {
+            guard: "isHeartbeat",
+            actions: "dropTriggered",
+            description: "A heartbeat in a busy session is dropped.",
+          },
           { guard: "isCollectMessage", target: "collecting", reenter: true, actions: "enqueue" },
           { actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } } },
         ],
@@ -100,6 +113,18 @@ export const sessionMachine = sessionSetup.createMachine({
             },
             "session.message": [
               {
+                guard: "isHeartbeat",
+                actions: "dropTriggered",
+                description: "A heartbeat in a busy session is dropped.",
+              },
+              {
+                guard: "preemptsHeartbeat",
+                target: "#session.turn",
+                reenter: true,
+                actions: ["dropPendingHeartbeat", "startWith"],
+                description: "A user message takes the session from a heartbeat that has not started.",
+              },
+              {
                 guard: "isOtherSender",
                 actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
                 description: "Another person's message never joins this turn: it runs as its own, next.",
@@ -129,6 +154,16 @@ export const sessionMachine = sessionSetup.createMachine({
           on: {
             "session.message": [
               {
+                guard: "isHeartbeat",
+                actions: "dropTriggered",
+                description: "A heartbeat in a busy session is dropped.",
+              },
+              {
+                guard: "preemptsHeartbeat",
+                actions: "preemptRun",
+                description: "A user message pre-empts a heartbeat turn: it is aborted and delivers nothing.",
+              },
+              {
                 guard: "isOtherSender",
                 actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
                 description:
@@ -136,6 +171,12 @@ export const sessionMachine = sessionSetup.createMachine({
               },
               { guard: "isSteer", actions: "steerIntoRun" },
               { guard: "isInterrupt", actions: "interruptRun" },
+              {
+                guard: "noticedByRun",
+                actions: ["enqueue", "noticeRun"],
+                description:
+                  "Waits for its own turn; the background turn running now sees it before its final goes out.",
+              },
               { actions: "enqueue" },
             ],
             "session.stop": { actions: ["abortRun", "clearWaiting"] },
@@ -170,7 +211,14 @@ export const sessionMachine = sessionSetup.createMachine({
             onError: { target: "#session.next", actions: "endTurn" },
           },
           on: {
-            "session.message": { actions: "enqueue", description: "Too late for this turn: a follow-up." },
+            "session.message": [
+              {
+                guard: "isHeartbeat",
+                actions: "dropTriggered",
+                description: "A heartbeat in a busy session is dropped.",
+              },
+              { actions: "enqueue", description: "Too late for this turn: a follow-up." },
+            ],
             "session.stop": { actions: "clearWaiting" },
           },
         },
@@ -185,7 +233,16 @@ export const sessionMachine = sessionSetup.createMachine({
         onDone: { target: "next" },
         onError: { target: "next" },
       },
-      on: { "session.message": { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } } },
+      on: {
+        "session.message": [
+          {
+            guard: "isHeartbeat",
+            actions: "dropTriggered",
+            description: "A heartbeat in a busy session is dropped.",
+          },
+          { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } },
+        ],
+      },
     },
     next: {
       description: "Chooses what runs next.",

@@ -1,6 +1,7 @@
 // The session machine's implementations: its types, the actors the gateway provides, guards and
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
+import { isTypedTrigger } from "../policy/lane-priority.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
@@ -15,7 +16,7 @@ import type {
   SessionInput,
 } from "./session.types.js";
 import { LANE_TIMEOUT_REASON } from "./session.types.js";
-import { byArrival, decision, failedOutput } from "./session-context.js";
+import { byArrival, decision, failedOutput, turnOrigin } from "./session-context.js";
 import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
 
 /** Where a message waits when it cannot join the running turn; the ack says it. */
@@ -29,6 +30,15 @@ const RESENDING = "an earlier reply that did not reach you is being resent first
 const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
 const NEW_CONVERSATION = "cut off by /new";
+/** Why a heartbeat turn ended: a user's message needed the session (`turn.ended` reason). */
+export const PREEMPTED = "preempted";
+const HEARTBEAT_BUSY = "the session is busy; a heartbeat only runs in an idle session";
+const HEARTBEAT_REPLACED = "a user message needs the session; the heartbeat that waited for it is dropped";
+
+/** The message is a typed one (a person wrote it) and the turn in hand is a heartbeat. */
+function preempts(message: OwnedMessage, pending: PendingTurn | null): boolean {
+  return isTypedTrigger(message.trigger) && pending?.kind === "turn" && pending.trigger === "heartbeat";
+}
 
 /** An event for the run actor, checked against its event type (a target named by id is untyped). */
 function runEvent(event: RunEvent): RunEvent {
@@ -62,8 +72,14 @@ export const sessionSetup = setup({
   guards: {
     // A recovery turn only resends an earlier reply: a message steered into it would never be answered.
     isSteer: ({ event, context }) =>
-      event.type === "session.message" && event.setting.mode === "steer" && context.pending?.kind === "turn",
-    isInterrupt: ({ event }) => event.type === "session.message" && event.setting.mode === "interrupt",
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "steer" &&
+      context.pending?.kind === "turn",
+    isInterrupt: ({ event }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "interrupt",
     // A message may only join a turn its own sender owns, unless steering across senders is on.
     isOtherSender: ({ event, context }) =>
       event.type === "session.message" &&
@@ -73,8 +89,21 @@ export const sessionSetup = setup({
       context.pending.messages.some((message) => !sameSender(message.sender, event.message.sender)),
     joinsPendingTurn: ({ event, context }) =>
       event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
       context.pending?.kind === "turn" &&
       (event.setting.mode === "steer" || event.setting.mode === "interrupt"),
+    // A heartbeat never waits and never queues: it runs in an idle session or not at all.
+    isHeartbeat: ({ event }) => event.type === "session.message" && event.message.trigger === "heartbeat",
+    isHeartbeatWhileQueued: ({ event, context }) =>
+      event.type === "session.message" && event.message.trigger === "heartbeat" && context.queue.length > 0,
+    preemptsHeartbeat: ({ event, context }) =>
+      event.type === "session.message" && preempts(event.message, context.pending),
+    // A typed message waiting for its own turn while a background turn runs: that turn must see it.
+    noticedByRun: ({ event, context }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      context.pending?.kind === "turn" &&
+      !isTypedTrigger(context.pending.trigger),
     headIsCollect: ({ context }) => context.queue[0]?.kind === "collect",
     hasQueued: ({ context }) => context.queue.length > 0,
     isResend: ({ context }) => context.pending?.recovery?.deliveryMode === "automatic",
@@ -84,7 +113,12 @@ export const sessionSetup = setup({
     startWith: assign(({ context, event }) => {
       if (event.type !== "session.message") return {};
       return {
-        pending: { kind: "turn" as const, messages: [event.message], summaries: context.summaries },
+        pending: {
+          kind: "turn" as const,
+          messages: [event.message],
+          summaries: context.summaries,
+          ...turnOrigin([event.message]),
+        },
         summaries: [],
         lastDecision: decision(event, "started"),
       };
@@ -123,6 +157,34 @@ export const sessionSetup = setup({
           result.dropped.map((drop) => drop.messageId),
         ),
       });
+    }),
+    dropTriggered: assign(({ event }) =>
+      event.type === "session.message" ? { lastDecision: decision(event, "dropped", HEARTBEAT_BUSY) } : {},
+    ),
+    dropPendingHeartbeat: enqueueActions(({ context, enqueue }) => {
+      for (const message of context.pending?.messages ?? []) {
+        enqueue.emit({ type: "message.dropped", messageId: message.id, reason: HEARTBEAT_REPLACED });
+      }
+      enqueue.assign({ pending: null });
+    }),
+    preemptRun: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message") return;
+      // The heartbeat owns nothing any more: it is not run again, its reply is never delivered, and the
+      // message runs next, ahead of scheduled work that queued meanwhile.
+      enqueue.assign({
+        queue: [{ kind: "followup", messages: [event.message] }, ...context.queue],
+        lastDecision: decision(
+          event,
+          "interrupted",
+          "a background heartbeat turn was stopped to answer this",
+        ),
+        ...(context.pending ? { pending: { ...context.pending, messages: [] } } : {}),
+      });
+      enqueue.sendTo("run", { type: "run.abort", reason: PREEMPTED } as RunEvent);
+    }),
+    noticeRun: enqueueActions(({ event, enqueue }) => {
+      if (event.type !== "session.message") return;
+      enqueue.sendTo("run", { type: "run.notice", message: event.message } as RunEvent);
     }),
     steerIntoRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
@@ -216,6 +278,7 @@ export const sessionSetup = setup({
       runId: context.runId ?? "",
       kind: context.pending?.kind ?? "turn",
       messageIds: context.pending?.messages.map((message) => message.id) ?? [],
+      trigger: context.pending?.trigger ?? "user",
     })),
     keepOutput: enqueueActions(({ context, enqueue }, { output }: { output: RunOutput }) => {
       // Messages the run took too late to show to the model come back as a follow-up (by arrival),

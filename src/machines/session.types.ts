@@ -32,6 +32,7 @@ export type Disposition =
   | "interrupted"
   | "rejected"
   | "duplicate"
+  | "dropped"
   | "control";
 
 /** What the session decided for one inbound message; the gateway turns it into the user-facing ack. */
@@ -57,6 +58,12 @@ export interface PendingTurn {
   resumed?: boolean;
   /** An interrupting message was acknowledged: this turn is being cut off and never runs again. */
   interrupted?: boolean;
+  /** What started the turn when nobody typed it (`cron`, `heartbeat`, ...); absent for a user's turn. */
+  trigger?: string;
+  /** The workload lane, when not the trigger's own (a subagent nested in a scheduled job). */
+  lane?: string;
+  /** The tools the turn may call, when fewer than all (a subagent's). */
+  tools?: string[];
 }
 
 export interface SessionInput {

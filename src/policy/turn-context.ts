@@ -14,6 +14,14 @@ export interface OwnedMessage {
   at: number;
   /** Who wrote it; absent: the session's single anonymous user. */
   sender?: Sender;
+  /** What started it when nobody typed it (`cron`, `heartbeat`, `subagent`, ...); absent for a user's message. */
+  trigger?: string;
+  /** For a triggered turn: the workload lane when not the trigger's own (a subagent of a scheduled job). */
+  lane?: string;
+  /** For a triggered turn: the tools it may call, when fewer than all (a subagent's). */
+  tools?: string[];
+  /** Already in the transcript (a turn that saw it was superseded): the next turn does not store it again. */
+  stored?: boolean;
 }
 
 /** Items of a turn's journal are transcript record bodies, stored in order. */
@@ -25,6 +33,8 @@ export const DROPPED_SUMMARY = "tiller.dropped-summary";
 export const INTERIM_TEXT = "tiller.interim";
 /** An instruction to the model for this turn only (recovery turns). */
 export const TURN_NOTE = "tiller.note";
+/** A user message that arrived during a background turn and waits for its own turn: the turn sees it. */
+export const NOTICED = "tiller.noticed";
 /** A stranded final that a recovery later delivered. */
 export const RECOVERED = "tiller.recovered";
 
@@ -99,6 +109,13 @@ function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | unde
         return { role: "assistant", text: String(record.details.text ?? "") };
       if (!inTurn) return undefined;
       if (record.customType === TURN_NOTE) return { role: "note", text: String(record.details.text ?? "") };
+      if (record.customType === NOTICED) {
+        return {
+          role: "user",
+          text: String(record.details.text ?? ""),
+          messageId: String(record.details.messageId ?? ""),
+        };
+      }
       if (record.customType === RECHECK_NOTE)
         return { role: "note", text: String(record.details.instruction ?? "") };
       if (record.customType === SUPERSEDED_DRAFT)

@@ -38,6 +38,9 @@ export interface ScenarioResult {
     mode: string;
     modeSource: string;
     text: string;
+    /** Present for a turn nobody typed (`cron`, `heartbeat`, ...). */
+    trigger?: string;
+    reason?: string;
   }>;
   modelCalls: Array<{
     at: number;
@@ -49,6 +52,8 @@ export interface ScenarioResult {
     review: boolean;
     latestUser: string;
     userTexts: string[];
+    /** What started the call's turn: `user`, or `cron`, `heartbeat`, `subagent`, ... */
+    trigger: string;
   }>;
   toolCalls: Array<{
     at: number;
@@ -131,7 +136,22 @@ export async function runScenario(
       },
     });
     next.subscribe((event) => {
-      if (scoped.isAlive) events.push(event);
+      if (!scoped.isAlive) return;
+      events.push(event);
+      // Triggered turns (inbound entries with a trigger, schedules) are acked like messages.
+      if (event.type === "message.acked" && typeof event.trigger === "string") {
+        acks.push({
+          at: event.at,
+          session: String(event.session),
+          messageId: String(event.messageId),
+          disposition: String(event.disposition),
+          mode: String(event.mode),
+          modeSource: String(event.modeSource),
+          text: String(event.text),
+          trigger: event.trigger,
+          ...(typeof event.reason === "string" ? { reason: event.reason } : {}),
+        });
+      }
     });
     await next.start();
     return next;
@@ -141,6 +161,22 @@ export async function runScenario(
     clock.setTimeout(() => {
       const target = gateway;
       const alive = incarnation;
+      if (message.trigger !== undefined && message.trigger !== "user") {
+        const { session, channel, text, id, trigger } = message;
+        target.trigger({ session, channel, text, id, trigger }).catch((error: unknown) =>
+          acks.push({
+            at: clock.now(),
+            session,
+            messageId: id,
+            disposition: "rejected",
+            mode: "followup",
+            modeSource: "default",
+            text: `Not accepted: ${(error as Error).message}`,
+            trigger,
+          }),
+        );
+        return;
+      }
       target.receive(message).then(
         (ack) =>
           // A process killed before it answered never acknowledged the message.
@@ -216,6 +252,7 @@ export async function runScenario(
         review: Boolean(event.review),
         latestUser: String(event.latestUser ?? ""),
         userTexts: (event.userTexts as string[]) ?? [],
+        trigger: String(event.trigger ?? "user"),
       })),
     toolCalls: collectToolCalls(events),
     transcripts,
@@ -257,6 +294,10 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
     async execute(_args, context) {
       await sleep(clock, spec.durationMs, spec.cancellable ? context.signal : undefined);
       if (spec.error) throw new Error(spec.error);
+      if (spec.subagent) {
+        if (!context.runSubagent) throw new Error("this gateway runs no subagents");
+        return context.runSubagent(spec.subagent);
+      }
       return spec.result ?? "ok";
     },
   }));

@@ -40,6 +40,11 @@ const toolSchema = z
     result: z.unknown().optional(),
     cancellable: z.boolean().default(false),
     error: z.string().optional(),
+    /** The tool runs a child turn with this task (`context.runSubagent`); its result is the child's final. */
+    subagent: z
+      .object({ text: z.string().min(1), tools: z.array(z.string()).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -65,6 +70,8 @@ const inboundSchema = z
       .object({ id: z.string(), name: z.string().optional(), authority: z.array(z.string()).optional() })
       .strict()
       .optional(),
+    /** `user` (default): a person's message; anything else is a turn nobody typed (`gateway.trigger`). */
+    trigger: z.string().min(1).optional(),
   })
   .strict();
 

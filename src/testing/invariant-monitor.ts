@@ -11,7 +11,7 @@ export interface InvariantViolation {
 }
 
 const ACCEPTED = new Set(["started", "steered", "queued", "collected", "interrupted"]);
-const DISPOSITIONS = new Set([...ACCEPTED, "rejected", "duplicate", "control"]);
+const DISPOSITIONS = new Set([...ACCEPTED, "rejected", "duplicate", "dropped", "control"]);
 const STILL_PENDING = new Set(["still_pending_user", "still_pending_agent"]);
 
 /**

@@ -339,5 +339,23 @@ export function storeContract(
           expect((await store.loadCommitments!()).map((record) => record.id)).toEqual(["c1", "c2", "c3"]);
         });
       });
+    it("keeps schedule states by id: the last save wins, null deletes, a reopened store still has them", async () => {
+      if (!store.saveSchedule || !store.loadSchedules) throw new Error("the store keeps no schedules");
+      await store.saveSchedule("a", { nextRunAt: 1000, anchor: 0, spec: "s1" });
+      await store.saveSchedule("b", { nextRunAt: 5000, anchor: 0, spec: "s2" });
+      await store.saveSchedule("a", { nextRunAt: 2000, lastRunAt: 1000, anchor: 0, spec: "s1" });
+      await store.saveSchedule("c", { nextRunAt: null, anchor: 0, spec: "s3" });
+      await store.saveSchedule("b", null);
+      const expected = {
+        a: { nextRunAt: 2000, lastRunAt: 1000, anchor: 0, spec: "s1" },
+        c: { nextRunAt: null, anchor: 0, spec: "s3" },
+      };
+      expect(await store.loadSchedules()).toEqual(expected);
+      // Schedules are not sessions.
+      expect(await store.sessions()).toEqual([]);
+      if (!fixture.reopen) return;
+      store = await fixture.reopen();
+      expect(await store.loadSchedules!()).toEqual(expected);
+    });
   });
 }

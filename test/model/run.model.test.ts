@@ -285,6 +285,8 @@ function eventLabel(event: GraphEvent): string {
       return "start";
     case "run.steer":
       return "steer";
+    case "run.notice":
+      return "notice";
     case "run.abort":
       return event.abandon ? "abort (lane timeout)" : "abort";
     case "run.stop":

@@ -7,6 +7,7 @@ import { assertSessionKey, sessionFileName } from "../session-key.js";
 import type {
   ExpectedHead,
   RecordBody,
+  ScheduleState,
   StoredCommitment,
   TranscriptHead,
   TranscriptRecord,
@@ -19,6 +20,7 @@ import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
 import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
 import { IndexTracker } from "./index-tracker.js";
 import { encodeLine, encodeState, readFileKey, readState, TRANSCRIPT_FORMAT } from "./jsonl-file.js";
+import { ScheduleLog } from "./schedule-log.js";
 import { encodeIndex, indexFile, writeIndex } from "./transcript-index.js";
 import { loadTranscript } from "./transcript-load.js";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
@@ -75,11 +77,13 @@ export class JsonlStore implements TranscriptStore {
   private readonly keysByName = new Map<string, string>();
   private readonly stateChains = new Map<string, Promise<unknown>>();
   private commitmentLog: CommitmentLog | undefined;
+  private readonly schedules: ScheduleLog;
 
   constructor(options: JsonlStoreOptions) {
     if (typeof options?.dir !== "string" || options.dir === "")
       throw new ConfigError("dir", "a directory path", options?.dir);
     this.dir = resolve(options.dir);
+    this.schedules = new ScheduleLog(this.dir);
     this.now = options.now ?? Date.now;
     this.commit = new GroupCommit({
       windowMs: options.groupCommitMs ?? 0,
@@ -245,6 +249,16 @@ export class JsonlStore implements TranscriptStore {
   async loadCommitments(): Promise<StoredCommitment[]> {
     await this.checkOpen();
     return this.track(this.commitments().load());
+  }
+
+  async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
+    await this.checkOpen();
+    await this.track(this.schedules.save(id, state));
+  }
+
+  async loadSchedules(): Promise<Record<string, ScheduleState>> {
+    await this.checkOpen();
+    return this.track(this.schedules.load());
   }
 
   /** Waits for queued writes, closes files and releases the directory lock. Later calls reject. */

@@ -161,4 +161,15 @@ CREATE TABLE dedupe_windows (
 );
 CREATE INDEX dedupe_windows_age ON dedupe_windows (seen_at);`,
   },
+  {
+    version: 4,
+    name: "schedule states",
+    sql: `
+-- the next run time of each configured schedule, so a restart neither repeats nor skips a slot
+CREATE TABLE schedule_state (
+  schedule_id text PRIMARY KEY,
+  state       jsonb NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);`,
+  },
 ];

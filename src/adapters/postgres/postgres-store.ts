@@ -6,6 +6,7 @@ import { assertSessionKey } from "../session-key.js";
 import type {
   ExpectedHead,
   RecordBody,
+  ScheduleState,
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
@@ -208,6 +209,25 @@ export class PostgresStore implements TranscriptStore {
       [session],
     );
     return rows[0] ? JSON.parse(rows[0].state) : null;
+  }
+
+  async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
+    if (state === null) {
+      await this.pool.query("DELETE FROM schedule_state WHERE schedule_id = $1", [id]);
+      return;
+    }
+    await this.pool.query(
+      `INSERT INTO schedule_state (schedule_id, state) VALUES ($1, $2)
+       ON CONFLICT (schedule_id) DO UPDATE SET state = excluded.state, updated_at = now()`,
+      [id, JSON.stringify(state)],
+    );
+  }
+
+  async loadSchedules(): Promise<Record<string, ScheduleState>> {
+    const { rows } = await this.pool.query<{ schedule_id: string; state: ScheduleState }>(
+      "SELECT schedule_id, state FROM schedule_state",
+    );
+    return Object.fromEntries(rows.map((row) => [row.schedule_id, row.state]));
   }
 
   async close(): Promise<void> {

@@ -36,9 +36,9 @@ describe("PostgreSQL migrations", () => {
     const pool = createPool({ url: db.url, schema, poolSize: 1 });
     try {
       expect((await migrate(pool, schema, MIGRATIONS.slice(0, 1))).applied).toEqual([1]);
-      expect((await migrate(pool, schema)).applied).toEqual([2, 3]);
+      expect((await migrate(pool, schema)).applied).toEqual([2, 3, 4]);
       expect((await migrate(pool, schema)).applied).toEqual([]);
-      await expect(migrate(pool, schema, MIGRATIONS.slice(0, 2))).rejects.toThrow(/at migration 3/);
+      await expect(migrate(pool, schema, MIGRATIONS.slice(0, 2))).rejects.toThrow(/at migration 4/);
     } finally {
       await pool.end();
       await db.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -1,0 +1,74 @@
+import type { ActorDeps } from "../actors/deps.js";
+import type { SubagentOptions } from "../adapters/tool.js";
+import { TillerError } from "../errors.js";
+import type { EventHub } from "../events.js";
+import { laneForChild } from "../policy/lane-priority.js";
+import type { SessionRegistry } from "./session-registry.js";
+import type { TriggerAck, TriggerExtras, TriggerRequest } from "./trigger.js";
+
+export interface SubagentDeps {
+  deps: ActorDeps;
+  hub: EventHub;
+  registry: SessionRegistry;
+  trigger(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
+  emit(type: string, fields: Record<string, unknown>): void;
+}
+
+/**
+ * `ToolContext.runSubagent`: a child turn under `<parent>:sub:<n>` with the trigger `subagent`, in the
+ * `subagent` lane (`cron-nested` under a scheduled turn, so an outer job holding the last cron slot
+ * never waits for its own inner one). It resolves with the child's final, which is never sent to the
+ * user; an abort of the parent's signal stops the child.
+ */
+export function createRunSubagent(ctx: SubagentDeps): ActorDeps["runSubagent"] {
+  const counters = new Map<string, number>();
+  return async (parent, options: SubagentOptions) => {
+    if (!options || typeof options.text !== "string" || options.text.length === 0) {
+      throw new TillerError("MESSAGE_REJECTED", "runSubagent: text: expected a non-empty string");
+    }
+    const n = (counters.get(parent.session) ?? 0) + 1;
+    counters.set(parent.session, n);
+    const child = `${parent.session}:sub:${n}`;
+    const lane = laneForChild(ctx.deps.runFacts.get(parent.runId)?.lane ?? "main");
+    const marks = { session: parent.session, runId: parent.runId, child, lane };
+    if (parent.signal.aborted) throw parent.signal.reason;
+
+    let unsubscribe = () => {};
+    const finished = new Promise<{ status: string; final: string; error?: string }>((resolve) => {
+      unsubscribe = ctx.hub.subscribe((event) => {
+        if (event.type === "subagent.finished" && event.session === child) {
+          resolve({
+            status: String(event.status),
+            final: String(event.final ?? ""),
+            ...(typeof event.error === "string" ? { error: event.error } : {}),
+          });
+        }
+      });
+    });
+    const stop = () => ctx.registry.get(child)?.actor?.send({ type: "session.stop" });
+    parent.signal.addEventListener("abort", stop, { once: true });
+    try {
+      ctx.emit("subagent.started", marks);
+      const ack = await ctx.trigger(
+        { session: child, trigger: "subagent", text: options.text, id: `${child}:task` },
+        { lane, ...(options.tools ? { tools: options.tools } : {}) },
+      );
+      if (ack.disposition !== "started" && ack.disposition !== "queued") {
+        throw new TillerError("SUBAGENT_FAILED", `the subagent did not start: ${ack.text}`);
+      }
+      if (parent.signal.aborted) stop();
+      const outcome = await finished;
+      ctx.emit("subagent.ended", { ...marks, status: outcome.status });
+      if (outcome.status !== "done") {
+        throw new TillerError(
+          "SUBAGENT_FAILED",
+          `the subagent ${child} ${outcome.status === "aborted" ? "was cancelled" : `failed: ${outcome.error ?? "unknown error"}`}`,
+        );
+      }
+      return outcome.final;
+    } finally {
+      unsubscribe();
+      parent.signal.removeEventListener("abort", stop);
+    }
+  };
+}

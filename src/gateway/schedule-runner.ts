@@ -1,0 +1,203 @@
+import type { Clock, TimerHandle } from "../adapters/clock.js";
+import type { ScheduleState, TranscriptStore } from "../adapters/store.js";
+import { errorMessage } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { firstSlot, nextSlot, type ScheduleSpec, scheduleSignature } from "../policy/schedule-time.js";
+import { ScheduleHeap } from "./schedule-heap.js";
+import type { TriggerAck, TriggerRequest } from "./trigger.js";
+
+/** One schedule as `gateway.schedules.list()` shows it. */
+export interface ScheduleView {
+  id: string;
+  session: string;
+  kind: "everyMs" | "cron" | "at";
+  /** The expression or interval, as configured. */
+  timing: string | number;
+  timezone?: string;
+  nextRunAt: number | null;
+  lastRunAt?: number;
+  /** What the last run's trigger said (`started`, `queued`, `duplicate`, `rejected`). */
+  lastDisposition?: string;
+}
+
+export interface ScheduleRunnerDeps {
+  schedules: readonly ScheduleSpec[];
+  clock: Clock;
+  store: TranscriptStore;
+  logger: Logger;
+  trigger(request: TriggerRequest): Promise<TriggerAck>;
+  emit(type: string, fields: Record<string, unknown>): void;
+}
+
+/**
+ * Runs the config's schedules on the gateway's clock. Each schedule's next run time is durable in the
+ * store: after a restart a slot that came while the process was down runs once at start (or is skipped
+ * with `catchUp: false`), and a slot is never run twice, because each run is a trigger with the id
+ * `schedule:<id>:<slot>` (a repeat is a duplicate) whose state is saved once the turn is accepted. One
+ * timer is armed for the earliest slot; a tick takes only the due schedules off a heap.
+ *
+ * @example
+ * ```ts
+ * const runner = new ScheduleRunner({ schedules, clock, store, logger, trigger, emit });
+ * await runner.start();
+ * runner.list(); // [{ id: "digest", nextRunAt: 1767261600000, ... }]
+ * ```
+ */
+export class ScheduleRunner {
+  private readonly specs = new Map<string, ScheduleSpec>();
+  private readonly states = new Map<string, ScheduleState>();
+  private readonly last = new Map<string, string>();
+  private readonly heap = new ScheduleHeap();
+  private timer: TimerHandle | null = null;
+  private armedFor = Number.POSITIVE_INFINITY;
+  private stopped = false;
+
+  constructor(private readonly deps: ScheduleRunnerDeps) {
+    for (const spec of deps.schedules) this.specs.set(spec.id, spec);
+  }
+
+  /** Loads the durable states, runs (or skips) what was missed, and arms the timer. */
+  async start(): Promise<void> {
+    const stored = (await this.deps.store.loadSchedules?.()) ?? {};
+    const now = this.deps.clock.now();
+    const missed: Array<[ScheduleSpec, number]> = [];
+    for (const spec of this.specs.values()) {
+      const saved = stored[spec.id];
+      const signature = scheduleSignature(spec);
+      let state: ScheduleState;
+      if (saved && saved.spec === signature) state = saved;
+      else {
+        state = { nextRunAt: firstSlot(spec, now), anchor: now, spec: signature };
+        await this.save(spec.id, state);
+      }
+      this.states.set(spec.id, state);
+      if (state.nextRunAt !== null && state.nextRunAt <= now) missed.push([spec, state.nextRunAt]);
+      else if (state.nextRunAt !== null) this.heap.push({ id: spec.id, at: state.nextRunAt });
+    }
+    for (const [spec, slot] of missed) {
+      if (spec.catchUp) await this.fire(spec, slot, now, "missed");
+      else {
+        this.deps.emit("schedule.skipped", { schedule: spec.id, session: spec.session, slot });
+        await this.advance(spec, slot, now, undefined);
+      }
+    }
+    this.arm();
+  }
+
+  /** Draining or stopping: no slot runs until `resume()` (a slot that came meanwhile runs then, once). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) this.deps.clock.clearTimeout(this.timer);
+    this.timer = null;
+    this.armedFor = Number.POSITIVE_INFINITY;
+  }
+
+  resume(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.tick();
+  }
+
+  list(): ScheduleView[] {
+    return [...this.specs.values()].map((spec) => {
+      const state = this.states.get(spec.id);
+      const kind = spec.everyMs !== undefined ? "everyMs" : spec.cron !== undefined ? "cron" : "at";
+      const last = this.last.get(spec.id);
+      return {
+        id: spec.id,
+        session: spec.session,
+        kind,
+        timing: spec.everyMs ?? spec.cron ?? spec.at ?? "",
+        ...(spec.timezone ? { timezone: spec.timezone } : {}),
+        nextRunAt: state?.nextRunAt ?? null,
+        ...(state?.lastRunAt !== undefined ? { lastRunAt: state.lastRunAt } : {}),
+        ...(last ? { lastDisposition: last } : {}),
+      };
+    });
+  }
+
+  /** One timer, for the earliest slot only: ten thousand schedules cost one timer. */
+  private arm(): void {
+    if (this.stopped) return;
+    const first = this.heap.peek();
+    if (!first) return;
+    if (this.timer && first.at >= this.armedFor) return;
+    if (this.timer) this.deps.clock.clearTimeout(this.timer);
+    this.armedFor = first.at;
+    this.timer = this.deps.clock.setTimeout(
+      () => {
+        this.timer = null;
+        this.armedFor = Number.POSITIVE_INFINITY;
+        this.tick();
+      },
+      Math.max(0, first.at - this.deps.clock.now()),
+    );
+  }
+
+  /** Takes every due schedule off the heap and runs it; the rest are not looked at. */
+  private tick(): void {
+    const now = this.deps.clock.now();
+    for (let top = this.heap.peek(); top && top.at <= now; top = this.heap.peek()) {
+      this.heap.pop();
+      const spec = this.specs.get(top.id);
+      if (spec) void this.fire(spec, top.at, now, "due");
+    }
+    this.arm();
+  }
+
+  private async fire(spec: ScheduleSpec, slot: number, now: number, why: "due" | "missed"): Promise<void> {
+    let disposition: string | undefined;
+    try {
+      const ack = await this.deps.trigger({
+        session: spec.session,
+        trigger: "cron",
+        text: spec.text,
+        id: `schedule:${spec.id}:${slot}`,
+        ...(spec.channel ? { channel: spec.channel } : {}),
+      });
+      disposition = ack.disposition;
+      this.deps.emit("schedule.ran", {
+        schedule: spec.id,
+        session: spec.session,
+        slot,
+        why,
+        disposition,
+        messageId: ack.messageId,
+      });
+    } catch (error) {
+      disposition = "rejected";
+      this.deps.logger.warn({ schedule: spec.id, error: errorMessage(error) }, "schedule.failed");
+      this.deps.emit("schedule.failed", {
+        schedule: spec.id,
+        session: spec.session,
+        slot,
+        error: errorMessage(error),
+      });
+    }
+    await this.advance(spec, slot, now, disposition);
+  }
+
+  /** Saves the next slot after this one (after `now`: missed slots run once, not once each). */
+  private async advance(spec: ScheduleSpec, slot: number, now: number, disposition?: string): Promise<void> {
+    const previous = this.states.get(spec.id);
+    const anchor = previous?.anchor ?? now;
+    const next = nextSlot(spec, Math.max(slot, now), anchor);
+    const state: ScheduleState = { nextRunAt: next, lastRunAt: slot, anchor, spec: scheduleSignature(spec) };
+    this.states.set(spec.id, state);
+    if (disposition) this.last.set(spec.id, disposition);
+    if (next !== null) {
+      this.heap.push({ id: spec.id, at: next });
+      this.arm();
+    }
+    await this.save(spec.id, state);
+  }
+
+  private async save(id: string, state: ScheduleState): Promise<void> {
+    try {
+      await this.deps.store.saveSchedule?.(id, state);
+    } catch (error) {
+      this.deps.logger.error({ schedule: id, error: errorMessage(error) }, "schedule.saveFailed");
+      this.deps.emit("schedule.saveFailed", { schedule: id, error: errorMessage(error) });
+    }
+  }
+}
