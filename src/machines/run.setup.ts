@@ -186,36 +186,15 @@ export const runSetup = setup({
       const status = last?.role === "toolResult" ? last.status : "done";
       return { type: "tool.ended" as const, callId: call.callId, name: call.name, args: call.args, status };
     }),
-    recordToolCancelled: assign(({ context }) => {
-      const call = context.pendingCalls[context.toolIndex]!;
-      return {
-        toolIndex: context.toolIndex + 1,
-        journal: [
-          ...context.journal,
-          toolResultItem(
-            context,
-            call,
-            "cancelled",
-            "cancelled: the turn was interrupted by a newer message",
-          ),
-        ],
-      };
-    }),
-    recordToolAbandoned: assign(({ context }) => {
-      const call = context.pendingCalls[context.toolIndex]!;
-      return {
-        toolIndex: context.toolIndex + 1,
-        journal: [
-          ...context.journal,
-          toolResultItem(
-            context,
-            call,
-            "cancelled",
-            "abandoned: the turn ran out of time while this call was still running; its outcome is unknown",
-          ),
-        ],
-      };
-    }),
+    recordToolCancelled: assign(({ context }) =>
+      closeCurrentCall(context, "cancelled: the turn was interrupted by a newer message"),
+    ),
+    recordToolAbandoned: assign(({ context }) =>
+      closeCurrentCall(
+        context,
+        "abandoned: the turn ran out of time while this call was still running; its outcome is unknown",
+      ),
+    ),
     skipRemainingTools: assign(({ context }) => {
       const skipped = context.pendingCalls.slice(context.toolIndex);
       const items: TurnItem[] = [];
@@ -332,3 +311,12 @@ export const runSetup = setup({
     })),
   },
 });
+
+/** The running call ends without its result: a synthetic `cancelled` result, and the batch moves on. */
+function closeCurrentCall(context: RunContext, why: string): Partial<RunContext> {
+  const call = context.pendingCalls[context.toolIndex]!;
+  return {
+    toolIndex: context.toolIndex + 1,
+    journal: [...context.journal, toolResultItem(context, call, "cancelled", why)],
+  };
+}
