@@ -1,42 +1,27 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ApiBody } from "../support/http-gateway.js";
-import { type Running, runTiller, startServe, tillerCommand } from "../support/serve-process.js";
+import { runTiller, startServe, useServeProcesses } from "../support/serve-process.js";
 import { SseRecorder } from "../support/sse-recorder.js";
 
 // `tiller serve` as a real process: kill -9 and a restart on the same store with the deliveries stream
 // replaying what the client missed, drain on SIGTERM, and the startup errors that exit 2.
 
-let tmp: string;
-let tiller: string[];
-const live = new Set<Running>();
-const recorders: SseRecorder[] = [];
-
-beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), "tiller-serve-"));
-  tiller = await tillerCommand(tmp);
-}, 60_000);
-afterEach(() => {
-  for (const recorder of recorders.splice(0)) recorder.close();
-});
-afterAll(async () => {
-  for (const running of live) running.proc.kill("SIGKILL");
-  await rm(tmp, { recursive: true, force: true });
-});
+const procs = useServeProcesses("tiller-serve");
+const live = procs.live;
 
 async function serve(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const running = await startServe(tiller, args, env);
+  const running = await startServe(procs.command, args, env);
   live.add(running);
   return running;
 }
 
 function follow(url: string, lastEventId?: string) {
   const recorder = new SseRecorder(url, lastEventId ? { lastEventId } : {});
-  recorders.push(recorder);
+  procs.record(recorder);
   return recorder;
 }
 
@@ -51,7 +36,7 @@ async function post(url: string, session: string, text: string, id: string) {
 
 describe("tiller serve", () => {
   it("after kill -9, a restart on the same store resumes the cut-off turn and the client replays what it missed", async () => {
-    const store = join(tmp, "kill9");
+    const store = join(procs.dir, "kill9");
     const env = { TILLER_DEMO_TASK_MS: "3000" };
     const first = await serve(["--store", store], env);
     expect(first.stdout()).toContain("DEMO");
@@ -85,7 +70,7 @@ describe("tiller serve", () => {
   }, 60_000);
 
   it("SIGTERM drains: new messages get 503, the running turn finishes and is delivered, exit 0", async () => {
-    const running = await serve(["--store", join(tmp, "drain")], { TILLER_DEMO_TASK_MS: "1500" });
+    const running = await serve(["--store", join(procs.dir, "drain")], { TILLER_DEMO_TASK_MS: "1500" });
     const deliveries = follow(`${running.url}/v1/sessions/web%3Ad/deliveries`);
     const events = follow(`${running.url}/v1/events?session=web%3Ad`);
     await Promise.all([deliveries.opened, events.opened]);
@@ -107,7 +92,7 @@ describe("tiller serve", () => {
   }, 30_000);
 
   it("a drain that runs past --drain-timeout stops anyway with exit 0; a second signal stops at once", async () => {
-    const slow = await serve(["--store", join(tmp, "timeout"), "--drain-timeout", "300"], {
+    const slow = await serve(["--store", join(procs.dir, "timeout"), "--drain-timeout", "300"], {
       TILLER_DEMO_TASK_MS: "20000",
     });
     const events = follow(`${slow.url}/v1/events?session=web%3At`);
@@ -120,7 +105,7 @@ describe("tiller serve", () => {
     expect(Date.now() - t0).toBeLessThan(8000);
     expect(slow.stdout()).toContain("drain timeout");
 
-    const twice = await serve(["--store", join(tmp, "twice")], { TILLER_DEMO_TASK_MS: "20000" });
+    const twice = await serve(["--store", join(procs.dir, "twice")], { TILLER_DEMO_TASK_MS: "20000" });
     const events2 = follow(`${twice.url}/v1/events?session=web%3At`);
     await events2.opened;
     await post(twice.url, "web:t", "run a task", "t1");
@@ -132,12 +117,12 @@ describe("tiller serve", () => {
   }, 40_000);
 
   it("--tools loads the user's tools; the demo model calls one it is asked for by name", async () => {
-    const file = join(tmp, "tools.mjs");
+    const file = join(procs.dir, "tools.mjs");
     await writeFile(
       file,
       `export default [{ name: "shout", cancellable: false, async execute(args) { return String(args.input).toUpperCase(); } }];\n`,
     );
-    const running = await serve(["--store", join(tmp, "tools"), "--tools", file]);
+    const running = await serve(["--store", join(procs.dir, "tools"), "--tools", file]);
     const deliveries = follow(`${running.url}/v1/sessions/web%3Au/deliveries`);
     await deliveries.opened;
     await post(running.url, "web:u", "please shout this", "u1");
@@ -151,28 +136,28 @@ describe("tiller serve", () => {
 
 describe("tiller serve refuses to start, with one line and exit 2", () => {
   async function refused(args: string[], env: NodeJS.ProcessEnv = {}) {
-    const running = runTiller(tiller, ["serve", ...args], env);
+    const running = runTiller(procs.command, ["serve", ...args], env);
     live.add(running);
     const { code } = await running.exited;
     return { code, stderr: running.stderr().trim() };
   }
 
   it("for a config error, an unreadable store, a non-loopback host without a token, a bad tools file", async () => {
-    const config = join(tmp, "bad-config.yaml");
+    const config = join(procs.dir, "bad-config.yaml");
     await writeFile(config, "queue: { mode: sideways }\n");
-    const notADir = join(tmp, "a-file");
+    const notADir = join(procs.dir, "a-file");
     await writeFile(notADir, "x");
-    const tools = join(tmp, "not-tools.mjs");
+    const tools = join(procs.dir, "not-tools.mjs");
     await writeFile(tools, "export default 42;\n");
     const cases: Array<[string[], RegExp]> = [
       [["--config", config, "--port", "0"], /--config .*queue\.mode/],
-      [["--config", join(tmp, "missing.yaml")], /--config .*cannot read/],
+      [["--config", join(procs.dir, "missing.yaml")], /--config .*cannot read/],
       [["--store", notADir, "--port", "0"], /--store .*a-file/],
-      [["--host", "0.0.0.0", "--store", join(tmp, "host")], /TILLER_TOKEN/],
-      [["--tools", tools, "--store", join(tmp, "t")], /--tools .*array/],
+      [["--host", "0.0.0.0", "--store", join(procs.dir, "host")], /TILLER_TOKEN/],
+      [["--tools", tools, "--store", join(procs.dir, "t")], /--tools .*array/],
       [["--port", "99999"], /--port/],
-      [["--model-url", "http://127.0.0.1:9/v1", "--store", join(tmp, "m")], /--model: required/],
-      [["--model", "llama3.2", "--store", join(tmp, "m")], /--model-url/],
+      [["--model-url", "http://127.0.0.1:9/v1", "--store", join(procs.dir, "m")], /--model: required/],
+      [["--model", "llama3.2", "--store", join(procs.dir, "m")], /--model-url/],
     ];
     const results = await Promise.all(cases.map(([args]) => refused(args)));
     cases.forEach(([args, pattern], index) => {
@@ -188,7 +173,7 @@ describe("tiller serve refuses to start, with one line and exit 2", () => {
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     const port = (blocker.address() as AddressInfo).port;
     try {
-      const { code, stderr } = await refused(["--port", String(port), "--store", join(tmp, "port")]);
+      const { code, stderr } = await refused(["--port", String(port), "--store", join(procs.dir, "port")]);
       expect(code).toBe(2);
       expect(stderr).toMatch(new RegExp(`--port ${port}: cannot listen.*EADDRINUSE`));
       expect(stderr.split("\n")).toHaveLength(1);
@@ -198,7 +183,7 @@ describe("tiller serve refuses to start, with one line and exit 2", () => {
   }, 30_000);
 
   it("binds a non-loopback host when a token is set, and then requires it", async () => {
-    const running = await serve(["--host", "0.0.0.0", "--store", join(tmp, "token")], {
+    const running = await serve(["--host", "0.0.0.0", "--store", join(procs.dir, "token")], {
       TILLER_TOKEN: "tok",
     });
     const port = new URL(running.url).port;

@@ -1,13 +1,52 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { nodeEntry } from "./node-entry.js";
+import type { SseRecorder } from "./sse-recorder.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** The `tiller` command as node arguments, bundled once into `dir`. */
 export function tillerCommand(dir: string): Promise<string[]> {
   return nodeEntry(join(ROOT, "src/cli.ts"), join(dir, "tiller-cli.mjs"));
+}
+
+/**
+ * The life of a suite of real `tiller` processes: a temp dir with the command bundled into it, every
+ * process tracked and SIGKILLed at the end, SSE recorders closed after each test.
+ */
+export function useServeProcesses(prefix: string) {
+  let dir = "";
+  let command: string[] = [];
+  const live = new Set<Running>();
+  const recorders: SseRecorder[] = [];
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), `${prefix}-`));
+    command = await tillerCommand(dir);
+  }, 60_000);
+  afterEach(() => {
+    for (const recorder of recorders.splice(0)) recorder.close();
+  });
+  afterAll(async () => {
+    for (const running of live) running.proc.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    get dir() {
+      return dir;
+    },
+    get command() {
+      return command;
+    },
+    live,
+    record(recorder: SseRecorder): SseRecorder {
+      recorders.push(recorder);
+      return recorder;
+    },
+  };
 }
 
 export interface Running {

@@ -1,9 +1,8 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { usePostgresSchema } from "../../support/postgres.js";
-import { type Running, startServe, tillerCommand } from "../../support/serve-process.js";
+import { startServe, useServeProcesses } from "../../support/serve-process.js";
 import { SseRecorder } from "../../support/sse-recorder.js";
 
 // Two real `tiller serve --postgres` processes on one database schema are one gateway: each answers
@@ -11,22 +10,8 @@ import { SseRecorder } from "../../support/sse-recorder.js";
 // the lanes (capacity, members) are the cluster's.
 
 const db = usePostgresSchema("serve");
-let tmp: string;
-let tiller: string[];
-const live = new Set<Running>();
-const recorders: SseRecorder[] = [];
-
-beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), "tiller-serve-pg-"));
-  tiller = await tillerCommand(tmp);
-}, 60_000);
-afterEach(() => {
-  for (const recorder of recorders.splice(0)) recorder.close();
-});
-afterAll(async () => {
-  for (const running of live) running.proc.kill("SIGKILL");
-  await rm(tmp, { recursive: true, force: true });
-});
+const procs = useServeProcesses("tiller-serve-pg");
+const live = procs.live;
 
 async function post(url: string, session: string, text: string, id: string) {
   const response = await fetch(`${url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
@@ -39,17 +24,17 @@ async function post(url: string, session: string, text: string, id: string) {
 
 function follow(url: string, session: string) {
   const recorder = new SseRecorder(`${url}/v1/sessions/${encodeURIComponent(session)}/deliveries`);
-  recorders.push(recorder);
+  procs.record(recorder);
   return recorder;
 }
 
 describe("tiller serve --postgres", () => {
   it("two processes on one schema answer over HTTP and carry on each other's sessions", async () => {
-    const config = join(tmp, "config.json");
+    const config = join(procs.dir, "config.json");
     await writeFile(config, JSON.stringify({ lanes: { main: 1 } }));
     const start = async (name: string, extra: string[], env: NodeJS.ProcessEnv) => {
-      const args = ["--store", join(tmp, name), "--config", config, "--schema", db.schema, ...extra];
-      const running = await startServe(tiller, args, env);
+      const args = ["--store", join(procs.dir, name), "--config", config, "--schema", db.schema, ...extra];
+      const running = await startServe(procs.command, args, env);
       live.add(running);
       return running;
     };
