@@ -29,7 +29,7 @@ export function createRunSubagent(ctx: SubagentDeps): ActorDeps["runSubagent"] {
     const n = (counters.get(parent.session) ?? 0) + 1;
     counters.set(parent.session, n);
     const child = `${parent.session}:sub:${n}`;
-    const lane = laneForChild(ctx.deps.runFacts.get(parent.runId)?.lane ?? "main");
+    const lane = laneForChild(parent.lane ?? "main");
     const marks = { session: parent.session, runId: parent.runId, child, lane };
     if (parent.signal.aborted) throw parent.signal.reason;
 

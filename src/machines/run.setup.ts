@@ -169,6 +169,7 @@ export const runSetup = setup({
         toolIndex: context.toolIndex + 1,
         completedTools:
           output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
+        sendOrdinal: output.sendOrdinal ?? context.sendOrdinal,
         journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
       };
     }),
