@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { DELIVERY_INTENT } from "../../src/adapters/store.js";
 import {
   deliveriesOf,
   eventIndex,
@@ -10,8 +9,10 @@ import {
   MEDIUM_ONE_SENTENCE,
   MEDIUM_TWO_SENTENCES,
   RECOVERED,
+  recordKinds,
   SHORT,
   STRANDED,
+  STRANDED_AND_RESENT,
   strandScenario,
 } from "../support/delivery.js";
 import { customs, eventsOf, expectNoCrash, play, runOfTurn, transcript } from "../support/scenario.js";
@@ -37,14 +38,7 @@ describe("auto mode: a final the channel did not commit", () => {
     const final = expectMarkedOnce(records, runOfTurn(result, 1), "automatic") as { deliveryId?: string };
     // The final's intent is durable before the send; the assistant record is its receipt.
     expect(final).toMatchObject({ text: LONG, seq: 3, deliveryId: `reply:${records[1]?.id}` });
-    expect(records.map((record) => (record.role === "custom" ? record.customType : record.role))).toEqual([
-      "user",
-      DELIVERY_INTENT,
-      "assistant",
-      MARKER,
-      DELIVERY_INTENT,
-      RECOVERED,
-    ]);
+    expect(recordKinds(records)).toEqual(STRANDED_AND_RESENT);
     expect(records[5]).toMatchObject({
       display: false,
       details: { strandedRunId: runOfTurn(result, 1), recovered: true, deliveryId: final.deliveryId },

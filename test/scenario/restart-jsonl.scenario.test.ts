@@ -11,6 +11,7 @@ import {
   expectEveryToolCallClosed,
   expectSeqIncreasing,
   priorityOfTurnsAfterRestart,
+  recoveredFinal,
   seed,
 } from "../support/restart.js";
 import { customs, eventsOf, expectNoCrash, play, transcript } from "../support/scenario.js";
@@ -189,20 +190,7 @@ restart: [ { at: 50 } ]
       dir,
       "telegram:7",
       [
-        { role: "user", text: "How do we migrate the orders table?", messageId: "p1", channel: "telegram" },
-        { role: "assistant", text: LONG, runId: "telegram:7#1", delivered: false },
-        {
-          role: "custom",
-          customType: MARKER,
-          display: false,
-          details: { deliveryMode: "automatic", delivered: false, finalSeq: 2, finalTextLength: LONG.length },
-        },
-        {
-          role: "custom",
-          customType: RECOVERED,
-          display: false,
-          details: { strandedRunId: "telegram:7#1", recovered: true, messageId: "out-1" },
-        },
+        ...recoveredFinal(),
         { role: "user", text: second, messageId: "p2", channel: "telegram" },
         { role: "assistant", text: `Rollback: ${LONG}`, runId: "telegram:7#1", delivered: false },
       ],
@@ -240,44 +228,24 @@ restart: [ { at: 50 } ]
 
   it("does not run a recovery again when its tiller.recovered proof is stored", async () => {
     const dir = await tempDir();
-    await seed(
-      dir,
-      "telegram:7",
-      [
-        { role: "user", text: "How do we migrate the orders table?", messageId: "p1", channel: "telegram" },
-        { role: "assistant", text: LONG, runId: "telegram:7#1", delivered: false },
-        {
-          role: "custom",
-          customType: MARKER,
-          display: false,
-          details: { deliveryMode: "automatic", delivered: false, finalSeq: 2, finalTextLength: LONG.length },
-        },
-        {
-          role: "custom",
-          customType: RECOVERED,
-          display: false,
-          details: { strandedRunId: "telegram:7#1", recovered: true, messageId: "out-1" },
-        },
-      ],
-      {
-        version: 1,
-        turnSeq: 2,
-        runId: "telegram:7#2",
-        pending: {
-          kind: "recovery",
-          messages: [],
-          summaries: [],
-          recovery: {
-            kind: "recovery",
-            text: LONG,
-            strandedRunId: "telegram:7#1",
-            deliveryMode: "automatic",
-          },
-        },
-        queue: [],
+    await seed(dir, "telegram:7", recoveredFinal(), {
+      version: 1,
+      turnSeq: 2,
+      runId: "telegram:7#2",
+      pending: {
+        kind: "recovery",
+        messages: [],
         summaries: [],
+        recovery: {
+          kind: "recovery",
+          text: LONG,
+          strandedRunId: "telegram:7#1",
+          deliveryMode: "automatic",
+        },
       },
-    );
+      queue: [],
+      summaries: [],
+    });
     const result = await play(EMPTY_SCENARIO, dir);
     expect(result.deliveries).toEqual([]);
     expect(customs(transcript(result, "telegram:7"), MARKER)).toHaveLength(1);

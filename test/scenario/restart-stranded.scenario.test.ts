@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DELIVERY_INTENT } from "../../src/adapters/store.js";
-import { LONG, MARKER, RECOVERED } from "../support/delivery.js";
+import { LONG, MARKER, RECOVERED, recordKinds, STRANDED_AND_RESENT } from "../support/delivery.js";
 import {
   expectAnsweredOnceEach,
   expectEveryToolCallClosed,
@@ -111,14 +110,7 @@ restart:
   - { at: 500 }
 `);
     const records = transcript(result, "telegram:7");
-    expect(records.map((record) => (record.role === "custom" ? record.customType : record.role))).toEqual([
-      "user",
-      DELIVERY_INTENT,
-      "assistant",
-      MARKER,
-      DELIVERY_INTENT,
-      RECOVERED,
-    ]);
+    expect(recordKinds(records)).toEqual(STRANDED_AND_RESENT);
     expect(records[2]).toMatchObject({ runId: runOfTurn(result, 2), delivered: false });
     expect(result.deliveries.map((delivery) => [delivery.kind, delivery.text])).toEqual([["recovery", LONG]]);
     expect(eventsOf(result, "recovery.queued")).toHaveLength(1);

@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import { DELIVERY_INTENT } from "../../src/adapters/store.js";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 import { customs, eventsOf, type StoredRecord } from "./scenario.js";
 
@@ -24,6 +25,14 @@ export const MEDIUM_ONE_SENTENCE =
   "from last spring were never rotated away";
 /** Under 120 characters. */
 export const SHORT = "Done: the orders table is migrated.";
+
+/** What each record of a transcript is: its role, or the custom type of a hidden record. */
+export function recordKinds(records: StoredRecord[]): unknown[] {
+  return records.map((record) => (record.role === "custom" ? record.customType : record.role));
+}
+
+/** An auto-mode final that stranded and was resent once: its intent and receipt, marker, resend, proof. */
+export const STRANDED_AND_RESENT = ["user", DELIVERY_INTENT, "assistant", MARKER, DELIVERY_INTENT, RECOVERED];
 
 /** The session of strandScenario. */
 export const STRANDED = "telegram:7";

@@ -2,6 +2,7 @@ import { expect } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import type { PersistedSession } from "../../src/policy/plan-resume.js";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
+import { LONG, MARKER, RECOVERED } from "./delivery.js";
 import { type StoredRecord, transcript } from "./scenario.js";
 
 // What the restart scenario tests share: the events after a restart, the lane priority of the turns
@@ -84,6 +85,29 @@ model:
 channels:
   telegram: {}
 `;
+
+/**
+ * What a first process left of a stranded final it recovered (telegram:7, run `telegram:7#1`): the
+ * question, the undelivered answer, its marker, and the proof that the recovery reached the user.
+ */
+export function recoveredFinal(): Parameters<JsonlStore["append"]>[1] {
+  return [
+    { role: "user", text: "How do we migrate the orders table?", messageId: "p1", channel: "telegram" },
+    { role: "assistant", text: LONG, runId: "telegram:7#1", delivered: false },
+    {
+      role: "custom",
+      customType: MARKER,
+      display: false,
+      details: { deliveryMode: "automatic", delivered: false, finalSeq: 2, finalTextLength: LONG.length },
+    },
+    {
+      role: "custom",
+      customType: RECOVERED,
+      display: false,
+      details: { strandedRunId: "telegram:7#1", recovered: true, messageId: "out-1" },
+    },
+  ];
+}
 
 /** Writes a store as a process that died would have left it. */
 export async function seed(

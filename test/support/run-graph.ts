@@ -1,30 +1,25 @@
-import type { SnapshotFrom } from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths, type StatePath } from "xstate/graph";
 import {
-  type CallModelOutput,
   type DetectStaleOutput,
   type RecheckSettings,
   type RunEmitted,
   type RunEvent,
   type RunInput,
-  type RunToolOutput,
   runMachine,
 } from "../../src/machines/run.machine.js";
 import { DEFAULT_COMPLAINT_PATTERNS } from "../../src/policy/stale-reply.js";
 import type { ModelMessage, ToolCallRequest } from "../../src/policy/turn-context.js";
+import type { RunGraphEvent, RunSnapshot } from "../../src/testing/run-graph.js";
 
 // The run machine's graph for the graph-based tests (docs/architecture.md; invariants 4 and 5): the
 // configurations, the explicit event list (with the results of the invoked actors), the traversal, the
 // paths xstate/graph enumerates over it, and their names. run-replay.ts replays a path on a real actor.
 
-export type Snapshot = SnapshotFrom<typeof runMachine>;
+export type Snapshot = RunSnapshot;
 
+/** The shipped graph's events, and the answers of the gateway's own detector. */
 export type GraphEvent =
-  | RunEvent
-  | { type: "xstate.done.actor.callModel"; output: CallModelOutput }
-  | { type: "xstate.error.actor.callModel"; error: unknown }
-  | { type: "xstate.done.actor.runTool"; output: RunToolOutput }
-  | { type: "xstate.error.actor.runTool"; error: unknown }
+  | RunGraphEvent
   | { type: "xstate.done.actor.detectStale"; output: DetectStaleOutput }
   | { type: "xstate.error.actor.detectStale"; error: unknown };
 
