@@ -250,10 +250,16 @@ export const runMachine = runSetup.createMachine({
               session: context.input.session,
               facts: draftFacts(context),
             }),
-            onDone: { target: "deciding", actions: "recordDetected" },
+            onDone: {
+              target: "deciding",
+              actions: { type: "recordDetected", params: ({ event }) => ({ output: event.output }) },
+            },
             onError: {
               target: "deciding",
-              actions: ["emitDetectorFailed", "assessFallback"],
+              actions: [
+                { type: "emitDetectorFailed", params: ({ event }) => ({ error: event.error }) },
+                "assessFallback",
+              ],
               description: "The detector failed: the built-in signals are the fallback.",
             },
           },

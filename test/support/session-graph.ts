@@ -96,34 +96,23 @@ const LANE_EVENTS: GraphEvent[] = [
   { type: "lane.rejected", reason: "lane cleared" },
   { type: "lane.timeout" },
 ];
+/** The delivery's answer for a final that did not reach the user: a recovery of `deliveryMode`. */
+function strandedDelivery(deliveryMode: "automatic" | "message_tool_only"): GraphEvent {
+  return {
+    type: "xstate.done.actor.deliver",
+    output: {
+      delivered: false,
+      recovery: { kind: "recovery", text: "a stranded final", strandedRunId: "s#g", deliveryMode },
+    },
+  };
+}
+
 const ACTOR_EVENTS: GraphEvent[] = [
   { type: "xstate.done.actor.run", output: GRAPH_RUN_OUTPUT },
   { type: "xstate.error.actor.run", error: "run crashed" },
   { type: "xstate.done.actor.deliver", output: { delivered: true, recovery: null } },
-  {
-    type: "xstate.done.actor.deliver",
-    output: {
-      delivered: false,
-      recovery: {
-        kind: "recovery",
-        text: "a stranded final",
-        strandedRunId: "s#g",
-        deliveryMode: "automatic",
-      },
-    },
-  },
-  {
-    type: "xstate.done.actor.deliver",
-    output: {
-      delivered: false,
-      recovery: {
-        kind: "recovery",
-        text: "a stranded final",
-        strandedRunId: "s#g",
-        deliveryMode: "message_tool_only",
-      },
-    },
-  },
+  strandedDelivery("automatic"),
+  strandedDelivery("message_tool_only"),
   { type: "xstate.error.actor.deliver", error: "channel down" },
   { type: "xstate.done.actor.resetTranscript", output: undefined },
   { type: "xstate.error.actor.resetTranscript", error: "store unavailable" },
