@@ -3,8 +3,12 @@ import type { GatewayConfig } from "../config.js";
 import { commitmentMachine } from "../machines/commitment.machine.js";
 import type { Commitment, ReviewOutput } from "../machines/commitment.types.js";
 
-const EXPIRES_AT = 1_000_000;
-const SUGGESTED = "Should I keep the list as it was?";
+/** The graph's expiry: a `commitment.due` or review result at or after it is past the window. */
+export const COMMITMENT_GRAPH_EXPIRES_AT = 1_000_000;
+const EXPIRES_AT = COMMITMENT_GRAPH_EXPIRES_AT;
+/** The graph commitment's `suggestedText` (a review that returns it as its text may not send). */
+export const COMMITMENT_GRAPH_SUGGESTED = "Should I keep the list as it was?";
+const SUGGESTED = COMMITMENT_GRAPH_SUGGESTED;
 
 const COMMITMENT: Commitment = {
   id: "c1",
@@ -24,6 +28,8 @@ const COMMITMENT: Commitment = {
   attempts: 0,
   expiresAt: EXPIRES_AT,
 };
+
+export type CommitmentGraphSnapshot = Snapshot;
 
 type Snapshot = {
   status: string;
