@@ -218,16 +218,14 @@ export async function runScenario(
   }
   for (const dismissal of scenario.dismiss) {
     clock.setTimeout(() => {
-      gateway.commitments
-        .dismiss(dismissal.id)
-        .catch((error: unknown) =>
-          events.push({
-            at: clock.now(),
-            type: "commitment.storeFailed",
-            id: dismissal.id,
-            error: String(error),
-          }),
-        );
+      gateway.commitments.dismiss(dismissal.id).catch((error: unknown) =>
+        events.push({
+          at: clock.now(),
+          type: "commitment.storeFailed",
+          id: dismissal.id,
+          error: String(error),
+        }),
+      );
     }, dismissal.at);
   }
   for (const restart of scenario.restart) {
