@@ -324,7 +324,6 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
   };
   if (neverStarted) expect.noEvents = ["commitment.due"];
   else if (!sent && helpers.length === 0) expect.noEvents = ["commitment.sent"];
-  if (expiresAt !== Number.POSITIVE_INFINITY && status !== "expired") expiresAt = Number.POSITIVE_INFINITY;
   const expireAfterMs = (expiresAt === Number.POSITIVE_INFINITY ? t + 7 * DAY_MS : expiresAt) - FIRST_DUE;
   const commitments = config.commitments ?? {};
   return {

@@ -14,6 +14,7 @@ import { pathsCommand } from "../../src/testing/paths-command.js";
 import { replayPath, scenarioForPath } from "../../src/testing/replay-path.js";
 import type { ScenarioFile } from "../../src/testing/run-path-scenario.js";
 import { UnrealizablePathError } from "../../src/testing/session-path-scenario.js";
+import { testPaths } from "../../src/testing/test-paths.js";
 import { useTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -247,4 +248,10 @@ describe("generated commitment-machine scenarios", () => {
     const suite = await run(process.execPath, [...CLI, "run", dir.path], { maxBuffer: 64 * 1024 * 1024 });
     expect(suite.stdout).toMatch(new RegExp(`^${files.length} passed, 0 failed$`, "m"));
   }, 120_000);
+});
+
+// As a gateway author would: one test per commitment path under their config (one send a day).
+const oneADay = { commitments: { maxPerDay: 1 } };
+describe("commitment paths with maxPerDay 1, one test each", () => {
+  testPaths(it, machinePaths("commitment", { config: oneADay }), { config: oneADay });
 });
