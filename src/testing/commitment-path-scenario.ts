@@ -1,7 +1,5 @@
-import { type EventObject, getNextSnapshot } from "xstate";
+import type { EventObject } from "xstate";
 import { type GatewayConfigInput, parseConfig } from "../config.js";
-import { stateName } from "../gateway/validate-inbound.js";
-import { commitmentMachine } from "../machines/commitment.machine.js";
 import type { ReviewOutput } from "../machines/commitment.types.js";
 import { retryDelay } from "../policy/commitment-review.js";
 import type { ScenarioExpect } from "../scenario/expect-schema.js";
@@ -11,32 +9,32 @@ import {
   COMMITMENT_GRAPH_SUGGESTED,
   type CommitmentGraphSnapshot,
 } from "./commitment-graph.js";
+import {
+  CHANNEL,
+  completed,
+  DAY_MS,
+  FIRST_DUE,
+  HEARTBEAT_MS,
+  helper,
+  PATH_COMMITMENT,
+  PROPOSE_MS,
+  proposalRules,
+  REQUEST,
+  SESSION,
+  tickAt,
+} from "./commitment-path-stimuli.js";
 import type { MachinePath } from "./machine-paths.js";
 import type { ScenarioFile } from "./run-path-scenario.js";
 import { UnrealizablePathError } from "./session-path-scenario.js";
 
-const SESSION = "web:path";
-const CHANNEL = "web";
-/** The commitment the path follows: the first one the scenario's turn proposes. */
-export const PATH_COMMITMENT = "commitment-1";
-const HEARTBEAT_MS = 60_000;
-/** Turn 1's model call that proposes the commitment ends here: the commitment is created then. */
-const PROPOSE_MS = 100;
-const EARLIEST_MS = 90_000;
-/** The commitment's first due time (its window opens then; the window is that one moment). */
-const FIRST_DUE = PROPOSE_MS + EARLIEST_MS;
-const DAY_MS = 24 * 3_600_000;
 /** A user message sent to settle it arrives this long before the tick that reviews it. */
 const ANSWER_BEFORE_MS = 10_000;
-const FOLLOW_UP = "Is the new list right?";
-const REQUEST = "Draft the competitor list";
 const ANSWER = "Yes, the list looks good to me";
 const VOIDING = "One more thing about the list";
 const BUSY = "Meanwhile, look up the prices";
 
 type Done = EventObject & { output: ReviewOutput & { delivered?: boolean } };
 type Rule = Scenario["model"][number];
-type Step = MachinePath["steps"][number];
 type Retry = "backoff" | "nextTick" | "quota";
 
 /**
@@ -362,57 +360,6 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
   };
 }
 
-/** Turn 1: the model proposes the commitment with the `commitment` tool, then asks the user. */
-function proposalRules(): Rule[] {
-  return [
-    {
-      when: { review: false, latestUser: REQUEST, call: 1 },
-      reply: {
-        delayMs: PROPOSE_MS,
-        toolCalls: [
-          {
-            name: "commitment",
-            args: {
-              kind: "open_loop",
-              reason: "asked the user to confirm the competitor list",
-              suggestedText: COMMITMENT_GRAPH_SUGGESTED,
-              dedupeKey: "competitor-list",
-              confidence: 0.9,
-              dueWindow: { earliestMs: EARLIEST_MS, latestMs: EARLIEST_MS },
-            },
-          },
-        ],
-      },
-    },
-    {
-      when: { review: false, latestUser: REQUEST, call: 2 },
-      reply: { delayMs: PROPOSE_MS, text: "Here is the draft list. Can you confirm it?" },
-    },
-  ];
-}
-
-/** Another commitment of the session, due at `dueAt`, whose review sends at once. */
-function helper(n: number, dueAt: number): Scenario["commitments"][number] {
-  return {
-    id: `helper-${n}`,
-    session: SESSION,
-    kind: "open_loop",
-    source: "scenario",
-    reason: `another open question (${n})`,
-    suggestedText: "",
-    dedupeKey: `other-${n}`,
-    confidence: 0.9,
-    dueAt,
-    sourceMessageId: "m1",
-    status: "pending",
-  };
-}
-
-/** The first heartbeat tick (every minute from 0) at or after `dueAt`, and after `now`. */
-function tickAt(dueAt: number, now: number): number {
-  return Math.ceil(Math.max(dueAt, now + 1) / HEARTBEAT_MS) * HEARTBEAT_MS;
-}
-
 function lastReview(path: MachinePath): ReviewOutput | undefined {
   return (
     path.steps.findLast((step) => step.event.type === "xstate.done.actor.review")?.event as Done | undefined
@@ -421,41 +368,6 @@ function lastReview(path: MachinePath): ReviewOutput | undefined {
 
 function followUpClassification(path: MachinePath): string | undefined {
   return lastReview(path)?.classification;
-}
-
-/** Carries a path on to an end the way a well-behaved review would: due, a follow-up, sent. */
-function completed(path: MachinePath): MachinePath {
-  const steps: Step[] = [...path.steps];
-  let snapshot = steps[steps.length - 1]!.snapshot as CommitmentGraphSnapshot;
-  for (let guard = 0; snapshot.status === "active" && guard < 10; guard++) {
-    const event = defaultEvent(snapshot);
-    snapshot = getNextSnapshot(commitmentMachine, snapshot as never, event as never) as never;
-    steps.push({ event, snapshot });
-  }
-  if (steps.length === path.steps.length) return path;
-  const states = steps.map((step) => stateName((step.snapshot as CommitmentGraphSnapshot).value));
-  return { ...path, steps, states, events: steps.slice(1).map((step) => step.event.type) };
-}
-
-function defaultEvent(snapshot: CommitmentGraphSnapshot): EventObject {
-  if (snapshot.matches("reviewing"))
-    return {
-      type: "xstate.done.actor.review",
-      output: {
-        voided: false,
-        classification: "still_pending_user",
-        text: FOLLOW_UP,
-        via: "model",
-        at: 5000,
-        sentInWindow: 0,
-      },
-    } as EventObject;
-  if (snapshot.matches("sending"))
-    return {
-      type: "xstate.done.actor.send",
-      output: { delivered: true, messageId: "d1", at: 6000 },
-    } as EventObject;
-  return { type: "commitment.due", now: 5000, sentInWindow: 0 } as EventObject;
 }
 
 function dedupe(values: readonly string[]): string[] {

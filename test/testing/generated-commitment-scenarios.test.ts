@@ -203,16 +203,8 @@ describe("generated commitment-machine scenarios", () => {
   }, 120_000);
 
   it("the CLI writes the scenarios, reports in --json what it could not write, and `tiller run DIR` passes them", async () => {
-    const json = await run(process.execPath, [
-      ...CLI,
-      "paths",
-      "commitment",
-      "--kind",
-      "simple",
-      "--out",
-      dir.path,
-      "--json",
-    ]);
+    const simplePaths = [...CLI, "paths", "commitment", "--kind", "simple", "--out", dir.path];
+    const json = await run(process.execPath, [...simplePaths, "--json"]);
     const listed = JSON.parse(json.stdout) as {
       machine: string;
       paths: Array<{ name: string; states: string[]; events: string[] }>;
@@ -228,15 +220,7 @@ describe("generated commitment-machine scenarios", () => {
       "xstate.error.actor.review",
     );
 
-    const text = await run(process.execPath, [
-      ...CLI,
-      "paths",
-      "commitment",
-      "--kind",
-      "simple",
-      "--out",
-      dir.path,
-    ]);
+    const text = await run(process.execPath, simplePaths);
     expect(text.stdout).toContain("not written, the gateway cannot take these paths:");
     expect(text.stdout).toMatch(
       new RegExp(
