@@ -15,7 +15,7 @@ import {
   DAY_MS,
   FIRST_DUE,
   HEARTBEAT_MS,
-  helper,
+  otherCommitment,
   PATH_COMMITMENT,
   PROPOSE_MS,
   proposalRules,
@@ -66,7 +66,7 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
   const reviewRules: Rule[] = [];
   const turnRules: Rule[] = [];
   const tools: Scenario["tools"] = {};
-  const helpers: Scenario["commitments"] = [];
+  const others: Scenario["commitments"] = [];
   const dismiss: NonNullable<ScenarioFile["dismiss"]> = [];
   const failSendNumbers: number[] = [];
   const events: NonNullable<ScenarioExpect["events"]> = [
@@ -111,15 +111,15 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
         }
         const tick = tickAt(Math.min(dueAt, expiresAt), t);
         if (event.sentInWindow! >= maxPerDay) {
-          if (helpers.length > 0)
+          if (others.length > 0)
             throw new UnrealizablePathError(
               "the daily limit is reached twice on this path: the generator fills it once per scenario",
             );
           // Other commitments of the session, due just before it in the same tick, use the day's sends.
           for (let h = 1; h <= maxPerDay; h++) {
-            helpers.push(helper(h, tick - HEARTBEAT_MS + 1));
+            others.push(otherCommitment(h, tick - HEARTBEAT_MS + 1));
             reviewRules.push({
-              when: { review: true, commitment: `helper-${h}` },
+              when: { review: true, commitment: `other-${h}` },
               reply: {
                 toolCalls: [
                   {
@@ -318,10 +318,10 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
     events,
     commitments: [{ id: PATH_COMMITMENT, status, ...(classification ? { classification } : {}) }],
     deliveries: sent ? [{ kind: "commitment", session: SESSION, text: followUp }] : [],
-    deliveryCount: { count: helpers.length + (sent ? 1 : 0), kind: "commitment" },
+    deliveryCount: { count: others.length + (sent ? 1 : 0), kind: "commitment" },
   };
   if (neverStarted) expect.noEvents = ["commitment.due"];
-  else if (!sent && helpers.length === 0) expect.noEvents = ["commitment.sent"];
+  else if (!sent && others.length === 0) expect.noEvents = ["commitment.sent"];
   const expireAfterMs = (expiresAt === Number.POSITIVE_INFINITY ? t + 7 * DAY_MS : expiresAt) - FIRST_DUE;
   const commitments = config.commitments ?? {};
   return {
@@ -333,7 +333,7 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
         ...commitments,
         enabled: true,
         expireAfterMs,
-        ...(helpers.length > 0 ? { maxPerTick: Math.max(commitments.maxPerTick ?? 3, maxPerDay + 1) } : {}),
+        ...(others.length > 0 ? { maxPerTick: Math.max(commitments.maxPerTick ?? 3, maxPerDay + 1) } : {}),
       },
       heartbeat: { everyMs: HEARTBEAT_MS },
     } as Scenario["config"],
@@ -353,7 +353,7 @@ export function commitmentPathScenario(given: MachinePath, config: GatewayConfig
       },
     },
     inbound,
-    commitments: helpers,
+    commitments: others,
     restart: [],
     ...(dismiss.length > 0 ? { dismiss } : {}),
     expect,

@@ -56,9 +56,9 @@ export function proposalRules(): Rule[] {
 }
 
 /** Another commitment of the session, due at `dueAt`, whose review sends at once. */
-export function helper(n: number, dueAt: number): Scenario["commitments"][number] {
+export function otherCommitment(n: number, dueAt: number): Scenario["commitments"][number] {
   return {
-    id: `helper-${n}`,
+    id: `other-${n}`,
     session: SESSION,
     kind: "open_loop",
     source: "scenario",
