@@ -42,5 +42,29 @@ export async function benchPaths(): Promise<Figures> {
   figures["replay.run.shortest.failed"] = failed;
   figures["replay.run.shortest.totalMs"] = round(replayMs, 0);
   figures["replay.run.shortest.perScenarioMs"] = round(replayMs / paths.length, 1);
+  for (const kind of ["shortest", "simple"] as const) {
+    const started = performance.now();
+    const result = spawnSync(process.execPath, [...args, "commitment", kind, "out"], { encoding: "utf8" });
+    const wallMs = performance.now() - started;
+    if (result.status !== 0) throw new Error(`paths-child commitment ${kind} out failed: ${result.stderr}`);
+    const measured = JSON.parse(result.stdout) as {
+      generateMs: number;
+      replayMs: number;
+      written: number;
+      unreachable: number;
+      failed: number;
+      maxRssMb: number;
+    };
+    const key = `out.commitment.${kind}`;
+    figures[`${key}.written`] = measured.written;
+    figures[`${key}.unreachable`] = measured.unreachable;
+    figures[`${key}.failed`] = measured.failed;
+    figures[`${key}.generateMs`] = round(measured.generateMs, 0);
+    figures[`${key}.replayMs`] = round(measured.replayMs, 0);
+    figures[`${key}.processMs`] = round(wallMs, 0);
+    figures[`${key}.processMs.target`] = "< 10000";
+    figures[`${key}.peakRssMb`] = round(measured.maxRssMb, 0);
+    figures[`${key}.peakRssMb.target`] = "< 1024";
+  }
   return figures;
 }

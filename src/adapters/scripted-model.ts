@@ -2,6 +2,9 @@ import { type Clock, sleep } from "./clock.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "./model.js";
 import { latestUserText } from "./model.js";
 
+/** A commitment review's run id: `commitment:<id>#<attempt>`. */
+const REVIEW_PREFIX = "commitment:";
+
 /** Conditions of a scripted rule; all given ones must hold (docs/scenarios.md). */
 export interface ScriptedWhen {
   latestUser?: string;
@@ -13,6 +16,10 @@ export interface ScriptedWhen {
   review?: boolean;
   session?: string;
   hasToolResult?: string;
+  /** A commitment review of this commitment id. */
+  commitment?: string;
+  /** The nth review (1-based) of the call's commitment this model sees, counting every review begun. */
+  reviewNumber?: number;
 }
 
 export interface ScriptedReply {
@@ -40,6 +47,8 @@ export interface ScriptedRule {
 export class ScriptedModel implements ModelProvider {
   // Run ids per session in the order first seen: a run's turn number is its position + 1.
   private readonly turns = new Map<string, string[]>();
+  // Reviews begun per commitment id (a retried review may reuse its run id, so they are counted).
+  private readonly reviews = new Map<string, number>();
 
   constructor(
     private readonly rules: readonly ScriptedRule[],
@@ -49,7 +58,8 @@ export class ScriptedModel implements ModelProvider {
   async complete(request: ModelRequest): Promise<ModelReply> {
     const latest = latestUserText(request.context);
     const turn = this.turnOf(request);
-    const rule = this.rules.find((candidate) => matches(candidate.when, request, latest, turn));
+    const review = this.reviewOf(request);
+    const rule = this.rules.find((candidate) => matches(candidate.when, request, latest, turn, review));
     if (!rule) throw new Error(`scripted model: no rule matches call ${request.call} of ${request.runId}`);
     const { reply } = rule;
     if (reply.delayMs) await sleep(this.clock, reply.delayMs, request.signal);
@@ -66,6 +76,17 @@ export class ScriptedModel implements ModelProvider {
         args: call.args ?? {},
       })),
     };
+  }
+
+  /** The commitment a review call is about and which of its reviews this is. */
+  private reviewOf(request: ModelRequest): { commitment: string; number: number } | undefined {
+    if (!request.review || !request.runId.startsWith(REVIEW_PREFIX)) return undefined;
+    const end = request.runId.lastIndexOf("#");
+    const commitment = request.runId.slice(REVIEW_PREFIX.length, end < 0 ? undefined : end);
+    const seen = this.reviews.get(commitment) ?? 0;
+    const number = request.call === 1 ? seen + 1 : Math.max(seen, 1);
+    this.reviews.set(commitment, number);
+    return { commitment, number };
   }
 
   private turnOf(request: ModelRequest): number {
@@ -85,8 +106,11 @@ function matches(
   request: ModelRequest,
   latest: string,
   turn: number,
+  review: { commitment: string; number: number } | undefined,
 ): boolean {
   if (!when) return true;
+  if (when.commitment !== undefined && when.commitment !== review?.commitment) return false;
+  if (when.reviewNumber !== undefined && when.reviewNumber !== review?.number) return false;
   if (when.turn !== undefined && when.turn !== turn) return false;
   if (when.latestUser !== undefined && !latest.toLowerCase().includes(when.latestUser.toLowerCase()))
     return false;

@@ -1,4 +1,4 @@
-import { type Actor, createActor } from "xstate";
+import { type Actor, createActor, type InspectionEvent } from "xstate";
 import type { ActorDeps } from "../actors/deps.js";
 import type { TimerHandle } from "../adapters/clock.js";
 import { errorMessage } from "../errors.js";
@@ -13,6 +13,8 @@ export interface HeartbeatSettings {
   everyMs: number;
   maxPerTick: number;
   maxPerDay: number;
+  /** XState inspection of every commitment actor. */
+  inspect?: (event: InspectionEvent) => void;
 }
 
 /**
@@ -101,6 +103,7 @@ export class CommitmentHeartbeat {
         maxPerDay: this.settings.maxPerDay,
         sentInWindow: this.book.sentInWindow(session, this.deps.clock.now()),
       },
+      ...(this.settings.inspect ? { inspect: this.settings.inspect } : {}),
     });
     this.actors.set(id, actor);
     actor.on("*", (event) => this.deps.emit(event.type, { ...event, session }));

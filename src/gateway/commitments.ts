@@ -1,4 +1,5 @@
 import { nanoid } from "nanoid";
+import type { InspectionEvent } from "xstate";
 
 import type { ActorDeps } from "../actors/deps.js";
 import { createReviewCommitment, type ReviewGate } from "../actors/review-commitment.js";
@@ -58,6 +59,8 @@ export interface CommitmentsDeps {
   hooks: CommitmentHooks;
   /** The session has a turn running or queued. */
   isSessionBusy(session: string): boolean;
+  /** XState inspection of each commitment actor (the gateway's `inspect` option). */
+  inspect?: (event: InspectionEvent) => void;
 }
 
 /**
@@ -133,6 +136,7 @@ export function createCommitments(options: CommitmentsDeps) {
     everyMs,
     maxPerTick: config.commitments.maxPerTick ?? 3,
     maxPerDay,
+    ...(options.inspect ? { inspect: options.inspect } : {}),
   });
 
   const emit: EmitEvent = (type, fields) => deps.emit(type, fields);

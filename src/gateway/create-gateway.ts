@@ -159,6 +159,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...(options.commitmentSnapshot ? { commitmentSnapshot: options.commitmentSnapshot } : {}),
       ...(options.newCommitmentId ? { newCommitmentId: options.newCommitmentId } : {}),
     },
+    ...(options.inspect ? { inspect: options.inspect } : {}),
     isSessionBusy(session) {
       const inspection = inspectSession(session);
       return inspection !== undefined && (inspection.state !== "idle" || inspection.queue.length > 0);

@@ -21,6 +21,9 @@ export interface CheckedResult {
   deliveries: Array<{ kind: string; text: string; session: string }>;
   events: Array<{ type: string; reason?: unknown }>;
   states: RecordedStates;
+  /** State values each commitment's actors passed through, by commitment id. */
+  commitmentStates?: Record<string, string[]>;
+  commitments?: Array<{ id: string; status: string; classification: string }>;
 }
 
 /**
@@ -37,6 +40,10 @@ export function checkExpectations(expect: ScenarioExpect, result: CheckedResult)
   const checks: Expectation[] = [];
   const sessions = Object.keys(result.states);
   for (const spec of expect.states ?? []) {
+    if (spec.machine === "commitment") {
+      checks.push(commitmentStates(spec.commitment ?? "", spec.values, result.commitmentStates ?? {}));
+      continue;
+    }
     const session = spec.session ?? (sessions.length === 1 ? sessions[0] : undefined);
     const recorded = session === undefined ? undefined : result.states[session];
     const seen = spec.machine === "session" ? recorded?.session : recorded?.runs[spec.turn - 1]?.values;
@@ -105,21 +112,40 @@ export function checkExpectations(expect: ScenarioExpect, result: CheckedResult)
         (event, position) =>
           position >= from &&
           event.type === spec.type &&
-          (spec.reason === undefined || event.reason === spec.reason),
+          (spec.reason === undefined || event.reason === spec.reason) &&
+          Object.entries(spec.fields ?? {}).every(
+            ([field, value]) => (event as Record<string, unknown>)[field] === value,
+          ),
       );
       if (index >= 0) from = index + 1;
       const same = result.events.filter((event) => event.type === spec.type);
+      const shown = (event: CheckedResult["events"][number]) =>
+        spec.fields
+          ? `${event.type} ${describeFields(Object.keys(spec.fields), event as Record<string, unknown>)}`
+          : `${event.type} (reason ${String(event.reason)})`;
       checks.push({
         ok: index >= 0,
-        what: `event ${spec.type}${spec.reason ? ` (reason ${spec.reason})` : ""}`,
+        what: `event ${spec.type}${spec.reason ? ` (reason ${spec.reason})` : ""}${spec.fields ? ` ${describeFields(Object.keys(spec.fields), spec.fields)}` : ""}`,
         found:
           index >= 0
             ? "emitted"
             : same.length === 0
               ? "not emitted"
-              : `emitted only as ${same.map((event) => `${event.type} (reason ${String(event.reason)})`).join(", ")}, or not in order`,
+              : `emitted only as ${same.map(shown).join(", ")}, or not in order`,
       });
     }
+  }
+  for (const spec of expect.commitments ?? []) {
+    const found = result.commitments?.find((commitment) => commitment.id === spec.id);
+    checks.push({
+      ok:
+        found?.status === spec.status &&
+        (spec.classification === undefined || found.classification === spec.classification),
+      what: `commitment ${spec.id} ends ${spec.status}${spec.classification ? ` (${spec.classification})` : ""}`,
+      found: found
+        ? `${found.status}${found.classification ? ` (${found.classification})` : ""}`
+        : "no such commitment",
+    });
   }
   for (const type of expect.noEvents ?? []) {
     const count = result.events.filter((event) => event.type === type).length;
@@ -130,6 +156,28 @@ export function checkExpectations(expect: ScenarioExpect, result: CheckedResult)
     });
   }
   return checks;
+}
+
+function commitmentStates(
+  id: string,
+  values: readonly string[],
+  recorded: Record<string, string[]>,
+): Expectation {
+  const seen = recorded[id];
+  const missing = seen ? firstMissing(values, seen, (want, got) => want === got) : 0;
+  return {
+    ok: seen !== undefined && missing === -1,
+    what: `commitment ${id} passes ${values.join(" → ")}`,
+    found:
+      seen === undefined
+        ? "no actor of it ran"
+        : `${seen.join(" → ")}${missing >= 0 ? ` (missing ${values[missing]} in order)` : ""}`,
+  };
+}
+
+/** `{ id: c1, why: operator }`, the named fields of an event or an expectation. */
+function describeFields(names: readonly string[], values: Record<string, unknown>): string {
+  return `{ ${names.map((name) => `${name}: ${String(values[name])}`).join(", ")} }`;
 }
 
 /** Index of the first expected item not found in order, or -1 when all are. */

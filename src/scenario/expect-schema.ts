@@ -10,8 +10,10 @@ export const expectSchema = z
       .array(
         z
           .object({
-            /** Which machine: a session actor, or one turn's run actor. */
-            machine: z.enum(["run", "session"]),
+            /** Which machine: a session actor, one turn's run actor, or a commitment's actors. */
+            machine: z.enum(["run", "session", "commitment"]),
+            /** For `commitment`: its id. Each review of it is an actor of its own, from `scheduled`. */
+            commitment: z.string().min(1).optional(),
             /** The session key; optional when the scenario has one session. */
             session: z.string().min(1).optional(),
             /** For `run`: the session's nth turn (1-based). */
@@ -46,9 +48,45 @@ export const expectSchema = z
       })
       .strict()
       .optional(),
-    events: z.array(z.object({ type: z.string().min(1), reason: z.string().optional() }).strict()).optional(),
+    events: z
+      .array(
+        z
+          .object({
+            type: z.string().min(1),
+            reason: z.string().optional(),
+            /** Fields the event must carry with these values (`{ id: c1, classification: completed }`). */
+            fields: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+          })
+          .strict(),
+      )
+      .optional(),
+    /** Commitments as they end: each listed id with this status (and classification, when given). */
+    commitments: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1),
+            status: z.enum(["pending", "sent", "dismissed", "expired"]),
+            classification: z.string().optional(),
+          })
+          .strict(),
+      )
+      .optional(),
     noEvents: z.array(z.string().min(1)).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((expect, context) => {
+    for (const [index, spec] of (expect.states ?? []).entries()) {
+      if ((spec.machine === "commitment") !== (spec.commitment !== undefined))
+        context.addIssue({
+          code: "custom",
+          path: ["states", index, "commitment"],
+          message:
+            spec.machine === "commitment"
+              ? "a commitment id is needed with machine: commitment"
+              : "only with machine: commitment",
+        });
+    }
+  });
 
 export type ScenarioExpect = z.output<typeof expectSchema>;

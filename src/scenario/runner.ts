@@ -1,3 +1,4 @@
+import type { Channel } from "../adapters/channel.js";
 import type { Clock, TimerHandle } from "../adapters/clock.js";
 import { sleep } from "../adapters/clock.js";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
@@ -68,6 +69,8 @@ export interface ScenarioResult {
   events: TillerEvent[];
   /** State values each session's session actor and run actors passed through, in order. */
   states: RecordedStates;
+  /** State values each commitment's actors passed through (one actor per review), by id. */
+  commitmentStates: Record<string, string[]>;
   /** Present when the scenario has an `expect` block: each expectation with what was found. */
   expectations?: Expectation[];
 }
@@ -79,6 +82,8 @@ export interface RunScenarioOptions {
   model?: (scripted: ModelProvider) => ModelProvider;
   /** Wraps or replaces the scenario's scripted tools. */
   tools?: (scripted: ToolDefinition[]) => ToolDefinition[];
+  /** Wraps a scenario channel (what it delivers is still read from the loopback channel inside). */
+  channel?: (scripted: Channel, name: string) => Channel;
 }
 
 /**
@@ -108,9 +113,16 @@ export async function runScenario(
   if (channelNames.size === 0) for (const name of await storedChannels(store)) channelNames.add(name);
   if (channelNames.size === 0) channelNames.add("loopback");
   const channels = new Map<string, LoopbackChannel>();
+  const gatewayChannels: Record<string, Channel> = {};
   for (const name of channelNames) {
-    const settings = scenario.channels[name] ?? { failSends: 0, omitMessageId: false };
-    channels.set(name, new LoopbackChannel({ ...settings, now: () => clock.now(), clock }));
+    const { failSendNumbers, ...settings } = scenario.channels[name] ?? {
+      failSends: 0,
+      omitMessageId: false,
+    };
+    const loopback = new LoopbackChannel({ ...settings, now: () => clock.now(), clock });
+    channels.set(name, loopback);
+    const faulty = failSendNumbers?.length ? failingSends(loopback, failSendNumbers) : loopback;
+    gatewayChannels[name] = options.channel ? options.channel(faulty, name) : faulty;
   }
   const newRunId = await runIdsAfter(store);
   const newCommitmentId = await scenarioCommitments(scenario, store);
@@ -125,7 +137,7 @@ export async function runScenario(
       config: (scenario.config ?? {}) as object,
       model: wrapModel(new ScriptedModel(scenario.model, scoped)),
       tools: wrapTools(scenarioTools(scenario, scoped)),
-      channels: Object.fromEntries(channels),
+      channels: gatewayChannels,
       store: fenced(store, scoped),
       clock: scoped,
       logger: silentLogger,
@@ -204,6 +216,18 @@ export async function runScenario(
       );
     }, message.at);
   }
+  for (const dismissal of scenario.dismiss) {
+    clock.setTimeout(() => {
+      gateway.commitments.dismiss(dismissal.id).catch((error: unknown) =>
+        events.push({
+          at: clock.now(),
+          type: "commitment.storeFailed",
+          id: dismissal.id,
+          error: String(error),
+        }),
+      );
+    }, dismissal.at);
+  }
   for (const restart of scenario.restart) {
     clock.setTimeout(() => {
       // kill -9: nothing of the old process runs again; only the store survives.
@@ -263,10 +287,24 @@ export async function runScenario(
     })),
     events,
     states: states.result(),
+    commitmentStates: states.commitmentResult(),
   };
   if (scenario.expect) result.expectations = checkExpectations(scenario.expect, result);
   await gateway.stop();
   return { result, gateway };
+}
+
+/** The channel, except that the sends with these numbers (1-based, every send counted) fail. */
+function failingSends(inner: Channel, numbers: readonly number[]): Channel {
+  const failing = new Set(numbers);
+  let count = 0;
+  return {
+    send(message) {
+      count += 1;
+      if (failing.has(count)) return Promise.reject(new Error(`send ${count} failed (injected fault)`));
+      return inner.send(message);
+    },
+  };
 }
 
 /** The channels the stored sessions' messages came in on. */

@@ -12,6 +12,10 @@ const whenSchema = z
     review: z.boolean().optional(),
     session: z.string().optional(),
     hasToolResult: z.string().optional(),
+    /** A review of this commitment (by id). */
+    commitment: z.string().min(1).optional(),
+    /** The nth review (1-based) of that commitment, counting every review begun in the process. */
+    reviewNumber: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -54,6 +58,8 @@ const channelSchema = z
     omitMessageId: z.boolean().default(false),
     /** Each send takes this long on the simulated clock (a reply can be "on its way" for a while). */
     sendDelayMs: z.number().nonnegative().optional(),
+    /** These sends fail (1-based, counting every send the channel is asked for), e.g. `[3]`. */
+    failSendNumbers: z.array(z.number().int().positive()).optional(),
   })
   .strict();
 
@@ -110,6 +116,8 @@ export const scenarioSchema = z
     inbound: z.array(inboundSchema).default([]),
     commitments: z.array(commitmentSchema).default([]),
     restart: z.array(z.object({ at: z.number().nonnegative() }).strict()).default([]),
+    /** An operator dismisses a commitment at `at` (`gateway.commitments.dismiss(id)`). */
+    dismiss: z.array(z.object({ at: z.number().nonnegative(), id: z.string().min(1) }).strict()).default([]),
     until: z.number().positive().optional(),
     expect: expectSchema.optional(),
   })

@@ -3,13 +3,16 @@ import { stateName } from "../gateway/validate-inbound.js";
 import type { RecordedStates } from "./check-expectations.js";
 
 /**
- * Records, from XState's inspection stream, the state values every session actor and run actor
- * passes through (consecutive repeats folded), so a scenario can state the path it must take.
+ * Records, from XState's inspection stream, the state values every session actor, run actor and
+ * commitment actor passes through (consecutive repeats folded), so a scenario can state the path it
+ * must take.
  */
 export class StateRecorder {
   private readonly sessions: RecordedStates = {};
   // A run actor's session, learned from its first snapshot.
   private readonly runs = new WeakMap<object, { values: string[] }>();
+  // Every actor of a commitment (one per review) adds to the same list: its whole journey.
+  private readonly commitments: Record<string, string[]> = {};
 
   observe(event: InspectionEvent): void {
     if (event.type !== "@xstate.snapshot") return;
@@ -18,6 +21,11 @@ export class StateRecorder {
     if (machineId === "session") {
       const key = snapshot.context?.key;
       if (typeof key === "string") push(this.entry(key).session, stateName(snapshot.value));
+    } else if (machineId === "commitment") {
+      const commitment = snapshot.context?.commitment as { id?: unknown } | undefined;
+      if (typeof commitment?.id !== "string") return;
+      this.commitments[commitment.id] ??= [];
+      push(this.commitments[commitment.id]!, stateName(snapshot.value));
     } else if (machineId === "run") {
       let run = this.runs.get(event.actorRef);
       if (!run) {
@@ -33,6 +41,11 @@ export class StateRecorder {
 
   result(): RecordedStates {
     return this.sessions;
+  }
+
+  /** State values each commitment's actors passed through, by commitment id. */
+  commitmentResult(): Record<string, string[]> {
+    return this.commitments;
   }
 
   private entry(session: string): RecordedStates[string] {

@@ -3,9 +3,12 @@ import type { GatewayConfig } from "../config.js";
 import { commitmentMachine } from "../machines/commitment.machine.js";
 import type { Commitment, ReviewOutput } from "../machines/commitment.types.js";
 
-/** When the fixture commitment's window closes: a `now` at or past it is "past the window". */
-export const EXPIRES_AT = 1_000_000;
-const SUGGESTED = "Should I keep the list as it was?";
+/** The graph's expiry: a `commitment.due` or review result at or after it is past the window. */
+export const COMMITMENT_GRAPH_EXPIRES_AT = 1_000_000;
+const EXPIRES_AT = COMMITMENT_GRAPH_EXPIRES_AT;
+/** The graph commitment's `suggestedText` (a review that returns it as its text may not send). */
+export const COMMITMENT_GRAPH_SUGGESTED = "Should I keep the list as it was?";
+const SUGGESTED = COMMITMENT_GRAPH_SUGGESTED;
 
 /** A pending commitment due at 1000 that the graphs start from (the graph tests reuse it). */
 export function commitmentFixture(fields: Partial<Commitment> = {}): Commitment {
@@ -31,6 +34,8 @@ export function commitmentFixture(fields: Partial<Commitment> = {}): Commitment 
 }
 
 const COMMITMENT = commitmentFixture();
+
+export type CommitmentGraphSnapshot = Snapshot;
 
 type Snapshot = {
   status: string;

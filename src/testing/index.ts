@@ -11,6 +11,14 @@
  */
 
 export type {
+  CommitmentEvent,
+  CommitmentInput,
+  CommitmentOutput,
+  ReviewOutput,
+  SendInput,
+  SendOutput,
+} from "../machines/commitment.types.js";
+export type {
   CallModelInput,
   CallModelOutput,
   RunEvent,
@@ -23,6 +31,8 @@ export type { DeliverInput, DeliverOutput, SessionEvent, SessionInput } from "..
 export type { CheckedResult, Expectation, RecordedStates } from "../scenario/check-expectations.js";
 export { checkExpectations } from "../scenario/check-expectations.js";
 export type { ScenarioExpect } from "../scenario/expect-schema.js";
+export { commitmentPathScenario } from "./commitment-path-scenario.js";
+export { PATH_COMMITMENT } from "./commitment-path-stimuli.js";
 export {
   createTestGateway,
   InvariantError,

@@ -12,7 +12,8 @@ export const PATHS_USAGE = `usage: tiller paths MACHINE [--kind shortest|simple]
   MACHINE   ${MACHINE_NAMES.join(", ")}
   --kind    shortest (default): a shortest path to every state; simple: complete simple paths (bounded)
   --json    print { machine, paths: [{ name, states, events }] }
-  --out     write one runnable scenario per path (run and session machines) into DIR, with expect blocks
+  --out     write one runnable scenario per path (run, session and commitment machines) into DIR, with
+            expect blocks; paths the gateway cannot take are listed with the reason
   --config  a gateway config (JSON or YAML) whose settings shape the graph (maxPasses, queue mode)`;
 
 /** Thrown for a mistake on the command line; the CLI prints it as one line and exits 2. */
@@ -57,10 +58,12 @@ export async function pathsCommand(args: readonly string[]): Promise<string> {
   const config = configFile === undefined ? undefined : await readConfig(configFile);
   const paths = machinePaths(machine, { kind, ...(config === undefined ? {} : { config }) });
   let written = 0;
-  let skipped = 0;
+  const skipped: Array<{ path: string; reason: string }> = [];
   if (out !== undefined) {
-    if (machine !== "run" && machine !== "session") {
-      throw new UsageError(`--out writes scenarios for the run and session machines, not ${machine}`);
+    if (machine !== "run" && machine !== "session" && machine !== "commitment") {
+      throw new UsageError(
+        `--out writes scenarios for the run, session and commitment machines, not ${machine}`,
+      );
     }
     await mkdir(out, { recursive: true });
     const width = String(paths.length).length;
@@ -70,7 +73,7 @@ export async function pathsCommand(args: readonly string[]): Promise<string> {
         scenario = scenarioForPath(path, config);
       } catch (error) {
         if (!(error instanceof UnrealizablePathError)) throw error;
-        skipped++;
+        skipped.push({ path: path.name, reason: error.message });
         continue;
       }
       const file = join(out, `${machine}-${String(index + 1).padStart(width, "0")}.yaml`);
@@ -83,11 +86,16 @@ export async function pathsCommand(args: readonly string[]): Promise<string> {
       machine,
       kind,
       paths: paths.map((path) => ({ name: path.name, states: path.states, events: path.events })),
+      ...(out === undefined ? {} : { scenarios: { dir: out, written, unreachable: skipped } }),
     });
   }
   const lines = paths.map((path, index) => `${index + 1}. ${path.name}`);
+  if (skipped.length > 0) {
+    lines.push(`not written, the gateway cannot take these paths:`);
+    for (const { path, reason } of skipped) lines.push(`  ${path}`, `    ${reason}`);
+  }
   const outcome = out
-    ? `; ${written} scenarios written to ${out}${skipped ? ` (${skipped} paths no timing of messages can reproduce)` : ""}`
+    ? `; ${written} scenarios written to ${out}${skipped.length > 0 ? ` (${skipped.length} ${skipped.length === 1 ? "path" : "paths"} the gateway cannot take)` : ""}`
     : "";
   lines.push(`${paths.length} ${kind} paths of the ${machine} machine${outcome}`);
   return lines.join("\n");

@@ -2,18 +2,20 @@ import type { GatewayConfigInput } from "../config.js";
 import type { Expectation } from "../scenario/check-expectations.js";
 import { parseScenario } from "../scenario/load.js";
 import { type RunScenarioOptions, runScenario, type ScenarioResult } from "../scenario/runner.js";
+import { commitmentPathScenario } from "./commitment-path-scenario.js";
 import type { MachinePath } from "./machine-paths.js";
 import { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
 import { sessionPathScenario } from "./session-path-scenario.js";
 
-/** The scenario that drives the real gateway along a path (the run machine's paths). */
+/** The scenario that drives the real gateway along a path of the run, session or commitment machine. */
 export function scenarioForPath(path: MachinePath, config?: GatewayConfigInput): ScenarioFile {
   if (path.machine === "run") return runPathScenario(path, config ?? {});
   if (path.machine === "session") return sessionPathScenario(path, config ?? {});
+  if (path.machine === "commitment") return commitmentPathScenario(path, config ?? {});
   throw new TypeError(`no scenario can be generated for a ${path.machine} path yet`);
 }
 
-export interface ReplayOptions extends Pick<RunScenarioOptions, "model" | "tools"> {
+export interface ReplayOptions extends Pick<RunScenarioOptions, "model" | "tools" | "channel"> {
   /** The gateway config the scenario runs with (the one the paths were generated for). */
   config?: GatewayConfigInput;
 }
@@ -44,6 +46,7 @@ export async function replayPath(path: MachinePath, options: ReplayOptions = {})
   const { result } = await runScenario(scenario, {
     ...(options.model ? { model: options.model } : {}),
     ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.channel ? { channel: options.channel } : {}),
   });
   const expectations = result.expectations ?? [];
   const failed = expectations.filter((expectation) => !expectation.ok);

@@ -22,7 +22,10 @@ const CHANNEL = "web";
 const DRAFT = "Re: {{latestUser}}";
 
 /** A scenario (the file format of `tiller run`) as plain data, ready to be written as YAML or JSON. */
-export type ScenarioFile = Omit<Scenario, "expect"> & { expect: ScenarioExpect };
+export type ScenarioFile = Omit<Scenario, "expect" | "dismiss"> & {
+  expect: ScenarioExpect;
+  dismiss?: Scenario["dismiss"];
+};
 
 type ModelRule = Scenario["model"][number];
 type InboundEntry = Scenario["inbound"][number];

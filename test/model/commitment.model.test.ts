@@ -13,7 +13,10 @@ import type {
   SendOutput,
 } from "../../src/machines/commitment.types.js";
 import { normalizeText } from "../../src/policy/commitment-review.js";
-import { commitmentFixture, EXPIRES_AT } from "../../src/testing/commitment-graph.js";
+import {
+  commitmentFixture,
+  COMMITMENT_GRAPH_EXPIRES_AT as EXPIRES_AT,
+} from "../../src/testing/commitment-graph.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
 // Graph-based tests of the commitment machine (docs/commitments.md, invariant 10). xstate/graph enumerates
