@@ -42,6 +42,7 @@ export async function startCluster(
 
 export interface PostedAck {
   disposition: string;
+  mode: string;
   text: string;
   owner?: string;
   waitsFor?: string;

@@ -87,6 +87,23 @@ describe("cluster sessions: messages reach the owner of the turn", () => {
     expect(results.every((r) => r.status !== "done")).toBe(true);
   }, 60_000);
 
+  it("/queue and /new sent to other processes act on the session where it runs", async () => {
+    const [a, b, c] = cluster as [ClusterMember, ClusterMember, ClusterMember];
+    expect((await post(b, "web:ctl", "run a task now", "q1")).disposition).toBe("started");
+    await toolRunning(b, "web:ctl");
+    const queue = await post(a, "web:ctl", "/queue followup", "q2");
+    expect(queue).toMatchObject({ disposition: "control", owner: b.processId });
+    // The owner's setting decides: a plain message sent to C now waits for its own turn on B.
+    const next = await post(c, "web:ctl", "what about this", "q3");
+    expect(next).toMatchObject({ disposition: "queued", mode: "followup", owner: b.processId });
+    const reset = await post(c, "web:ctl", "/new", "q4");
+    expect(reset).toMatchObject({ disposition: "control", owner: b.processId });
+    const { rows } = await db.pool.query<{ revision: number }>(
+      `SELECT revision FROM ${db.schema}.sessions WHERE session_key = 'web:ctl'`,
+    );
+    expect(rows[0]?.revision).toBe(2);
+  }, 60_000);
+
   it("a message id sent to two processes is a duplicate at the second", async () => {
     const [a, , c] = cluster as [ClusterMember, ClusterMember, ClusterMember];
     expect((await post(a, "web:dup", "hello there", "d1")).disposition).toBe("started");
