@@ -1,5 +1,6 @@
-import type { SessionCluster } from "../adapters/session-cluster.js";
+import type { InboxEntry, SessionCluster } from "../adapters/session-cluster.js";
 import { type GatewayConfig, queueLayers } from "../config.js";
+import { MessageRejectedError } from "../errors.js";
 import type { EmitEvent } from "../events.js";
 import type { Logger } from "../logger.js";
 import { parseControl } from "../policy/control.js";
@@ -65,7 +66,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
     if (deps.isDraining()) return acks;
     for (const entry of await cluster.waiting(session)) {
-      const ack = await deps.local(entry.body as unknown as InboundMessage);
+      const ack = await applyOne(entry);
       acks.set(entry.id, ack);
       // A message the session turned away may be sent again: only the receiver here can say so.
       if (ack.disposition === "rejected" && entry.receivedBy === cluster.processId)
@@ -73,6 +74,27 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       else await cluster.applied(entry, ack);
     }
     return acks;
+  }
+
+  /**
+   * Applies one row as a local message. A row this process cannot take (its config refuses the
+   * message) is answered as rejected rather than left to be tried on every poll.
+   */
+  async function applyOne(entry: InboxEntry): Promise<Ack> {
+    try {
+      return await deps.local(entry.body as unknown as InboundMessage);
+    } catch (error) {
+      if (!(error instanceof MessageRejectedError)) throw error;
+      return {
+        session: entry.session,
+        messageId: entry.messageId,
+        disposition: "rejected",
+        mode: "steer",
+        modeSource: "default",
+        reason: error.message,
+        text: `Not accepted: ${error.message}.`,
+      };
+    }
   }
 
   /** Gives the session up once nothing runs here and its state is durable; applies late arrivals. */

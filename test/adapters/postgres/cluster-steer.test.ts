@@ -87,6 +87,17 @@ describe("cluster sessions: messages reach the owner of the turn", () => {
     expect(results.every((r) => r.status !== "done")).toBe(true);
   }, 60_000);
 
+  it("an interrupt sent to C stops B's turn and runs there next", async () => {
+    const [, b, c] = cluster as [ClusterMember, ClusterMember, ClusterMember];
+    const onB = follow(procs, b, "web:int");
+    expect((await post(b, "web:int", "run a task for me", "i1")).disposition).toBe("started");
+    await toolRunning(b, "web:int");
+    const ack = await post(c, "web:int", "forget that, say hi", "i2", "interrupt");
+    expect(ack).toMatchObject({ disposition: "interrupted", owner: b.processId });
+    const reply = await onB.waitFor((e) => e.event === "delivery" && e.data.kind === "reply", 20_000);
+    expect(String(reply.data.text)).toContain("forget that, say hi");
+  }, 60_000);
+
   it("/queue and /new sent to other processes act on the session where it runs", async () => {
     const [a, b, c] = cluster as [ClusterMember, ClusterMember, ClusterMember];
     expect((await post(b, "web:ctl", "run a task now", "q1")).disposition).toBe("started");
@@ -98,10 +109,13 @@ describe("cluster sessions: messages reach the owner of the turn", () => {
     expect(next).toMatchObject({ disposition: "queued", mode: "followup", owner: b.processId });
     const reset = await post(c, "web:ctl", "/new", "q4");
     expect(reset).toMatchObject({ disposition: "control", owner: b.processId });
-    const { rows } = await db.pool.query<{ revision: number }>(
-      `SELECT revision FROM ${db.schema}.sessions WHERE session_key = 'web:ctl'`,
-    );
-    expect(rows[0]?.revision).toBe(2);
+    // The owner resets the transcript (a new revision) once its stopped run has ended.
+    await eventually("the reset on B", async () => {
+      const { rows } = await db.pool.query<{ revision: number }>(
+        `SELECT revision FROM ${db.schema}.sessions WHERE session_key = 'web:ctl'`,
+      );
+      return rows[0]?.revision === 2;
+    });
   }, 60_000);
 
   it("a message id sent to two processes is a duplicate at the second", async () => {
