@@ -139,6 +139,11 @@ export interface TillerEventMap {
   "session.resumed": InSession & { note: string };
   /** Several processes: this process took the session (nobody live owned it); `resumed`: with stored work. */
   "session.adopted": InSession & { resumed: boolean };
+  /**
+   * Several processes: this process's ownership of the session ran out before it was renewed; its live
+   * state here was stopped (the next owner resumes the session from the store).
+   */
+  "session.lost": InSession;
   /** `/new` started a fresh conversation (a new transcript revision). */
   "session.reset": InSession;
   /** The session's window reached `limits.maxWindowRecords`: the model starts from a fresh window. */

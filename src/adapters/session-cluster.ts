@@ -21,8 +21,11 @@ export interface SessionCluster {
   applied(entry: InboxEntry, ack: object): Promise<void>;
   /** Takes the entry out of the inbox (a rejected message may be sent again). */
   forget(id: string): Promise<void>;
-  /** The ack the owner recorded for a message, waiting up to `timeoutMs`; undefined when none came. */
-  awaitAck(id: string, timeoutMs: number): Promise<Record<string, unknown> | undefined>;
+  /**
+   * The ack recorded for a message and the process that applied it (the owner it was sent to, or one
+   * that took the session over meanwhile), waiting up to `timeoutMs`; undefined when none came.
+   */
+  awaitAck(id: string, timeoutMs: number): Promise<{ ack: Record<string, unknown>; by: string } | undefined>;
   /** Gives a session up; false (and kept) while messages wait for it: apply them first. */
   release(session: string): Promise<boolean>;
   /** The live owner of each of these sessions (sessions nobody owns are left out). */
@@ -33,6 +36,11 @@ export interface SessionCluster {
    * function that unsubscribes; sessions are taken over only while someone listens.
    */
   onWake(listener: (session: string, adopted: boolean) => void): () => void;
+  /**
+   * Called for a session this process owned whose lease ran out before it was renewed (a long pause,
+   * a lost connection): another process may own it now, so its live state here must go.
+   */
+  onLost?(listener: (session: string) => void): () => void;
 }
 
 /** One inbound message as the inbox keeps it. */

@@ -20,6 +20,8 @@ export interface ClusterInboxDeps {
   isIdle(session: string): boolean;
   /** Resolves once the session's newest state is durable. */
   settle(session: string): Promise<void>;
+  /** Another process may own the session now: its live state here goes (the store is the truth). */
+  forgetLive(session: string): void;
   isDraining(): boolean;
   emit: EmitEvent;
   logger: Logger;
@@ -47,7 +49,7 @@ export interface ClusterInbox {
 export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const { cluster, config, emit } = deps;
   const chains = new Map<string, Promise<unknown>>();
-  let unsubscribe: (() => void) | undefined;
+  const unsubscribe: Array<() => void> = [];
 
   function serial<T>(session: string, work: () => Promise<T>): Promise<T> {
     const previous = chains.get(session) ?? Promise.resolve();
@@ -144,14 +146,17 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     }
     if (acceptance.kind === "remote") {
       const { owner, id } = acceptance;
-      const owned = (await cluster.awaitAck(id, cluster.ackWaitMs)) as Ack | undefined;
-      emit("message.forwarded", { session, messageId: message.id, owner, confirmed: owned !== undefined });
-      if (owned) {
+      const answer = await cluster.awaitAck(id, cluster.ackWaitMs);
+      emit("message.forwarded", { session, messageId: message.id, owner, confirmed: answer !== undefined });
+      if (answer) {
+        const owned = answer.ack as unknown as Ack;
         if (owned.disposition === "rejected") await cluster.forget(id);
+        // The owner it was sent to, or a process that took the session over meanwhile (maybe this one).
+        if (answer.by === cluster.processId) return owned;
         return {
           ...owned,
-          owner,
-          text: `${owned.text} (Handled by process ${owner}, which runs this session.)`,
+          owner: answer.by,
+          text: `${owned.text} (Handled by process ${answer.by}, which runs this session.)`,
         };
       }
       return {
@@ -171,7 +176,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       return applied;
     });
     // Applied by a wake-up that ran first: its ack is in the inbox.
-    const ack = acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0)) as Ack | undefined);
+    const ack =
+      acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined);
     if (ack) return ack;
     // Nothing applied it (this process drains): it waits in the inbox for the next owner.
     return {
@@ -190,11 +196,18 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       );
     },
     start() {
-      unsubscribe ??= cluster.onWake(wake);
+      if (unsubscribe.length > 0) return;
+      unsubscribe.push(cluster.onWake(wake));
+      const lost = cluster.onLost?.((session) => {
+        serial(session, async () => {
+          deps.forgetLive(session);
+          emit("session.lost", { session });
+        }).catch(() => {});
+      });
+      if (lost) unsubscribe.push(lost);
     },
     stop() {
-      unsubscribe?.();
-      unsubscribe = undefined;
+      for (const off of unsubscribe.splice(0)) off();
     },
   };
 }

@@ -211,6 +211,11 @@ export function createGateway(options: GatewayOptions): Gateway {
           const resumed = await resumeSession(resumeDeps, session);
           emit("session.adopted", { session, resumed });
         },
+        forgetLive(session) {
+          // Stopping the actor stops its run; the lane's fence already refuses the run's writes.
+          registry.stop(session);
+          writer.forget(session);
+        },
         async settle(session) {
           const entry = registry.get(session);
           if (!entry) return;

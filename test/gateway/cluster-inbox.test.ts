@@ -47,7 +47,8 @@ function memoryCluster(owner: string | undefined, ownerAnswers?: (entry: Row) =>
       );
     },
     async awaitAck(id) {
-      return rows.find((r) => r.id === id)?.ack as Record<string, unknown> | undefined;
+      const ack = rows.find((r) => r.id === id)?.ack as Record<string, unknown> | undefined;
+      return ack ? { ack, by: owner ?? "here" } : undefined;
     },
     async release(session) {
       calls.push(`release ${session}`);
@@ -57,8 +58,13 @@ function memoryCluster(owner: string | undefined, ownerAnswers?: (entry: Row) =>
       return new Map();
     },
     onWake: () => () => {},
+    onLost(listener) {
+      loseOwnership = listener;
+      return () => {};
+    },
   };
-  return { cluster, rows, calls };
+  let loseOwnership: (session: string) => void = () => {};
+  return { cluster, rows, calls, lose: (session: string) => loseOwnership(session) };
 }
 
 function inboxWith(cluster: SessionCluster, local: (m: InboundMessage) => Ack, calls: string[] = []) {
@@ -76,6 +82,9 @@ function inboxWith(cluster: SessionCluster, local: (m: InboundMessage) => Ack, c
     },
     isIdle: () => true,
     settle: async () => {},
+    forgetLive(session) {
+      calls.push(`forget live ${session}`);
+    },
     isDraining: () => false,
     emit: (type, fields) => events.push({ type, at: 0, ...fields } as unknown as TillerEvent),
     logger: silentLogger,
@@ -139,6 +148,16 @@ describe("cluster inbox", () => {
     expect((await inbox.receive(message)).disposition).toBe("rejected");
     expect(rows).toHaveLength(0);
     expect(calls).toContain("forget 1");
+  });
+
+  it("stops the session's live state here when its ownership was lost", async () => {
+    const { cluster, calls, lose } = memoryCluster(undefined);
+    const { inbox, events } = inboxWith(cluster, started, calls);
+    inbox.start();
+    lose("web:1");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(["forget live web:1"]);
+    expect(events.map((e) => e.type)).toEqual(["session.lost"]);
   });
 
   it("refuses a malformed message before anything reaches the inbox", async () => {

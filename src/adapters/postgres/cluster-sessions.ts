@@ -71,6 +71,14 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   });
   const channel = inboxChannel(schema, processId);
   const listeners = new Set<(session: string, adopted: boolean) => void>();
+  const lostListeners = new Set<(session: string) => void>();
+  /**
+   * The sessions this process owns, as far as it knows (the renewal says which it still does), each
+   * with the number of its latest taking (a session given up and taken again during a renewal is not
+   * lost).
+   */
+  const owned = new Map<string, number>();
+  let takings = 0;
   /** Acks awaited by this process, by inbox id: woken by a NOTIFY (and by the poll). */
   const ackWaiters = new Map<string, Set<() => void>>();
   let closed = false;
@@ -111,6 +119,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
         return { kind: "remote", id, owner: owner.owner };
       }
       await client.query(sql.TAKE_OWNER, [message.session, processId, leaseMs]);
+      owned.set(message.session, ++takings);
       return { kind: "local", id, adopted: !(owner?.live && owner.owner === processId) };
     });
   }
@@ -140,12 +149,19 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       await pool.query(sql.NOTIFY, [inboxChannel(schema, receivedBy), JSON.stringify({ ack: entry.id })]);
   }
 
-  async function ackOf(id: string): Promise<Record<string, unknown> | undefined> {
-    const { rows } = await pool.query<{ ack: Record<string, unknown> | null }>(sql.ACK_OF, [id]);
-    return rows[0]?.ack ?? undefined;
+  async function ackOf(id: string): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {
+    const { rows } = await pool.query<{ ack: Record<string, unknown> | null; taken_by: string | null }>(
+      sql.ACK_OF,
+      [id],
+    );
+    const row = rows[0];
+    return row?.ack && row.taken_by ? { ack: row.ack, by: row.taken_by } : undefined;
   }
 
-  async function awaitAck(id: string, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
+  async function awaitAck(
+    id: string,
+    timeoutMs: number,
+  ): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {
     const deadline = clock.now() + timeoutMs;
     const waiters = ackWaiters.get(id) ?? new Set();
     ackWaiters.set(id, waiters);
@@ -176,6 +192,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       await client.query(sql.LOCK_SESSION, [lockKey(session)]);
       if ((await client.query(sql.ANY_WAITING, [session])).rows.length > 0) return false;
       await client.query(sql.RELEASE, [session, processId]);
+      owned.delete(session);
       return true;
     });
   }
@@ -187,12 +204,22 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       const owner = (await client.query<{ live: boolean }>(sql.OWNER_OF, [session])).rows[0];
       if (owner?.live) return false;
       await client.query(sql.TAKE_OWNER, [session, processId, leaseMs]);
+      owned.set(session, ++takings);
       return true;
     });
   }
 
   async function heartbeat(): Promise<void> {
-    await pool.query(sql.RENEW, [processId, leaseMs]);
+    const before = new Map(owned);
+    const { rows } = await pool.query<{ session_key: string }>(sql.RENEW, [processId, leaseMs]);
+    const renewed = new Set(rows.map((row) => row.session_key));
+    // Owned when the renewal was sent and not renewed by it: the lease had run out.
+    for (const [session, taking] of before) {
+      if (renewed.has(session) || owned.get(session) !== taking) continue;
+      owned.delete(session);
+      logger.warn({ processId, session }, "cluster sessions: ownership lost");
+      for (const listener of lostListeners) listener(session);
+    }
   }
 
   async function poll(): Promise<void> {
@@ -256,6 +283,10 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     onWake(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    onLost(listener) {
+      lostListeners.add(listener);
+      return () => lostListeners.delete(listener);
     },
     async close() {
       if (closed) return;

@@ -59,7 +59,7 @@ describe("createClusterSessions", () => {
     expect(await a.release("web:s")).toBe(false);
     const acked = b.awaitAck((forwarded as { id: string }).id, 5000);
     await a.applied(waiting[0]!, { disposition: "steered", text: "in the run" });
-    expect(await acked).toEqual({ disposition: "steered", text: "in the run" });
+    expect(await acked).toEqual({ ack: { disposition: "steered", text: "in the run" }, by: "pa" });
     expect((await a.owners(["web:s", "web:none"])).get("web:s")).toBe("pa");
     expect(await a.release("web:s")).toBe(true);
     expect(await a.owners(["web:s"])).toEqual(new Map());
@@ -107,5 +107,20 @@ describe("createClusterSessions", () => {
     await eventually("B to take the session over", () => taken.includes("web:r"), 10_000);
     expect((await b.owners(["web:r"])).get("web:r")).toBe("rb");
     expect((await b.waiting("web:r")).map((e) => e.messageId)).toEqual(["m1"]);
+  });
+
+  it("tells the owner when its lease ran out before a renewal", async () => {
+    const a = await member("la");
+    const lost: string[] = [];
+    a.onLost?.((session) => lost.push(session));
+    await a.accept({ session: "web:l", messageId: "m1", mode: "default", body: body("m1") });
+    await a.accept({ session: "web:kept", messageId: "m1", mode: "default", body: body("m1") });
+    // As after a long pause: the lease ran out before the heartbeat came.
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() - interval '1 second'
+        WHERE session_key = 'web:l'`,
+    );
+    await eventually("the loss to be noticed", () => lost.includes("web:l"), 5000);
+    expect(lost).toEqual(["web:l"]);
   });
 });

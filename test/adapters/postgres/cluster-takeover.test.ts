@@ -56,8 +56,10 @@ describe("cluster sessions: takeover after kill -9", () => {
     // B's lease still runs: C forwards to it, hears nothing, and says the message is stored.
     const late = await post(c, session, "one more thing", "k3");
     expect(["queued", "steered", "started"]).toContain(late.disposition);
-    // Forwarded to the dead owner: the ack promises only that the message is stored, never a steer.
+    // Forwarded to the dead owner: never acked by it; the ack says the message is stored, or comes from
+    // the process that took the session over in the meantime.
     if (late.owner === b.processId) expect(late.disposition).toBe("queued");
+    else expect(late.text).not.toContain(b.processId);
     const { rows: waiting } = await db.pool.query(
       `SELECT 1 FROM ${db.schema}.inbox WHERE session_key = $1 AND message_id = 'k3'`,
       [session],
