@@ -102,16 +102,19 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   /** Gives the session up once nothing runs here and its state is durable; applies late arrivals. */
   async function releaseIfIdle(session: string): Promise<void> {
     for (;;) {
-      if (!deps.isIdle(session)) return;
+      // A draining process keeps its sessions until it stops (stopping gives them all up).
+      if (deps.isDraining() || !deps.isIdle(session)) return;
       await deps.settle(session);
       if (!deps.isIdle(session)) return;
       if (await cluster.release(session)) return;
-      await drainNow(session);
+      // Messages arrived meanwhile: apply them first. None for this process: it no longer owns it.
+      if ((await drainNow(session)).size === 0) return;
     }
   }
 
   function wake(session: string, adopted: boolean): void {
     serial(session, async () => {
+      if (deps.isDraining()) return;
       if (adopted) await deps.adopt(session);
       await drainNow(session);
       await releaseIfIdle(session);

@@ -67,7 +67,12 @@ function memoryCluster(owner: string | undefined, ownerAnswers?: (entry: Row) =>
   return { cluster, rows, calls, lose: (session: string) => loseOwnership(session) };
 }
 
-function inboxWith(cluster: SessionCluster, local: (m: InboundMessage) => Ack, calls: string[] = []) {
+function inboxWith(
+  cluster: SessionCluster,
+  local: (m: InboundMessage) => Ack,
+  calls: string[] = [],
+  draining = false,
+) {
   const events: TillerEvent[] = [];
   const inbox = createClusterInbox({
     cluster,
@@ -85,7 +90,7 @@ function inboxWith(cluster: SessionCluster, local: (m: InboundMessage) => Ack, c
     forgetLive(session) {
       calls.push(`forget live ${session}`);
     },
-    isDraining: () => false,
+    isDraining: () => draining,
     emit: (type, fields) => events.push({ type, at: 0, ...fields } as unknown as TillerEvent),
     logger: silentLogger,
   });
@@ -158,6 +163,19 @@ describe("cluster inbox", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(calls).toEqual(["forget live web:1"]);
     expect(events.map((e) => e.type)).toEqual(["session.lost"]);
+  });
+
+  it("leaves a draining process's answer to the one-process path: nothing reaches the inbox", async () => {
+    const { cluster, rows, calls } = memoryCluster(undefined);
+    const refused = (m: InboundMessage): Ack => ({
+      ...started(m),
+      disposition: "rejected",
+      text: "draining",
+    });
+    const { inbox } = inboxWith(cluster, refused, calls, true);
+    expect((await inbox.receive(message)).disposition).toBe("rejected");
+    expect(rows).toHaveLength(0);
+    expect(calls).toEqual(["apply m1"]);
   });
 
   it("refuses a malformed message before anything reaches the inbox", async () => {
