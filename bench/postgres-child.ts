@@ -7,9 +7,14 @@
  *   when it reads a line on stdin (so every process starts at once), prints `done` with its wall time
  *   once every reply was sent, then stops the gateway and prints `stopped`.
  * - `hold`: holds one session's lane slot until killed (the takeover bench kills it with SIGKILL).
+ * - `own`: a gateway that owns one session, its turn stuck in a model call, until killed (the session
+ *   takeover bench kills it with SIGKILL).
+ *
+ * The gateways run with the cluster's session ownership and inbox, as `tiller serve --postgres` does.
  */
 import { createInterface } from "node:readline";
 import { createClusterLanes } from "../src/adapters/postgres/cluster-lanes.js";
+import { createClusterSessions } from "../src/adapters/postgres/cluster-sessions.js";
 import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
@@ -48,28 +53,55 @@ if (mode === "hold") {
   });
 }
 
-if (mode === "gateway") {
+async function clusterGateway(model: ReturnType<typeof instantModel>, channel: CountingChannel) {
   const store = await PostgresStore.connect({
     url: args.url,
     schema: args.schema,
     fences: lanes,
     poolSize: 6,
   });
+  const cluster = await createClusterSessions({
+    url: args.url,
+    schema: args.schema,
+    processId: args.name,
+    poolSize: 4,
+    ...(args.leaseMs ? { leaseMs: args.leaseMs } : {}),
+    ...(args.pollMs ? { pollMs: args.pollMs } : {}),
+  });
+  const gateway = createGateway({
+    config: { queue: { mode: "followup" }, lanes: args.capacity },
+    model,
+    channels: { web: channel },
+    store,
+    lanes,
+    cluster,
+    logger: silentLogger,
+  });
+  return { store, cluster, gateway };
+}
+
+if (mode === "own") {
+  const stuck = { complete: () => new Promise<never>(() => {}) };
+  const { gateway } = await clusterGateway(stuck, new CountingChannel());
+  await gateway.start();
+  gateway.subscribe((event) => {
+    if (event.type === "turn.started") out({ event: "started", session: args.session });
+  });
+  await gateway.receive({ session: args.session!, channel: "web", text: "hold on", id: "held-1" });
+}
+
+if (mode === "gateway") {
+  const channel = new CountingChannel();
+  const { store, cluster, gateway } = await clusterGateway(
+    instantModel(args.workload!.modelMs ?? 0),
+    channel,
+  );
   const append = store.append.bind(store);
   store.append = (session, records, expect) =>
     append(session, records, expect).catch((error: unknown) => {
       out({ event: "failure", type: "append", detail: String(error) });
       throw error;
     });
-  const channel = new CountingChannel();
-  const gateway = createGateway({
-    config: { queue: { mode: "followup" }, lanes: args.capacity },
-    model: instantModel(args.workload!.modelMs ?? 0),
-    channels: { web: channel },
-    store,
-    lanes,
-    logger: silentLogger,
-  });
   // Failures a run meets (a refused write, a failed save) are facts too: a test shows them when it fails.
   gateway.subscribe((event) => {
     if (/failed|undelivered|lease/i.test(event.type))
@@ -85,6 +117,7 @@ if (mode === "gateway") {
   // A final is stored after its delivery: stop() waits for every turn's last write (the lane slot is
   // held until the final is stored), and `stopped` says it is all in the database.
   await gateway.stop();
+  await cluster.close();
   await lanes.close();
   out({ event: "stopped" });
   process.exit(0);

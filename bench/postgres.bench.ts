@@ -1,8 +1,9 @@
 /**
  * PostgreSQL figures: claim latency of the cluster lanes (run() to the task's start, a free slot),
  * turns per second of three gateway processes on one database against one process on the JSONL store
- * (the same workload, in the same run, as a ratio), and the takeover time after kill -9 against the
- * lease. Uses TILLER_DATABASE_URL, else TILLER_TEST_DATABASE_URL, else 127.0.0.1:5432/test; skipped with
+ * (the same workload, in the same run, as a ratio), the takeover time after kill -9 against the
+ * lease (of a lane slot, and of a whole session whose turn is resumed elsewhere), and the steer latency
+ * from `receive()` on one process to the run on another holding the message. Uses TILLER_DATABASE_URL, else TILLER_TEST_DATABASE_URL, else 127.0.0.1:5432/test; skipped with
  * a line saying so when none answers. Run alone with `npx tsx bench/postgres.bench.ts`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -14,7 +15,11 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
+import type { ModelProvider } from "../src/adapters/model.js";
 import { createClusterLanes } from "../src/adapters/postgres/cluster-lanes.js";
+import { createClusterSessions } from "../src/adapters/postgres/cluster-sessions.js";
+import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
+import type { ToolDefinition } from "../src/adapters/tool.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
 import { type Figures, percentile, round } from "./bench-support.js";
@@ -26,6 +31,7 @@ const MESSAGES = 10;
 const CAPACITY = 8;
 const CLAIMS = 200;
 const LEASE_MS = 2000;
+const STEERS = 60;
 
 export async function benchPostgres(): Promise<Figures> {
   const url =
@@ -47,9 +53,12 @@ export async function benchPostgres(): Promise<Figures> {
       ...(await claimLatency(url, schema)),
       ...(await turnsPerSecond(url, schema)),
       ...(await takeover(url, schema)),
+      ...(await steerLatency(url, `${schema}_s`)),
+      ...(await sessionTakeover(url, `${schema}_t`)),
     };
   } finally {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    for (const name of [schema, `${schema}_s`, `${schema}_t`])
+      await admin.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`).catch(() => {});
     await admin.end();
   }
 }
@@ -137,6 +146,149 @@ async function takeover(url: string, schema: string): Promise<Figures> {
   await taken;
   await heir.close();
   return { "takeover.ms": startedAt - killedAt, "takeover.leaseMs": LEASE_MS };
+}
+
+/** A gateway of the cluster in this process: lanes, store, session ownership (its own name). */
+async function member(
+  url: string,
+  schema: string,
+  name: string,
+  model: ModelProvider,
+  tools: ToolDefinition[],
+) {
+  const lanes = await createClusterLanes({
+    url,
+    schema,
+    processId: name,
+    capacity: { main: CAPACITY },
+    leaseMs: LEASE_MS,
+    pollMs: 100,
+  });
+  const store = await PostgresStore.connect({ url, schema, fences: lanes });
+  const cluster = await createClusterSessions({
+    url,
+    schema,
+    processId: name,
+    leaseMs: LEASE_MS,
+    pollMs: 100,
+  });
+  const gateway = createGateway({
+    model,
+    tools,
+    channels: { web: new CountingChannel() },
+    store,
+    lanes,
+    cluster,
+    logger: silentLogger,
+  });
+  await gateway.start();
+  return {
+    gateway,
+    async close() {
+      await gateway.stop();
+      await cluster.close();
+      await lanes.close();
+    },
+  };
+}
+
+/**
+ * Two gateways on one database; a turn runs on B, waiting in a tool. A steer is sent to A: the time
+ * from A's `receive()` until B's session has applied it to the running turn (B's own ack of it), the
+ * forward through the inbox row and the NOTIFY included.
+ */
+async function steerLatency(url: string, schema: string): Promise<Figures> {
+  const gates = new Map<string, () => void>();
+  const hold: ToolDefinition = {
+    name: "hold",
+    description: "waits until the bench lets it go",
+    cancellable: true,
+    async execute(_args, context) {
+      await new Promise<void>((resolve) => gates.set(context.session, resolve));
+      return "held";
+    },
+  };
+  const model: ModelProvider = {
+    async complete(request) {
+      const turn = request.context.slice(request.turnStart);
+      if (!turn.some((message) => message.role === "toolResult"))
+        return { text: "", toolCalls: [{ callId: `${request.runId}-c`, name: "hold", args: {} }] };
+      return { text: "done", toolCalls: [] };
+    },
+  };
+  const a = await member(url, schema, "steer-a", model, [hold]);
+  const b = await member(url, schema, "steer-b", model, [hold]);
+  const times: number[] = [];
+  for (let i = 0; i < STEERS; i++) {
+    const session = `web:steer-${i}`;
+    const holding = new Promise<void>((resolve) => {
+      const off = b.gateway.subscribe((event) => {
+        if (event.type === "tool.started" && event.session === session) {
+          off();
+          resolve();
+        }
+      });
+    });
+    await b.gateway.receive({ session, channel: "web", text: "start", id: "m1" });
+    await holding;
+    let sent = 0;
+    const applied = new Promise<number>((resolve) => {
+      const off = b.gateway.subscribe((event) => {
+        if (event.type === "message.acked" && event.session === session && event.messageId === "m2") {
+          off();
+          resolve(performance.now() - sent);
+        }
+      });
+    });
+    sent = performance.now();
+    const ack = await a.gateway.receive({ session, channel: "web", text: "steer this", id: "m2" });
+    if (ack.disposition !== "steered") throw new Error(`steer bench: the steer was ${ack.disposition}`);
+    times.push(await applied);
+    gates.get(session)?.();
+  }
+  await a.close();
+  await b.close();
+  times.sort((x, y) => x - y);
+  return { "steer.p50Ms": round(percentile(times, 50)), "steer.p99Ms": round(percentile(times, 99)) };
+}
+
+/**
+ * kill -9 of the process that owns a session mid-turn (stuck in a model call): how long until another
+ * process has taken the session over and its cut-off turn has started again there.
+ */
+async function sessionTakeover(url: string, schema: string): Promise<Figures> {
+  const owner = startChild("own", {
+    url,
+    schema,
+    name: "owner",
+    capacity: { main: CAPACITY },
+    session: "web:owned",
+    leaseMs: LEASE_MS,
+    pollMs: 100,
+  });
+  await owner.fact("started");
+  let adoptedAt = 0;
+  let resumedAt = 0;
+  const answered = instantModel();
+  const heir = await member(url, schema, "heir", answered, []);
+  const resumed = new Promise<void>((resolve) =>
+    heir.gateway.subscribe((event) => {
+      if (event.type === "session.adopted" && event.session === "web:owned") adoptedAt = Date.now();
+      if (event.type === "turn.started" && event.session === "web:owned") {
+        resumedAt = Date.now();
+        resolve();
+      }
+    }),
+  );
+  const killedAt = Date.now();
+  owner.child.kill("SIGKILL");
+  await resumed;
+  await heir.close();
+  return {
+    "sessionTakeover.adoptedMs": adoptedAt - killedAt,
+    "sessionTakeover.resumedMs": resumedAt - killedAt,
+    "sessionTakeover.leaseMs": LEASE_MS,
+  };
 }
 
 function startChild(mode: string, args: Record<string, unknown>) {

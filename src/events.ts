@@ -125,6 +125,8 @@ export interface TillerEventMap {
     /** For a turn nobody typed: its trigger (`cron`, `heartbeat`, ...). */
     trigger?: string;
   };
+  /** Several processes: the message went to the process that owns its session (`confirmed`: its ack came back in time). */
+  "message.forwarded": InSession & { messageId: string; owner: string; confirmed: boolean };
   /** A message left its turn or queue without being answered (`/stop`, `/new`, the queue cap). */
   "message.dropped": InSession & { runId?: string; messageId: string; reason: string; summary?: string };
   /** The built-in `message` tool sent a visible message. */
@@ -135,6 +137,13 @@ export interface TillerEventMap {
   "session.crashed": InSession & { error: string };
   /** A restarted gateway resumed the session (`note` says what it found and did). */
   "session.resumed": InSession & { note: string };
+  /** Several processes: this process took the session (nobody live owned it); `resumed`: with stored work. */
+  "session.adopted": InSession & { resumed: boolean };
+  /**
+   * Several processes: this process's ownership of the session ran out before it was renewed; its live
+   * state here was stopped (the next owner resumes the session from the store).
+   */
+  "session.lost": InSession;
   /** `/new` started a fresh conversation (a new transcript revision). */
   "session.reset": InSession;
   /** The session's window reached `limits.maxWindowRecords`: the model starts from a fresh window. */

@@ -51,9 +51,15 @@ export {
   type ClusterLanesOptions,
   createClusterLanes,
 } from "./adapters/postgres/cluster-lanes.js";
+export {
+  type ClusterSessions,
+  type ClusterSessionsOptions,
+  createClusterSessions,
+} from "./adapters/postgres/cluster-sessions.js";
 export type { FenceSource } from "./adapters/postgres/fences.js";
 export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
+export type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "./adapters/session-cluster.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
 export * from "./adapters/store.js";
 export { SystemClock } from "./adapters/system-clock.js";

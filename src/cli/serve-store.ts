@@ -1,5 +1,6 @@
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import { type ClusterLanes, createClusterLanes } from "../adapters/postgres/cluster-lanes.js";
+import { type ClusterSessions, createClusterSessions } from "../adapters/postgres/cluster-sessions.js";
 import { PostgresStore } from "../adapters/postgres/postgres-store.js";
 import type { TranscriptStore } from "../adapters/store.js";
 import { errorMessage } from "../errors.js";
@@ -14,12 +15,18 @@ export interface ServeStoreChoice {
   schema: string | undefined;
   /** Lane capacities (the config's `lanes`), cluster-wide on PostgreSQL. */
   capacity: Record<string, number>;
+  /** `--lease MS`: how long a process's runs and sessions hold without renewal, on PostgreSQL. */
+  leaseMs?: number | undefined;
+  /** Applied messages stay this long in the inbox for cluster-wide dedupe (the config's window). */
+  dedupeWindowMs?: number;
 }
 
 export interface ServeStore {
   store: TranscriptStore;
   /** The cluster lanes on PostgreSQL; undefined on the JSONL store (the gateway's in-process lanes). */
   lanes: ClusterLanes | undefined;
+  /** Session ownership and the inbox on PostgreSQL (closed with the lanes). */
+  cluster: ClusterSessions | undefined;
   /** What the startup banner says about the store. */
   description: string;
 }
@@ -34,7 +41,7 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
   if (postgresUrl === undefined) {
     try {
       const store = await JsonlStore.openDir({ dir: storeDir });
-      return { store, lanes: undefined, description: storeDir };
+      return { store, lanes: undefined, cluster: undefined, description: storeDir };
     } catch (error) {
       throw new UsageError(`--store ${storeDir}: ${errorMessage(error)}`);
     }
@@ -46,8 +53,22 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
       url: postgresUrl,
       capacity,
       ...(schema !== undefined ? { schema } : {}),
+      ...(choice.leaseMs !== undefined ? { leaseMs: choice.leaseMs } : {}),
     });
   } catch (error) {
+    throw new UsageError(`${where}: ${errorMessage(error)}`);
+  }
+  let cluster: ClusterSessions;
+  try {
+    cluster = await createClusterSessions({
+      url: postgresUrl,
+      processId: lanes.processId,
+      ...(schema !== undefined ? { schema } : {}),
+      ...(choice.leaseMs !== undefined ? { leaseMs: choice.leaseMs } : {}),
+      ...(choice.dedupeWindowMs !== undefined ? { dedupeWindowMs: choice.dedupeWindowMs } : {}),
+    });
+  } catch (error) {
+    await lanes.close();
     throw new UsageError(`${where}: ${errorMessage(error)}`);
   }
   try {
@@ -60,9 +81,11 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
     return {
       store,
       lanes,
+      cluster,
       description: `PostgreSQL ${redact(postgresUrl)}, schema ${store.schema}, process ${lanes.processId}`,
     };
   } catch (error) {
+    await cluster.close();
     await lanes.close();
     throw new UsageError(`${where}: ${errorMessage(error)}`);
   }

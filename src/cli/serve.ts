@@ -20,7 +20,7 @@ import { openServeStore } from "./serve-store.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
                     [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
-                    [--postgres URL] [--schema NAME]`;
+                    [--postgres URL] [--schema NAME] [--lease MS]`;
 
 const PAGE_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 
@@ -68,16 +68,23 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   const {
     store,
     lanes,
+    cluster,
     description: storeDescription,
   } = await openServeStore({
     storeDir,
     postgresUrl: values.postgres ?? (io.env.TILLER_DATABASE_URL || undefined),
     schema: values.schema,
     capacity: config.lanes,
+    leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
+    dedupeWindowMs: config.limits.dedupeWindowMs,
   });
+  const closeCluster = async () => {
+    await cluster?.close();
+    await lanes?.close();
+  };
   const closeStore = async () => {
     await store.close();
-    await lanes?.close();
+    await closeCluster();
   };
   const web = new WebChannel(new FileDeliveryLog(storeDir));
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
@@ -96,6 +103,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       logger: createLogger(),
       inspect: states.inspect,
       ...(lanes ? { lanes } : {}),
+      ...(cluster ? { cluster } : {}),
     });
   } catch (error) {
     await closeStore();
@@ -127,8 +135,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       io.stdout.write(`drain timeout (${drainTimeoutMs} ms): unfinished turns resume at the next start\n`);
     await http.close();
     await Promise.race([gateway.stop(), delay(finished ? 5000 : 500, undefined)]);
-    // The cluster lanes: this process leaves the cluster (its rows go, its sessions are free at once).
-    await lanes?.close();
+    // The cluster: this process leaves it (its rows go, its sessions are free at once).
+    await closeCluster();
     await web.log.close();
   });
 
@@ -137,7 +145,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   } catch (error) {
     await http.close();
     await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
-    await lanes?.close().catch(() => undefined);
+    await closeCluster().catch(() => undefined);
     throw new UsageError(`${storeDescription}: cannot resume (${errorMessage(error)})`);
   }
   http.markReady();
@@ -223,6 +231,7 @@ function parseCli(argv: string[]) {
         "drain-timeout": { type: "string" },
         postgres: { type: "string" },
         schema: { type: "string" },
+        lease: { type: "string" },
       },
     });
   } catch (error) {

@@ -40,6 +40,11 @@ export interface Ack {
   durable?: false;
   /** The trigger of the background turn the session was busy with when the message arrived (`cron`, ...). */
   busyWith?: string;
+  /**
+   * Several processes: the process that owns the session and applied the message (or holds it, for a
+   * `queued` ack it has not confirmed), when that is not the process that received it.
+   */
+  owner?: string;
 }
 
 export interface RunView {

@@ -20,11 +20,12 @@ import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
 import type { CommitmentProposal } from "../policy/commitment-fields.js";
 import { checkAdapters } from "./check-adapters.js";
+import { createClusterInbox } from "./cluster-inbox.js";
 import { type CommitmentFilter, type CommitmentHooks, createCommitments } from "./commitments.js";
 import type { Gateway, GatewayOptions, SessionInspection } from "./gateway.types.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
-import { resumeSessions } from "./resume-sessions.js";
+import { resumeSession, resumeSessions } from "./resume-sessions.js";
 import { createRunSubagent } from "./run-subagent.js";
 import { ScheduleRunner, type ScheduleView } from "./schedule-runner.js";
 import { SessionPersistence } from "./session-persistence.js";
@@ -149,6 +150,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     inspect: options.inspect,
     emit,
     publish,
+    onIdle: (key) => clusterInbox?.idle(key),
   });
 
   const commitments = createCommitments({
@@ -168,7 +170,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   observeCommitments = (event) => commitments.observe(event);
   deps.proposeCommitment = (session, args, origin) => commitments.propose(session, args, origin);
 
-  const receive = createReceive({
+  const localReceive = createReceive({
     config,
     deps,
     registry,
@@ -177,6 +179,55 @@ export function createGateway(options: GatewayOptions): Gateway {
     isDraining: () => draining,
     emit,
   });
+
+  const resumeDeps = { store, writer, config, persistence, registry, channelNames, emit };
+  /** Nothing runs or waits for the session in this process. */
+  function isIdle(session: string): boolean {
+    const snapshot = registry.get(session)?.actor?.getSnapshot();
+    return !snapshot || (snapshot.value === "idle" && snapshot.context.queue.length === 0);
+  }
+  // Several processes: messages go through the cluster's inbox to the session's owner.
+  const clusterInbox = options.cluster
+    ? createClusterInbox({
+        cluster: options.cluster,
+        config,
+        channelNames,
+        local: localReceive,
+        isIdle,
+        async adopt(session) {
+          const entry = registry.get(session);
+          if (entry?.actor && !isIdle(session)) return;
+          // Another process may have run the session since this one last did: the store is the truth.
+          registry.stop(session);
+          writer.forget(session);
+          if (entry) {
+            entry.known = undefined;
+            entry.override = null;
+            entry.savedFrom = null;
+            entry.savedEmpty = true;
+            entry.lastQueue = [];
+            entry.lastSummaries = [];
+          }
+          const resumed = await resumeSession(resumeDeps, session);
+          emit("session.adopted", { session, resumed });
+        },
+        forgetLive(session) {
+          // Stopping the actor stops its run; the lane's fence already refuses the run's writes.
+          registry.stop(session);
+          writer.forget(session);
+        },
+        async settle(session) {
+          const entry = registry.get(session);
+          if (!entry) return;
+          persistence.flush(session, entry);
+          await entry.saving;
+        },
+        isDraining: () => draining,
+        emit,
+        logger,
+      })
+    : undefined;
+  const receive = clusterInbox ? clusterInbox.receive : localReceive;
 
   function inspectSession(key: string): SessionInspection | undefined {
     const entry = registry.get(key);
@@ -236,6 +287,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     clock,
     store,
     lanes,
+    ...(options.cluster ? { cluster: options.cluster } : {}),
     /** The config's schedules: `list()` shows each one's next and last run. */
     schedules: { list: (): ScheduleView[] => scheduleRunner.list() },
     /**
@@ -244,7 +296,9 @@ export function createGateway(options: GatewayOptions): Gateway {
      */
     trigger: (request: TriggerRequest): Promise<TriggerAck> => trigger(request),
     async start(): Promise<void> {
-      await resumeSessions({ store, writer, config, persistence, registry, channelNames, emit });
+      // In a cluster, sessions left with work are taken over one by one, by whichever process is free.
+      if (clusterInbox) clusterInbox.start();
+      else await resumeSessions(resumeDeps);
       await commitments.start();
       await scheduleRunner.start();
       emit("gateway.started", {});
@@ -310,6 +364,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async stop(): Promise<void> {
       draining = true;
+      clusterInbox?.stop();
       commitments.stop();
       scheduleRunner.stop();
       await lanes.drain();

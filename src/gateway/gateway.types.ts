@@ -2,6 +2,7 @@ import type { InspectionEvent } from "xstate";
 import type { Channel } from "../adapters/channel.js";
 import type { Clock } from "../adapters/clock.js";
 import type { ModelProvider } from "../adapters/model.js";
+import type { SessionCluster } from "../adapters/session-cluster.js";
 import type { TranscriptStore } from "../adapters/store.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import type { GatewayConfig, GatewayConfigInput } from "../config.js";
@@ -53,6 +54,13 @@ export interface GatewayOptions {
    * @default an in-process scheduler with `config.lanes`
    */
   lanes?: LaneScheduler;
+  /**
+   * Session ownership and the durable inbox of several processes on one database
+   * (`createClusterSessions`, docs/postgres.md): each message goes to the process that owns its
+   * session, wherever it was received. Give it with the cluster lanes and the PostgreSQL store.
+   * @default none: every session runs in this process
+   */
+  cluster?: SessionCluster;
   /**
    * Sees each finished turn and may propose commitments (validated like the `commitment` tool's);
    * called only when `commitments.enabled`.
@@ -107,6 +115,8 @@ export interface Gateway {
   readonly store: TranscriptStore;
   /** The lane scheduler every turn waits in. */
   readonly lanes: LaneScheduler;
+  /** Session ownership of a gateway of several processes, when it was given one. */
+  readonly cluster?: SessionCluster;
   /**
    * Resumes what an earlier process left in the store (pending follow-ups, recoveries, a turn cut off
    * by a crash) and emits `gateway.started`. Call it once, before the first `receive()`.

@@ -21,6 +21,8 @@ export interface SessionRegistryDeps {
   emit: EmitEvent;
   /** Publishes a complete event (the machines' emitted events, stamped with their session). */
   publish(event: TillerEvent): void;
+  /** The session has nothing running or waiting (a cluster process then gives it up). */
+  onIdle?(key: string): void;
 }
 
 /**
@@ -109,7 +111,10 @@ export class SessionRegistry {
           );
         }
         persistence.persist(key, entry, snapshot);
-        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) this.rest(key, entry);
+        if (snapshot.value === "idle" && snapshot.context.queue.length === 0) {
+          this.rest(key, entry);
+          this.deps.onIdle?.(key);
+        }
       },
       error: (error) => {
         this.deps.logger.error({ session: key, error: String(error) }, "session.crashed");
@@ -124,6 +129,13 @@ export class SessionRegistry {
   /** Keeps the session's window cached while it is being looked at, or lets it go if no actor runs. */
   keepWindow(key: string, entry: SessionMemory, keep: boolean): void {
     if (!entry.actor) this.deps.writer.keepWindow(key, keep);
+  }
+
+  /** Stops the session's actor (another process ran it meanwhile: the store is the truth again). */
+  stop(key: string): void {
+    const entry = this.entries.get(key);
+    this.liveIdle.delete(key);
+    if (entry) this.stopActor(key, entry);
   }
 
   /** Stops every actor (the gateway is stopping); the memories stay. */

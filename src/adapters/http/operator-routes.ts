@@ -7,8 +7,11 @@ import { sessionMachine } from "../../machines/session.machine.js";
 import { toMachineConfig } from "../../viz/machine-config.js";
 import type { Route } from "./router.js";
 
-/** One entry of `GET /v1/sessions`: `inspectSession()` plus its key. */
-export type SessionSummary = SessionInspection & { key: string };
+/**
+ * One entry of `GET /v1/sessions`: `inspectSession()` plus its key, and on a gateway of several
+ * processes the process that owns the session (`null`: nobody does, it is idle).
+ */
+export type SessionSummary = SessionInspection & { key: string; owner?: string | null };
 
 /**
  * The endpoints the operator page reads besides the core API (docs/http.md, "Operator page
@@ -62,13 +65,15 @@ export function operatorRoutes(gateway: Gateway): Route[] {
 export async function listSessions(gateway: Gateway): Promise<SessionSummary[]> {
   const keys = new Set(gateway.sessionKeys());
   for (const key of await gateway.store.sessions()) keys.add(key);
+  const owners = gateway.cluster ? await gateway.cluster.owners([...keys]) : undefined;
   const out: SessionSummary[] = [];
   for (const key of keys) {
     const inspection = gateway.inspectSession(key);
+    const owner = owners ? { owner: owners.get(key) ?? null } : {};
     out.push(
       inspection
-        ? { key, ...inspection }
-        : { key, state: "idle", run: null, queue: [], lane: null, transcriptLength: 0 },
+        ? { key, ...inspection, ...owner }
+        : { key, state: "idle", run: null, queue: [], lane: null, transcriptLength: 0, ...owner },
     );
   }
   return out.sort((a, b) => Number(b.run !== null) - Number(a.run !== null) || (a.key < b.key ? -1 : 1));

@@ -68,7 +68,11 @@ export function v1Routes(deps: V1Deps): Route[] {
       async handler(context) {
         const session = key(context);
         const inspection = gateway.inspectSession(session);
-        if (inspection) return sendJson(context.res, 200, inspection);
+        // Several processes: which one owns the session (null: nobody, it is idle).
+        const owner = gateway.cluster
+          ? { owner: (await gateway.cluster.owners([session])).get(session) ?? null }
+          : {};
+        if (inspection) return sendJson(context.res, 200, { ...inspection, ...owner });
         // A stored session this process has not loaded yet is idle, not unknown.
         const records = await gateway.store.read(session);
         if (records.length === 0) throw notFound("session", `no session "${session}"`);
@@ -78,6 +82,7 @@ export function v1Routes(deps: V1Deps): Route[] {
           queue: [],
           lane: null,
           transcriptLength: records.at(-1)!.seq,
+          ...owner,
         });
       },
     },

@@ -5,8 +5,8 @@ export interface LaneListenerOptions {
   config: pg.ClientConfig;
   channels: string[];
   clock: Clock;
-  /** A NOTIFY arrived on one of the channels. */
-  onNotify: (channel: string) => void;
+  /** A NOTIFY arrived on one of the channels (with its payload, empty when none). */
+  onNotify: (channel: string, payload: string) => void;
   /** Listening again after the connection was lost: notifications may have been missed meanwhile. */
   onReconnect: () => void;
   /** Wait before reconnecting. @default 250 */
@@ -37,7 +37,7 @@ export class LaneListener {
 
   private async connect(): Promise<void> {
     const client = new pg.Client(this.options.config);
-    client.on("notification", (message) => this.options.onNotify(message.channel));
+    client.on("notification", (message) => this.options.onNotify(message.channel, message.payload ?? ""));
     client.on("error", () => this.lost(client));
     client.on("end", () => this.lost(client));
     this.client = client;

@@ -172,4 +172,13 @@ CREATE TABLE schedule_state (
   updated_at  timestamptz NOT NULL DEFAULT now()
 );`,
   },
+  {
+    version: 6,
+    name: "inbox acks for messages steered across processes",
+    sql: `
+-- the ack of the owner that applied the message, read by the process that received it
+ALTER TABLE inbox ADD COLUMN ack jsonb;
+-- the sessions one process owns (its renewal, its leaving)
+CREATE INDEX session_owners_owner ON session_owners (owner);`,
+  },
 ];

@@ -1,0 +1,301 @@
+import { type Logger, silentLogger } from "../../logger.js";
+import type { Clock, TimerHandle } from "../clock.js";
+import type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "../session-cluster.js";
+import { SystemClock } from "../system-clock.js";
+import {
+  checkSchema,
+  clientConfig,
+  createPool,
+  inTransaction,
+  type PostgresConnectionOptions,
+} from "./connection.js";
+import { LaneListener } from "./lane-listener.js";
+import { migrate } from "./migrate.js";
+import * as sql from "./session-sql.js";
+
+export interface ClusterSessionsOptions extends PostgresConnectionOptions {
+  /** This process's name in the cluster: the cluster lanes' `processId`. */
+  processId: string;
+  /** How long an ownership holds without renewal (give the lanes' `leaseMs`). @default 30000 */
+  leaseMs?: number;
+  /** Renewal interval. @default leaseMs / 3 */
+  heartbeatMs?: number;
+  /** Poll fallback: missed wake-ups and sessions to take over. @default 500 */
+  pollMs?: number;
+  /** How long a process that forwarded a message waits for the owner's ack. @default 2000 */
+  ackWaitMs?: number;
+  /** Applied messages stay this long for cluster-wide dedupe. @default 600000 */
+  dedupeWindowMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** The ownership handle of a cluster process, with the lifecycle the port leaves out. */
+export interface ClusterSessions extends SessionCluster {
+  /** Gives every session up and closes the connections. */
+  close(): Promise<void>;
+}
+
+/** The channel a process LISTENs on for wake-ups and acks (an identifier: at most 63 bytes). */
+export function inboxChannel(schema: string, processId: string): string {
+  return `${schema.slice(0, 16)}_inbox_${processId}`;
+}
+
+/**
+ * Session ownership and the durable inbox on PostgreSQL: every message is a row committed before its
+ * ack (`UNIQUE (session_key, message_id)`: dedupe cluster-wide), the owner of a session is a row under
+ * a lease renewed by heartbeat, and a NOTIFY on the owner's channel only wakes it (it also polls). A
+ * session whose owner's lease ran out is taken over, with its waiting messages, by any process.
+ *
+ * @example
+ * ```ts
+ * const lanes = await createClusterLanes({ url });
+ * const cluster = await createClusterSessions({ url, processId: lanes.processId });
+ * const gateway = createGateway({ model, channels, store, lanes, cluster });
+ * ```
+ */
+export async function createClusterSessions(options: ClusterSessionsOptions): Promise<ClusterSessions> {
+  const schema = checkSchema(options.schema);
+  const { processId } = options;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const heartbeatMs = options.heartbeatMs ?? Math.floor(leaseMs / 3);
+  const pollMs = options.pollMs ?? 500;
+  const ackWaitMs = options.ackWaitMs ?? 2000;
+  const dedupeWindowMs = options.dedupeWindowMs ?? 600_000;
+  const clock = options.clock ?? new SystemClock();
+  const logger = options.logger ?? silentLogger;
+  const pool = createPool({
+    ...options,
+    schema,
+    applicationName: options.applicationName ?? `tiller ${processId} sessions`,
+  });
+  const channel = inboxChannel(schema, processId);
+  const listeners = new Set<(session: string, adopted: boolean) => void>();
+  const lostListeners = new Set<(session: string) => void>();
+  /**
+   * The sessions this process owns, as far as it knows (the renewal says which it still does), each
+   * with the number of its latest taking (a session given up and taken again during a renewal is not
+   * lost).
+   */
+  const owned = new Map<string, number>();
+  let takings = 0;
+  /** Acks awaited by this process, by inbox id: woken by a NOTIFY (and by the poll). */
+  const ackWaiters = new Map<string, Set<() => void>>();
+  let closed = false;
+  const timers = new Set<TimerHandle>();
+
+  const wake = (session: string, adopted: boolean) => {
+    for (const listener of listeners) listener(session, adopted);
+  };
+
+  function notified(payload: string): void {
+    const message = JSON.parse(payload) as { wake?: string; ack?: string };
+    if (message.wake !== undefined) wake(message.wake, false);
+    if (message.ack !== undefined) for (const waiter of ackWaiters.get(message.ack) ?? []) waiter();
+  }
+
+  const lockKey = (session: string) => `${schema}:session:${session}`;
+
+  async function accept(message: InboxMessage): Promise<Acceptance> {
+    return inTransaction(pool, async (client) => {
+      await client.query(sql.LOCK_SESSION, [lockKey(message.session)]);
+      const inserted = await client.query<{ id: string }>(sql.INSERT_INBOX, [
+        message.session,
+        message.messageId,
+        message.mode,
+        message.body,
+        processId,
+      ]);
+      const id = inserted.rows[0]?.id;
+      if (id === undefined) return { kind: "duplicate" };
+      const owner = (await client.query<{ owner: string; live: boolean }>(sql.OWNER_OF, [message.session]))
+        .rows[0];
+      if (owner?.live && owner.owner !== processId) {
+        // Delivered when this transaction commits: the row is there before the owner looks.
+        await client.query(sql.NOTIFY, [
+          inboxChannel(schema, owner.owner),
+          JSON.stringify({ wake: message.session }),
+        ]);
+        return { kind: "remote", id, owner: owner.owner };
+      }
+      await client.query(sql.TAKE_OWNER, [message.session, processId, leaseMs]);
+      owned.set(message.session, ++takings);
+      return { kind: "local", id, adopted: !(owner?.live && owner.owner === processId) };
+    });
+  }
+
+  async function waiting(session: string): Promise<InboxEntry[]> {
+    const { rows } = await pool.query<{
+      id: string;
+      message_id: string;
+      mode: string;
+      body: Record<string, unknown>;
+      received_by: string;
+    }>(sql.WAITING, [session, processId]);
+    return rows.map((row) => ({
+      id: row.id,
+      session,
+      messageId: row.message_id,
+      mode: row.mode,
+      body: row.body,
+      receivedBy: row.received_by,
+    }));
+  }
+
+  async function applied(entry: InboxEntry, ack: object): Promise<void> {
+    const { rows } = await pool.query<{ received_by: string }>(sql.APPLIED, [entry.id, processId, ack]);
+    const receivedBy = rows[0]?.received_by;
+    if (receivedBy !== undefined && receivedBy !== processId)
+      await pool.query(sql.NOTIFY, [inboxChannel(schema, receivedBy), JSON.stringify({ ack: entry.id })]);
+  }
+
+  async function ackOf(id: string): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {
+    const { rows } = await pool.query<{ ack: Record<string, unknown> | null; taken_by: string | null }>(
+      sql.ACK_OF,
+      [id],
+    );
+    const row = rows[0];
+    return row?.ack && row.taken_by ? { ack: row.ack, by: row.taken_by } : undefined;
+  }
+
+  async function awaitAck(
+    id: string,
+    timeoutMs: number,
+  ): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {
+    const deadline = clock.now() + timeoutMs;
+    const waiters = ackWaiters.get(id) ?? new Set();
+    ackWaiters.set(id, waiters);
+    try {
+      for (;;) {
+        const ack = await ackOf(id);
+        if (ack || closed) return ack;
+        const left = deadline - clock.now();
+        if (left <= 0) return undefined;
+        // The NOTIFY wakes it at once; the short poll covers a lost one.
+        await new Promise<void>((resolve) => {
+          const timer = clock.setTimeout(done, Math.min(left, 100));
+          function done() {
+            clock.clearTimeout(timer);
+            waiters.delete(done);
+            resolve();
+          }
+          waiters.add(done);
+        });
+      }
+    } finally {
+      if (waiters.size === 0) ackWaiters.delete(id);
+    }
+  }
+
+  async function release(session: string): Promise<boolean> {
+    return inTransaction(pool, async (client) => {
+      await client.query(sql.LOCK_SESSION, [lockKey(session)]);
+      if ((await client.query(sql.ANY_WAITING, [session])).rows.length > 0) return false;
+      await client.query(sql.RELEASE, [session, processId]);
+      owned.delete(session);
+      return true;
+    });
+  }
+
+  /** Takes a session nobody live owns; false when someone got there first. */
+  async function takeOver(session: string): Promise<boolean> {
+    return inTransaction(pool, async (client) => {
+      await client.query(sql.LOCK_SESSION, [lockKey(session)]);
+      const owner = (await client.query<{ live: boolean }>(sql.OWNER_OF, [session])).rows[0];
+      if (owner?.live) return false;
+      await client.query(sql.TAKE_OWNER, [session, processId, leaseMs]);
+      owned.set(session, ++takings);
+      return true;
+    });
+  }
+
+  async function heartbeat(): Promise<void> {
+    const before = new Map(owned);
+    const { rows } = await pool.query<{ session_key: string }>(sql.RENEW, [processId, leaseMs]);
+    const renewed = new Set(rows.map((row) => row.session_key));
+    // Owned when the renewal was sent and not renewed by it: the lease had run out.
+    for (const [session, taking] of before) {
+      if (renewed.has(session) || owned.get(session) !== taking) continue;
+      owned.delete(session);
+      logger.warn({ processId, session }, "cluster sessions: ownership lost");
+      for (const listener of lostListeners) listener(session);
+    }
+  }
+
+  async function poll(): Promise<void> {
+    if (listeners.size === 0) return;
+    const own = await pool.query<{ session_key: string }>(sql.OWN_WAITING, [processId]);
+    for (const row of own.rows) wake(row.session_key, false);
+    const orphans = await pool.query<{ session_key: string }>(sql.ORPHANS);
+    for (const row of orphans.rows) if (await takeOver(row.session_key)) wake(row.session_key, true);
+    await pool.query(sql.PRUNE, [dedupeWindowMs]);
+  }
+
+  function loop(every: number, step: () => Promise<void>, what: string): void {
+    const tick = () => {
+      if (closed) return;
+      step()
+        .catch((error: unknown) => {
+          if (!closed) logger.warn({ err: error, processId }, `cluster sessions: ${what} failed`);
+        })
+        .finally(() => {
+          if (closed) return;
+          const timer = clock.setTimeout(() => {
+            timers.delete(timer);
+            tick();
+          }, every);
+          timers.add(timer);
+        });
+    };
+    tick();
+  }
+
+  await migrate(pool, schema);
+  const listener = new LaneListener({
+    config: clientConfig({ ...options, schema, applicationName: `tiller ${processId} inbox` }),
+    channels: [channel],
+    clock,
+    onNotify: (_channel, payload) => notified(payload),
+    onReconnect: () => {
+      for (const waiters of ackWaiters.values()) for (const waiter of waiters) waiter();
+    },
+  });
+  await listener.start();
+  loop(heartbeatMs, heartbeat, "renewal");
+  loop(pollMs, poll, "poll");
+
+  return {
+    processId,
+    ackWaitMs,
+    accept,
+    waiting,
+    applied,
+    async forget(id: string) {
+      await pool.query(sql.FORGET, [id]);
+    },
+    awaitAck,
+    release,
+    async owners(sessions: readonly string[]) {
+      if (sessions.length === 0) return new Map();
+      const { rows } = await pool.query<{ session_key: string; owner: string }>(sql.OWNERS, [sessions]);
+      return new Map(rows.map((row) => [row.session_key, row.owner]));
+    },
+    onWake(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    onLost(listener) {
+      lostListeners.add(listener);
+      return () => lostListeners.delete(listener);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const timer of timers) clock.clearTimeout(timer);
+      for (const waiters of ackWaiters.values()) for (const waiter of waiters) waiter();
+      await listener.close();
+      await pool.query(sql.LEAVE, [processId]).catch(() => {});
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,80 @@
+// The SQL of session ownership and the durable inbox (docs/postgres.md). Names are unqualified (the
+// connections' search_path is the adapter's schema); `$lease` parameters are milliseconds.
+
+/** Serializes the accept, release and take-over of one session cluster-wide. */
+export const LOCK_SESSION = "SELECT pg_advisory_xact_lock(hashtext($1))";
+
+/** The message, unless its id is already in the session's inbox (a duplicate, cluster-wide). */
+export const INSERT_INBOX = `
+INSERT INTO inbox (session_key, message_id, mode, body, received_by) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (session_key, message_id) DO NOTHING RETURNING id`;
+
+export const OWNER_OF = `
+SELECT owner, lease_until > clock_timestamp() AS live FROM session_owners WHERE session_key = $1`;
+
+/** This process owns the session from now on: a new token when it was someone else's (or nobody's). */
+export const TAKE_OWNER = `
+INSERT INTO session_owners (session_key, owner, fence, lease_until)
+VALUES ($1, $2, nextval('fence_seq'), clock_timestamp() + $3 * interval '1 millisecond')
+ON CONFLICT (session_key) DO UPDATE SET
+  fence = CASE WHEN session_owners.owner = excluded.owner THEN session_owners.fence ELSE excluded.fence END,
+  owner = excluded.owner, lease_until = excluded.lease_until`;
+
+export const NOTIFY = "SELECT pg_notify($1, $2)";
+
+/** Messages waiting for a session, only for its owner. */
+export const WAITING = `
+SELECT i.id, i.message_id, i.mode, i.body, i.received_by FROM inbox i
+ WHERE i.session_key = $1 AND i.taken_at IS NULL
+   AND EXISTS (SELECT 1 FROM session_owners o WHERE o.session_key = $1 AND o.owner = $2)
+ ORDER BY i.id`;
+
+export const APPLIED = `
+UPDATE inbox SET taken_by = $2, taken_at = clock_timestamp(), ack = $3
+ WHERE id = $1 AND taken_at IS NULL RETURNING received_by`;
+
+export const FORGET = "DELETE FROM inbox WHERE id = $1";
+
+export const ACK_OF = "SELECT ack, taken_by FROM inbox WHERE id = $1";
+
+export const ANY_WAITING = "SELECT 1 FROM inbox WHERE session_key = $1 AND taken_at IS NULL LIMIT 1";
+
+export const RELEASE = "DELETE FROM session_owners WHERE session_key = $1 AND owner = $2";
+
+/** Renews this process's ownerships whose lease still runs; the ones missing were lost. */
+export const RENEW = `
+UPDATE session_owners SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+ WHERE owner = $1 AND lease_until > clock_timestamp() RETURNING session_key`;
+
+/** Sessions this process owns with messages waiting (a missed wake-up). */
+export const OWN_WAITING = `
+SELECT DISTINCT i.session_key FROM inbox i JOIN session_owners o ON o.session_key = i.session_key
+ WHERE o.owner = $1 AND i.taken_at IS NULL`;
+
+/**
+ * Sessions with work and no live owner: messages waiting, or a saved turn or queue. A session with a
+ * lane row is left alone (a turn nobody typed runs or waits there; a dead process's rows are reaped).
+ */
+export const ORPHANS = `
+SELECT c.session_key FROM (
+  SELECT session_key FROM inbox WHERE taken_at IS NULL
+  UNION
+  SELECT session_key FROM session_state
+   WHERE coalesce(state::jsonb -> 'pending', 'null'::jsonb) <> 'null'::jsonb
+      OR jsonb_array_length(coalesce(state::jsonb -> 'queue', '[]'::jsonb)) > 0) c
+ WHERE NOT EXISTS (SELECT 1 FROM session_owners o
+                    WHERE o.session_key = c.session_key AND o.lease_until > clock_timestamp())
+   AND NOT EXISTS (SELECT 1 FROM lane_runs r WHERE r.session_key = c.session_key)
+ LIMIT 20`;
+
+/** Live owners of the given sessions. */
+export const OWNERS = `
+SELECT session_key, owner FROM session_owners
+ WHERE session_key = ANY($1::text[]) AND lease_until > clock_timestamp()`;
+
+/** Applied messages past the dedupe window go (a redelivery after it runs again, as in one process). */
+export const PRUNE = `
+DELETE FROM inbox WHERE taken_at IS NOT NULL AND taken_at < clock_timestamp() - $1 * interval '1 millisecond'`;
+
+/** A process that stops gives its sessions up at once (their waiting messages go to whoever takes them). */
+export const LEAVE = "DELETE FROM session_owners WHERE owner = $1";

@@ -1,0 +1,66 @@
+/**
+ * The port a gateway of several processes uses for session ownership and the durable inbox
+ * (docs/postgres.md). Every inbound message is committed here before its ack; the process that owns a
+ * session's live state applies it, wherever it was received. Without one, a gateway runs every session
+ * in its own process, as always.
+ */
+export interface SessionCluster {
+  /** This process's name in the cluster. */
+  readonly processId: string;
+  /** How long a process that forwarded a message waits for the owner's ack (ms). */
+  readonly ackWaitMs: number;
+  /**
+   * Commits the inbound message for its session (a message id already there is a duplicate,
+   * cluster-wide) and says who applies it: this process (which becomes the owner if nobody live
+   * owns the session; `adopted` then) or the live owner, which is woken.
+   */
+  accept(message: InboxMessage): Promise<Acceptance>;
+  /** Messages waiting for a session this process owns, oldest first (none when it does not own it). */
+  waiting(session: string): Promise<InboxEntry[]>;
+  /** The owner applied the entry: records its ack (the receiver is told) and takes it out of the wait. */
+  applied(entry: InboxEntry, ack: object): Promise<void>;
+  /** Takes the entry out of the inbox (a rejected message may be sent again). */
+  forget(id: string): Promise<void>;
+  /**
+   * The ack recorded for a message and the process that applied it (the owner it was sent to, or one
+   * that took the session over meanwhile), waiting up to `timeoutMs`; undefined when none came.
+   */
+  awaitAck(id: string, timeoutMs: number): Promise<{ ack: Record<string, unknown>; by: string } | undefined>;
+  /** Gives a session up; false (and kept) while messages wait for it: apply them first. */
+  release(session: string): Promise<boolean>;
+  /** The live owner of each of these sessions (sessions nobody owns are left out). */
+  owners(sessions: readonly string[]): Promise<Map<string, string>>;
+  /**
+   * Called for a session with messages waiting for this process: forwarded to it as the owner, or
+   * taken over (`adopted`) from an owner whose lease ran out, with its stored work. Returns the
+   * function that unsubscribes; sessions are taken over only while someone listens.
+   */
+  onWake(listener: (session: string, adopted: boolean) => void): () => void;
+  /**
+   * Called for a session this process owned whose lease ran out before it was renewed (a long pause,
+   * a lost connection): another process may own it now, so its live state here must go.
+   */
+  onLost?(listener: (session: string) => void): () => void;
+}
+
+/** One inbound message as the inbox keeps it. */
+export interface InboxMessage {
+  session: string;
+  messageId: string;
+  /** `control` for `/stop`, `/new`, `/queue`; else the inline mode, or `default`. */
+  mode: string;
+  /** The validated inbound message, replayed by the owner. */
+  body: Record<string, unknown>;
+}
+
+export interface InboxEntry extends InboxMessage {
+  /** The inbox row (a bigint, as text). */
+  id: string;
+  /** The process that received it (and waits for its ack). */
+  receivedBy: string;
+}
+
+export type Acceptance =
+  | { kind: "duplicate" }
+  | { kind: "local"; id: string; adopted: boolean }
+  | { kind: "remote"; id: string; owner: string };

@@ -1,0 +1,126 @@
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type ClusterSessions,
+  createClusterSessions,
+} from "../../../src/adapters/postgres/cluster-sessions.js";
+import { usePostgresSchema } from "../../support/postgres.js";
+import { eventually } from "../../support/serve-cluster.js";
+
+// The ownership and inbox adapter on its own, two handles on one schema as two processes: who applies a
+// message, cluster-wide dedupe, the wake-up and the ack coming back, release only with nothing waiting,
+// and a session taken over once its owner's lease ran out.
+
+const db = usePostgresSchema("sessions");
+const FAST = { leaseMs: 900, heartbeatMs: 250, pollMs: 100, ackWaitMs: 2000 };
+const open: ClusterSessions[] = [];
+
+async function member(processId: string): Promise<ClusterSessions> {
+  const handle = await createClusterSessions({ url: db.url, schema: db.schema, processId, ...FAST });
+  open.push(handle);
+  return handle;
+}
+
+const body = (id: string) => ({ session: "web:s", channel: "web", text: `text of ${id}`, id });
+
+afterEach(async () => {
+  for (const handle of open.splice(0)) await handle.close();
+});
+
+describe("createClusterSessions", () => {
+  it("makes the first receiver the owner, forwards to it from elsewhere, and brings its ack back", async () => {
+    const a = await member("pa");
+    const b = await member("pb");
+    const woken: string[] = [];
+    a.onWake((session, adopted) => woken.push(`${session}:${adopted}`));
+    expect(
+      await a.accept({ session: "web:s", messageId: "m1", mode: "default", body: body("m1") }),
+    ).toMatchObject({
+      kind: "local",
+      adopted: true,
+    });
+    const [first] = await a.waiting("web:s");
+    await a.applied(first!, { disposition: "started" });
+
+    // The same id at another process: a duplicate; a new one: forwarded to the owner, which is woken.
+    expect(await b.accept({ session: "web:s", messageId: "m1", mode: "default", body: body("m1") })).toEqual({
+      kind: "duplicate",
+    });
+    const forwarded = await b.accept({ session: "web:s", messageId: "m2", mode: "steer", body: body("m2") });
+    expect(forwarded).toMatchObject({ kind: "remote", owner: "pa" });
+    await eventually("the owner to be woken", () => woken.includes("web:s:false"));
+    // Only the owner sees what waits.
+    expect(await b.waiting("web:s")).toEqual([]);
+    const waiting = await a.waiting("web:s");
+    expect(waiting.map((e) => [e.messageId, e.receivedBy, e.body.text])).toEqual([
+      ["m2", "pb", "text of m2"],
+    ]);
+
+    // The owner cannot give the session up while a message waits for it.
+    expect(await a.release("web:s")).toBe(false);
+    const acked = b.awaitAck((forwarded as { id: string }).id, 5000);
+    await a.applied(waiting[0]!, { disposition: "steered", text: "in the run" });
+    expect(await acked).toEqual({ ack: { disposition: "steered", text: "in the run" }, by: "pa" });
+    expect((await a.owners(["web:s", "web:none"])).get("web:s")).toBe("pa");
+    expect(await a.release("web:s")).toBe(true);
+    expect(await a.owners(["web:s"])).toEqual(new Map());
+
+    // Nobody owns it now: the next receiver becomes the owner.
+    expect(
+      await b.accept({ session: "web:s", messageId: "m3", mode: "default", body: body("m3") }),
+    ).toMatchObject({
+      kind: "local",
+      adopted: true,
+    });
+  });
+
+  it("gives up waiting for an owner that does not answer", async () => {
+    const a = await member("qa");
+    const b = await member("qb");
+    await a.accept({ session: "web:q", messageId: "m1", mode: "default", body: body("m1") });
+    const forwarded = await b.accept({
+      session: "web:q",
+      messageId: "m2",
+      mode: "default",
+      body: body("m2"),
+    });
+    expect(await b.awaitAck((forwarded as { id: string }).id, 300)).toBeUndefined();
+  });
+
+  it("lets another process take a session over, with what waits for it, once the owner's lease ran out", async () => {
+    const a = await member("ra");
+    const b = await member("rb");
+    await a.accept({ session: "web:r", messageId: "m1", mode: "default", body: body("m1") });
+    const taken: string[] = [];
+    b.onWake((session, adopted) => {
+      if (adopted) taken.push(session);
+    });
+    // A stops renewing (as a killed process does): its lease runs out, and B's poll takes the session.
+    const renewed = await db.pool.query(
+      `SELECT lease_until FROM ${db.schema}.session_owners WHERE session_key = 'web:r' AND owner = 'ra'`,
+    );
+    expect(renewed.rows).toHaveLength(1);
+    await a.close();
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.session_owners (session_key, owner, fence, lease_until)
+       VALUES ('web:r', 'ra', 0, clock_timestamp() + interval '300 milliseconds')`,
+    );
+    await eventually("B to take the session over", () => taken.includes("web:r"), 10_000);
+    expect((await b.owners(["web:r"])).get("web:r")).toBe("rb");
+    expect((await b.waiting("web:r")).map((e) => e.messageId)).toEqual(["m1"]);
+  });
+
+  it("tells the owner when its lease ran out before a renewal", async () => {
+    const a = await member("la");
+    const lost: string[] = [];
+    a.onLost?.((session) => lost.push(session));
+    await a.accept({ session: "web:l", messageId: "m1", mode: "default", body: body("m1") });
+    await a.accept({ session: "web:kept", messageId: "m1", mode: "default", body: body("m1") });
+    // As after a long pause: the lease ran out before the heartbeat came.
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() - interval '1 second'
+        WHERE session_key = 'web:l'`,
+    );
+    await eventually("the loss to be noticed", () => lost.includes("web:l"), 5000);
+    expect(lost).toEqual(["web:l"]);
+  });
+});

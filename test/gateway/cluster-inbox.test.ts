@@ -1,0 +1,189 @@
+import { describe, expect, it } from "vitest";
+import type { Acceptance, InboxEntry, SessionCluster } from "../../src/adapters/session-cluster.js";
+import { parseConfig } from "../../src/config.js";
+import type { TillerEvent } from "../../src/events.js";
+import { createClusterInbox } from "../../src/gateway/cluster-inbox.js";
+import type { Ack } from "../../src/gateway/compose-ack.js";
+import type { InboundMessage } from "../../src/gateway/validate-inbound.js";
+import { silentLogger } from "../../src/logger.js";
+
+// The cluster receive path against an in-memory cluster: what the ack says when the message is
+// applied here, by another live owner, or by nobody in time; the real database is covered by the
+// PostgreSQL suites.
+
+interface Row extends InboxEntry {
+  ack?: object;
+}
+
+function memoryCluster(owner: string | undefined, ownerAnswers?: (entry: Row) => object) {
+  const rows: Row[] = [];
+  const calls: string[] = [];
+  const cluster: SessionCluster = {
+    processId: "here",
+    ackWaitMs: 50,
+    async accept(message): Promise<Acceptance> {
+      if (rows.some((r) => r.session === message.session && r.messageId === message.messageId))
+        return { kind: "duplicate" };
+      const row: Row = { ...message, id: String(rows.length + 1), receivedBy: "here" };
+      rows.push(row);
+      if (owner) {
+        if (ownerAnswers) row.ack = ownerAnswers(row);
+        return { kind: "remote", id: row.id, owner };
+      }
+      return { kind: "local", id: row.id, adopted: true };
+    },
+    async waiting(session) {
+      return rows.filter((r) => r.session === session && !r.ack);
+    },
+    async applied(entry, ack) {
+      const row = rows.find((r) => r.id === entry.id)!;
+      row.ack = ack;
+    },
+    async forget(id) {
+      calls.push(`forget ${id}`);
+      rows.splice(
+        rows.findIndex((r) => r.id === id),
+        1,
+      );
+    },
+    async awaitAck(id) {
+      const ack = rows.find((r) => r.id === id)?.ack as Record<string, unknown> | undefined;
+      return ack ? { ack, by: owner ?? "here" } : undefined;
+    },
+    async release(session) {
+      calls.push(`release ${session}`);
+      return true;
+    },
+    async owners() {
+      return new Map();
+    },
+    onWake: () => () => {},
+    onLost(listener) {
+      loseOwnership = listener;
+      return () => {};
+    },
+  };
+  let loseOwnership: (session: string) => void = () => {};
+  return { cluster, rows, calls, lose: (session: string) => loseOwnership(session) };
+}
+
+function inboxWith(
+  cluster: SessionCluster,
+  local: (m: InboundMessage) => Ack,
+  calls: string[] = [],
+  draining = false,
+) {
+  const events: TillerEvent[] = [];
+  const inbox = createClusterInbox({
+    cluster,
+    config: parseConfig({}),
+    channelNames: ["web"],
+    async local(message) {
+      calls.push(`apply ${message.id}`);
+      return local(message);
+    },
+    async adopt(session) {
+      calls.push(`adopt ${session}`);
+    },
+    isIdle: () => true,
+    settle: async () => {},
+    forgetLive(session) {
+      calls.push(`forget live ${session}`);
+    },
+    isDraining: () => draining,
+    emit: (type, fields) => events.push({ type, at: 0, ...fields } as unknown as TillerEvent),
+    logger: silentLogger,
+  });
+  return { inbox, events };
+}
+
+const message = { session: "web:1", channel: "web", text: "hello", id: "m1" };
+const started = (m: InboundMessage): Ack => ({
+  session: m.session,
+  messageId: m.id,
+  disposition: "started",
+  mode: "steer",
+  modeSource: "default",
+  text: "Got it, working on it.",
+});
+
+describe("cluster inbox", () => {
+  it("applies a message here when nobody owns the session: adopt first, then apply, then give up when idle", async () => {
+    const { cluster, calls } = memoryCluster(undefined);
+    const { inbox } = inboxWith(cluster, started, calls);
+    expect((await inbox.receive(message)).disposition).toBe("started");
+    expect(calls).toEqual(["adopt web:1", "apply m1", "release web:1"]);
+    // The same id again, at any process: a duplicate, not applied again.
+    expect((await inbox.receive(message)).disposition).toBe("duplicate");
+    expect(calls.filter((c) => c.startsWith("apply"))).toHaveLength(1);
+  });
+
+  it("returns the owner's ack, naming the owner, when it answers in time", async () => {
+    const { cluster } = memoryCluster("there", (row) => ({
+      ...started(row.body as never),
+      disposition: "steered",
+    }));
+    const { inbox, events } = inboxWith(cluster, started);
+    const ack = await inbox.receive(message);
+    expect(ack).toMatchObject({ disposition: "steered", owner: "there" });
+    expect(ack.text).toContain("process there");
+    expect(events.find((e) => e.type === "message.forwarded")).toMatchObject({
+      owner: "there",
+      confirmed: true,
+    });
+  });
+
+  it("says the message is stored for the session when the owner does not confirm in time", async () => {
+    const { cluster, rows } = memoryCluster("there");
+    const { inbox, events } = inboxWith(cluster, started);
+    const ack = await inbox.receive(message);
+    expect(ack).toMatchObject({ disposition: "queued", owner: "there", waitsFor: "own-turn" });
+    expect(ack.text).toMatch(/^Stored/);
+    expect(rows).toHaveLength(1);
+    expect(events.find((e) => e.type === "message.forwarded")).toMatchObject({ confirmed: false });
+  });
+
+  it("takes a message the session rejected out of the inbox, so it may be sent again", async () => {
+    const { cluster, rows, calls } = memoryCluster(undefined);
+    const { inbox } = inboxWith(
+      cluster,
+      (m) => ({ ...started(m), disposition: "rejected", text: "Not accepted: full." }),
+      calls,
+    );
+    expect((await inbox.receive(message)).disposition).toBe("rejected");
+    expect(rows).toHaveLength(0);
+    expect(calls).toContain("forget 1");
+  });
+
+  it("stops the session's live state here when its ownership was lost", async () => {
+    const { cluster, calls, lose } = memoryCluster(undefined);
+    const { inbox, events } = inboxWith(cluster, started, calls);
+    inbox.start();
+    lose("web:1");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(["forget live web:1"]);
+    expect(events.map((e) => e.type)).toEqual(["session.lost"]);
+  });
+
+  it("leaves a draining process's answer to the one-process path: nothing reaches the inbox", async () => {
+    const { cluster, rows, calls } = memoryCluster(undefined);
+    const refused = (m: InboundMessage): Ack => ({
+      ...started(m),
+      disposition: "rejected",
+      text: "draining",
+    });
+    const { inbox } = inboxWith(cluster, refused, calls, true);
+    expect((await inbox.receive(message)).disposition).toBe("rejected");
+    expect(rows).toHaveLength(0);
+    expect(calls).toEqual(["apply m1"]);
+  });
+
+  it("refuses a malformed message before anything reaches the inbox", async () => {
+    const { cluster, rows } = memoryCluster(undefined);
+    const { inbox } = inboxWith(cluster, started);
+    await expect(inbox.receive({ ...message, channel: "nope" })).rejects.toMatchObject({
+      name: expect.any(String),
+    });
+    expect(rows).toHaveLength(0);
+  });
+});
