@@ -1,17 +1,20 @@
 import { nanoid } from "nanoid";
 import type pg from "pg";
-import { LeaseLostError, MessageRejectedError } from "../../errors.js";
+import { ConfigError, LeaseLostError, MessageRejectedError } from "../../errors.js";
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { assertSessionKey } from "../session-key.js";
 import type {
+  CommitmentClaim,
   ExpectedHead,
   RecordBody,
   ScheduleState,
+  StoredCommitment,
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
 } from "../store.js";
 import { UNDELIVERED_FINAL } from "../store.js";
+import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
@@ -21,6 +24,13 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
   now?: () => number;
   /** The fencing tokens of this process's runs (the cluster lanes). @default no fencing */
   fences?: FenceSource;
+  /** This process's name as a commitment claimer (give the lanes' `processId`). @default a random id */
+  processId?: string;
+  /**
+   * How long a commitment claim holds (gateway clock) when its holder neither saves nor sends it: a
+   * claim of a process that died is taken by another after it. @default 600000
+   */
+  commitmentLeaseMs?: number;
 }
 
 interface HeadRow {
@@ -52,6 +62,7 @@ export class PostgresStore implements TranscriptStore {
   private readonly pool: pg.Pool;
   private readonly now: () => number;
   private readonly fences: FenceSource;
+  private readonly commitments: CommitmentRows;
   /** Mutations of one session run one after another, in call order (the row lock orders processes). */
   private readonly chains = new Map<string, Promise<unknown>>();
 
@@ -60,6 +71,10 @@ export class PostgresStore implements TranscriptStore {
     this.schema = checkSchema(options.schema);
     this.now = options.now ?? Date.now;
     this.fences = options.fences ?? NO_FENCES;
+    const lease = options.commitmentLeaseMs ?? 600_000;
+    if (typeof lease !== "number" || !(lease > 0))
+      throw new ConfigError("commitmentLeaseMs", "a positive number of ms", lease);
+    this.commitments = new CommitmentRows(pool, options.processId ?? `s${nanoid(10)}`, lease);
   }
 
   /** Connects, applies pending migrations, and returns the store. */
@@ -209,6 +224,18 @@ export class PostgresStore implements TranscriptStore {
       [session],
     );
     return rows[0] ? JSON.parse(rows[0].state) : null;
+  }
+
+  saveCommitments(records: readonly StoredCommitment[]): Promise<void> {
+    return this.commitments.save(records);
+  }
+
+  loadCommitments(): Promise<StoredCommitment[]> {
+    return this.commitments.load();
+  }
+
+  claimCommitment(id: string, now: number): Promise<CommitmentClaim> {
+    return this.commitments.claim(id, now);
   }
 
   async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {

@@ -36,9 +36,12 @@ describe("PostgreSQL migrations", () => {
     const pool = createPool({ url: db.url, schema, poolSize: 1 });
     try {
       expect((await migrate(pool, schema, MIGRATIONS.slice(0, 1))).applied).toEqual([1]);
-      expect((await migrate(pool, schema)).applied).toEqual([2, 3, 4]);
+      const rest = MIGRATIONS.slice(1).map((m) => m.version);
+      expect((await migrate(pool, schema)).applied).toEqual(rest);
       expect((await migrate(pool, schema)).applied).toEqual([]);
-      await expect(migrate(pool, schema, MIGRATIONS.slice(0, 2))).rejects.toThrow(/at migration 4/);
+      await expect(migrate(pool, schema, MIGRATIONS.slice(0, 2))).rejects.toThrow(
+        new RegExp(`at migration ${rest.at(-1)}`),
+      );
     } finally {
       await pool.end();
       await db.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
