@@ -83,6 +83,26 @@ export class CommitmentBook {
     return run;
   }
 
+  /**
+   * Whether this process may review the commitment now: always, on a store without a cluster-wide
+   * claim; else the store's claim decides, and memory takes the stored version it returns (another
+   * process may have retried, sent or ended it meanwhile).
+   */
+  claim(id: string, now: number): Promise<boolean> {
+    const claimCommitment = this.store.claimCommitment?.bind(this.store);
+    if (!claimCommitment) return Promise.resolve(true);
+    // After this process's writes before it, so the stored version it adopts is not older than them.
+    this.writing++;
+    const run = this.chain.then(async () => {
+      const { claimed, record } = await claimCommitment(id, now);
+      if (record) this.remember(record as unknown as Commitment);
+      return claimed;
+    });
+    this.chain = run.catch(() => undefined);
+    void this.chain.then(() => this.writing--);
+    return run;
+  }
+
   /** Sends of the session in the 24 h up to `now`. */
   sentInWindow(session: string, now: number): number {
     const times = this.sends.get(session);

@@ -30,6 +30,8 @@ export class CommitmentHeartbeat {
   private readonly startedAt: number;
   private stopped = false;
   readonly actors = new Map<string, Actor<ProvidedMachine>>();
+  /** Taken at a tick, but another process holds its claim (or the claim failed): nothing to store. */
+  private readonly unclaimed = new Set<string>();
 
   constructor(
     private readonly deps: ActorDeps,
@@ -117,6 +119,8 @@ export class CommitmentHeartbeat {
       .run({ session, lane: "main", priority: "background" }, async () => {
         // Dismissed while it waited for the lane: nothing to review.
         if (this.stopped || this.book.get(id)?.status !== "pending") return;
+        // Several processes on one store: only the one that claims it reviews it (once cluster-wide).
+        if (!(await this.claimed(id)) || this.stopped || this.book.get(id)?.status !== "pending") return;
         actor.start();
         actor.send({
           type: "commitment.due",
@@ -137,7 +141,25 @@ export class CommitmentHeartbeat {
       );
   }
 
+  private async claimed(id: string): Promise<boolean> {
+    try {
+      if (await this.book.claim(id, this.deps.clock.now())) return true;
+    } catch (error) {
+      this.deps.logger.warn({ id, error: errorMessage(error) }, "commitment.claimFailed");
+      // Not adopted from the store: try it again at the next tick.
+      if (this.book.get(id)?.status === "pending") this.book.index.schedule(id, this.deps.clock.now());
+    }
+    this.unclaimed.add(id);
+    return false;
+  }
+
   private async settle(actor: Actor<ProvidedMachine>, id: string): Promise<void> {
+    // Not ours to review: memory holds the stored version (due again when the claimer leaves it).
+    if (this.unclaimed.delete(id)) {
+      this.finish(id, actor);
+      this.arm();
+      return;
+    }
     // Stopping (the gateway stops): whatever was under way stays pending in the store, to be
     // reviewed again at the next start; nothing is written after the store may have closed.
     if (this.stopped) {
