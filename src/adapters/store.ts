@@ -167,6 +167,16 @@ export interface TranscriptStore {
    * process per store).
    */
   claimCommitment?(id: string, now: number): Promise<CommitmentClaim>;
+
+  /**
+   * Cluster-wide dedupe of inbound message ids, for stores that several gateway processes share:
+   * records `messageId` as seen for the session at `at` (gateway clock) and resolves true when it is
+   * new, or was last seen before `since`; false when it was seen since (by any process). Optional: a
+   * store without it leaves dedupe to each process.
+   */
+  claimMessageId?(session: string, messageId: string, at: number, since: number): Promise<boolean>;
+  /** Forgets a claimed id (the message was turned away, so a resend is not a duplicate). */
+  releaseMessageId?(session: string, messageId: string): Promise<void>;
 }
 
 /** The outcome of {@link TranscriptStore.claimCommitment}. */

@@ -238,6 +238,28 @@ export class PostgresStore implements TranscriptStore {
     return this.commitments.claim(id, now);
   }
 
+  async claimMessageId(session: string, messageId: string, at: number, since: number): Promise<boolean> {
+    checkKey(session);
+    // The session's ids older than the window go on the way (its rows stay few).
+    const { rows } = await this.pool.query(
+      `WITH gone AS (DELETE FROM dedupe_windows
+                      WHERE session_key = $1 AND message_id <> $2 AND seen_at < to_timestamp($4::float8 / 1000))
+       INSERT INTO dedupe_windows (session_key, message_id, seen_at) VALUES ($1, $2, to_timestamp($3::float8 / 1000))
+       ON CONFLICT (session_key, message_id) DO UPDATE SET seen_at = excluded.seen_at
+        WHERE dedupe_windows.seen_at < to_timestamp($4::float8 / 1000)
+       RETURNING 1`,
+      [session, messageId, at, since],
+    );
+    return rows.length > 0;
+  }
+
+  async releaseMessageId(session: string, messageId: string): Promise<void> {
+    await this.pool.query("DELETE FROM dedupe_windows WHERE session_key = $1 AND message_id = $2", [
+      session,
+      messageId,
+    ]);
+  }
+
   async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
     if (state === null) {
       await this.pool.query("DELETE FROM schedule_state WHERE schedule_id = $1", [id]);
