@@ -14,6 +14,7 @@ import type {
   TranscriptStore,
 } from "../store.js";
 import { UNDELIVERED_FINAL } from "../store.js";
+import { type ClusterView, readClusterView } from "./cluster-view.js";
 import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
@@ -59,6 +60,8 @@ const LOCK_HEAD = `SELECT s.session_id, s.revision, s.last_seq, ${fenceHolds("s.
  */
 export class PostgresStore implements TranscriptStore {
   readonly schema: string;
+  /** This process in the cluster (its commitment claims, the cluster view). */
+  readonly processId: string;
   private readonly pool: pg.Pool;
   private readonly now: () => number;
   private readonly fences: FenceSource;
@@ -74,7 +77,8 @@ export class PostgresStore implements TranscriptStore {
     const lease = options.commitmentLeaseMs ?? 600_000;
     if (typeof lease !== "number" || !(lease > 0))
       throw new ConfigError("commitmentLeaseMs", "a positive number of ms", lease);
-    this.commitments = new CommitmentRows(pool, options.processId ?? `s${nanoid(10)}`, lease);
+    this.processId = options.processId ?? `s${nanoid(10)}`;
+    this.commitments = new CommitmentRows(pool, this.processId, lease);
   }
 
   /** Connects, applies pending migrations, and returns the store. */
@@ -258,6 +262,11 @@ export class PostgresStore implements TranscriptStore {
       session,
       messageId,
     ]);
+  }
+
+  /** The cluster's lanes, processes and session owners, as the database has them now. */
+  clusterView(): Promise<ClusterView> {
+    return readClusterView(this.pool, this.schema, this.processId);
   }
 
   async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {
