@@ -1,49 +1,24 @@
-import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/chromium.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { SHOTS, useOperatorPage } from "../support/operator-page.js";
 import { usePostgresSchema } from "../support/postgres.js";
-import { type Running, startServe } from "../support/serve-process.js";
 
 // The operator page in a real browser against `tiller serve --postgres`: the cluster card shows the
 // cluster's lanes (from the database, across processes), the processes and who owns or runs each
 // session. Screenshots go to artifacts/operator-page/ (git-ignored).
-const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
-const SHOTS = join(ROOT, "artifacts", "operator-page");
 const db = usePostgresSchema("page");
-
-let server: Running & { url: string };
-let processId: string;
-let browser: Awaited<ReturnType<typeof launchChromium>>;
-let dir: string;
-let page: Page;
-const pageErrors: string[] = [];
-
-beforeAll(async () => {
-  execFileSync(join(ROOT, "node_modules/.bin/tsx"), ["scripts/build-web.ts", "--if-stale"], { cwd: ROOT });
-  await mkdir(SHOTS, { recursive: true });
-  dir = await mkdtemp(join(tmpdir(), "tiller-cluster-page-"));
+const ui = useOperatorPage(async (dir) => {
   const config = join(dir, "config.json");
   await writeFile(config, JSON.stringify({ lanes: { main: 2 } }));
-  server = await startServe(
-    ["--import", "tsx", join(ROOT, "src/cli.ts")],
-    ["--store", join(dir, "store"), "--config", config, "--postgres", db.url, "--schema", db.schema],
-  );
-  processId = /process (\S+)/.exec(server.stdout())![1]!;
-  browser = await launchChromium();
-  page = await browser.context.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-}, 180_000);
-
-afterAll(async () => {
-  await browser?.close();
-  server?.proc.kill("SIGTERM");
-  await server?.exited;
-  await rm(dir, { recursive: true, force: true });
+  return ["--store", join(dir, "store"), "--config", config, "--postgres", db.url, "--schema", db.schema];
+});
+let page: Page;
+let processId: string;
+beforeAll(() => {
+  page = ui.page;
+  processId = /process (\S+)/.exec(ui.server.stdout())![1]!;
 });
 
 const cell = (page: Page, selector: string) => page.textContent(selector).then((text) => text?.trim());
@@ -58,7 +33,7 @@ describe("the operator page on PostgreSQL", () => {
        INSERT INTO ${db.schema}.lane_runs (lane, session_key, priority, state, owner, local_id)
          VALUES ('bulk', 'web:elsewhere', 1, 'queued', 'pother', 1)`,
     );
-    await page.goto(`${server.url}/#session=web:cluster`);
+    await page.goto(`${ui.server.url}/#session=web:cluster`);
     await page.waitForSelector("#cluster-card:not([hidden]) [data-cluster-lane=main]");
     expect(await cell(page, "#cluster-caption")).toBe(`schema ${db.schema} · this process ${processId}`);
     expect(await cell(page, "[data-cluster-lane=main] td:nth-child(2)")).toBe("2");
@@ -85,6 +60,6 @@ describe("the operator page on PostgreSQL", () => {
     await page.waitForSelector("[data-cluster-lane=main] td.active:text-is('0')", { timeout: 10_000 });
     expect(await page.$("[data-cluster-session='web:cluster']")).toBeNull();
     await page.screenshot({ path: join(SHOTS, "cluster-2-idle.png") });
-    expect(pageErrors).toEqual([]);
+    expect(ui.pageErrors).toEqual([]);
   }, 90_000);
 });

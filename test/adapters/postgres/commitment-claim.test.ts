@@ -6,6 +6,7 @@ import {
   commitmentGateway,
   decision,
   HOUR,
+  PROPOSAL,
   recordingModel,
   StallingChannel,
 } from "../../support/commitment-gateway.js";
@@ -21,13 +22,6 @@ afterAll(async () => {
     await db.pool.query(`DROP SCHEMA IF EXISTS ${db.schema}_${suffix} CASCADE`);
 });
 const SESSIONS = ["web:1", "web:2", "web:3", "web:4", "web:5", "web:6"];
-const PROPOSAL = {
-  kind: "open_loop",
-  reason: "Asked which slot to book.",
-  suggestedText: "Which slot should I book?",
-  dedupeKey: "booking:slot",
-  confidence: 0.9,
-};
 
 async function storeFor(schema: string, processId: string) {
   return PostgresStore.connect({ url: db.url, schema, processId, commitmentLeaseMs: 3 * HOUR, poolSize: 3 });
