@@ -23,6 +23,10 @@ export interface HeartbeatSettings {
  * the rolling 24 h). Each one taken gets an actor of the commitment machine, run inside the session's
  * lane at background priority, so its review never runs beside a user turn of that session; when the
  * actor ends or waits to retry, the outcome is stored and the actor stopped.
+ *
+ * On a store several processes share (one with `claimCommitment`), every tick first takes in what the
+ * others stored, and a review starts only once this process claimed the commitment in the store, so
+ * each is reviewed and sent by one process cluster-wide (docs/postgres.md).
  */
 export class CommitmentHeartbeat {
   private timer: TimerHandle | undefined;
@@ -45,7 +49,8 @@ export class CommitmentHeartbeat {
   /** Arms the timer for the first tick at or after the earliest due time (earlier than any armed). */
   arm(): void {
     if (this.stopped) return;
-    const due = this.book.index.nextDueAt();
+    // On a shared store another process may add or retry one at any time: tick every period.
+    const due = this.book.isShared ? this.deps.clock.now() + 1 : this.book.index.nextDueAt();
     if (due === undefined) return;
     const at = this.tickAtOrAfter(Math.max(due, this.deps.clock.now() + 1));
     if (at >= this.timerAt) return;
@@ -54,8 +59,22 @@ export class CommitmentHeartbeat {
     this.timer = this.deps.clock.setTimeout(() => {
       this.timer = undefined;
       this.timerAt = Number.POSITIVE_INFINITY;
-      this.tick();
-      this.arm();
+      if (!this.book.isShared) {
+        this.tick();
+        this.arm();
+        return;
+      }
+      // First what the other processes stored since the last tick, then the tick on it.
+      void this.book
+        .refresh()
+        .catch((error: unknown) =>
+          this.deps.logger.warn({ error: errorMessage(error) }, "commitment.refreshFailed"),
+        )
+        .then(() => {
+          if (this.stopped) return;
+          this.tick();
+          this.arm();
+        });
     }, at - this.deps.clock.now());
   }
 
@@ -120,7 +139,11 @@ export class CommitmentHeartbeat {
         // Dismissed while it waited for the lane: nothing to review.
         if (this.stopped || this.book.get(id)?.status !== "pending") return;
         // Several processes on one store: only the one that claims it reviews it (once cluster-wide).
-        if (!(await this.claimed(id)) || this.stopped || this.book.get(id)?.status !== "pending") return;
+        if (
+          this.book.isShared &&
+          (!(await this.claimed(id)) || this.stopped || this.book.get(id)?.status !== "pending")
+        )
+          return;
         actor.start();
         actor.send({
           type: "commitment.due",

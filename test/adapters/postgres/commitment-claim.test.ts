@@ -18,7 +18,7 @@ import { usePostgresSchema } from "../../support/postgres.js";
 
 const db = usePostgresSchema("claim");
 afterAll(async () => {
-  for (const suffix of ["a", "b", "c"])
+  for (const suffix of ["a", "b", "c", "d"])
     await db.pool.query(`DROP SCHEMA IF EXISTS ${db.schema}_${suffix} CASCADE`);
 });
 const SESSIONS = ["web:1", "web:2", "web:3", "web:4", "web:5", "web:6"];
@@ -161,6 +161,36 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     const [sentEvent] = b.ofType("commitment.sent");
     expect(sentEvent?.at).toBe(4 * HOUR + 100);
     expect(await statuses(schema)).toMatchObject([{ status: "sent", sending: false, claimed_by: null }]);
+    await b.gateway.stop();
+  });
+
+  it("reviews and sends, on another process, a commitment made after that process started", async () => {
+    const schema = `${db.schema}_d`;
+    await seed(schema, []);
+    const text = "Shall I book the room?";
+    const clockA = new SimulatedClock(100);
+    const maker = recordingModel(() => decision("still_pending_user", text));
+    const a = commitmentGateway({ model: maker.model, clock: clockA, store: await storeFor(schema, "pa") });
+    const clockB = new SimulatedClock(100);
+    const reviewer = recordingModel(() => decision("still_pending_user", text));
+    const b = commitmentGateway({
+      model: reviewer.model,
+      clock: clockB,
+      store: await storeFor(schema, "pb"),
+    });
+    await a.gateway.start();
+    await b.gateway.start();
+    await a.say("m1", "Book a room for Friday.");
+    await a.idle(200);
+    const made = await a.gateway.commitments.propose("web:1", PROPOSAL as never, { sourceMessageId: "m1" });
+    expect(made).toMatchObject({ accepted: true });
+    // A dies before it is due; B never heard of it, and finds it in the store at a tick.
+    expect(b.gateway.commitments.list()).toEqual([]);
+    await b.idle(30 * HOUR);
+    expect(maker.reviews()).toEqual([]);
+    expect(reviewer.reviews()).toHaveLength(1);
+    expect(commitmentSends(b.channel)).toEqual([`commitment:${made.accepted ? made.id : ""}`]);
+    expect(b.gateway.commitments.list()).toMatchObject([{ status: "sent", sent: { text } }]);
     await b.gateway.stop();
   });
 });
