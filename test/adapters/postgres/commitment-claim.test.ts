@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
+import type { ModelReply } from "../../../src/adapters/model.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
 import {
@@ -45,6 +45,24 @@ async function seed(schema: string, sessions: string[]) {
   return seeder.gateway.commitments.list().map((c) => c.id);
 }
 
+/** One gateway "process" on the schema, started: its own store (claimer `processId`) and model. */
+async function processOn(
+  schema: string,
+  processId: string,
+  review: () => ModelReply | Promise<ModelReply>,
+  options: { clock?: SimulatedClock; channel?: StallingChannel } = {},
+) {
+  const { model, reviews } = recordingModel(review);
+  const g = commitmentGateway({
+    model,
+    clock: options.clock ?? new SimulatedClock(100),
+    store: await storeFor(schema, processId),
+    ...(options.channel ? { channel: options.channel } : {}),
+  });
+  await g.gateway.start();
+  return { ...g, reviews };
+}
+
 const commitmentSends = (channel: { sent: Array<{ kind: string; deliveryId?: string }> }) =>
   channel.sent.filter((sent) => sent.kind === "commitment").map((sent) => sent.deliveryId);
 
@@ -65,13 +83,10 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     const clock = new SimulatedClock(100);
     const text = "Do you still need the room?";
     const gateways = await Promise.all(
-      ["pa", "pb", "pc"].map(async (name) => {
-        const { model, reviews } = recordingModel(() => decision("still_pending_user", text));
-        const g = commitmentGateway({ model, clock, store: await storeFor(schema, name) });
-        return { ...g, reviews };
-      }),
+      ["pa", "pb", "pc"].map((name) =>
+        processOn(schema, name, () => decision("still_pending_user", text), { clock }),
+      ),
     );
-    for (const g of gateways) await g.gateway.start();
     // Every gateway loaded all six; maxPerTick 3, so two ticks at least, each raced by three processes.
     expect(gateways.map((g) => g.gateway.commitments.list({ status: "pending" }).length)).toEqual([6, 6, 6]);
     await clock.runUntilIdle({ isBusy: () => gateways.some((g) => g.gateway.isBusy), until: 30 * HOUR });
@@ -91,20 +106,11 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     const schema = `${db.schema}_b`;
     const [id] = await seed(schema, ["web:1"]);
     const text = "Do you still need the room?";
-    const reviewer = recordingModel(() => decision("still_pending_user", text));
-    const clockA = new SimulatedClock(100);
     const stalling = new StallingChannel();
-    const a = commitmentGateway({
-      model: reviewer.model,
-      clock: clockA,
-      store: await storeFor(schema, "pa"),
+    const a = await processOn(schema, "pa", () => decision("still_pending_user", text), {
       channel: stalling,
     });
-    const clockB = new SimulatedClock(100);
-    const other = recordingModel(() => decision("still_pending_user", text));
-    const b = commitmentGateway({ model: other.model, clock: clockB, store: await storeFor(schema, "pb") });
-    await a.gateway.start();
-    await b.gateway.start();
+    const b = await processOn(schema, "pb", () => decision("still_pending_user", text));
     // A claims it at the 1 h tick, writes its intent and calls the channel, which never answers.
     await a.idle(HOUR + 1000);
     expect(commitmentSends(stalling)).toEqual([`commitment:${id}`]);
@@ -112,18 +118,13 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     // kill -9 of A: its clock stops. B keeps ticking well past A's lease and never takes it.
     await b.idle(30 * HOUR);
     expect(commitmentSends(b.channel)).toEqual([]);
-    expect(other.reviews()).toEqual([]);
+    expect(b.reviews()).toEqual([]);
     expect(b.gateway.commitments.list()[0]).toMatchObject({ status: "pending", sending: { text } });
     // A process starting later settles the interrupted send as sent with an unknown receipt.
-    const clockC = new SimulatedClock(clockB.now());
-    const c = commitmentGateway({
-      model: other.model,
-      clock: clockC,
-      store: await storeFor(schema, "pc"),
-      channel: new LoopbackChannel({ now: () => clockC.now() }),
+    const c = await processOn(schema, "pc", () => decision("still_pending_user", text), {
+      clock: new SimulatedClock(b.clock.now()),
     });
-    await c.gateway.start();
-    await c.idle(clockC.now() + 30 * HOUR);
+    await c.idle(c.clock.now() + 30 * HOUR);
     expect(commitmentSends(c.channel)).toEqual([]);
     expect(await statuses(schema)).toMatchObject([{ status: "sent", sending: false }]);
     await b.gateway.stop();
@@ -135,28 +136,18 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     const [id] = await seed(schema, ["web:1"]);
     const text = "Is the room still needed?";
     // A's review never answers: A dies in the middle of it, holding the claim, before any intent.
-    const hanging = recordingModel(() => new Promise<never>(() => {}));
-    const clockA = new SimulatedClock(100);
-    const a = commitmentGateway({ model: hanging.model, clock: clockA, store: await storeFor(schema, "pa") });
-    const reviewer = recordingModel(() => decision("still_pending_user", text));
-    const clockB = new SimulatedClock(100);
-    const b = commitmentGateway({
-      model: reviewer.model,
-      clock: clockB,
-      store: await storeFor(schema, "pb"),
-    });
-    await a.gateway.start();
-    await b.gateway.start();
+    const a = await processOn(schema, "pa", () => new Promise<never>(() => {}));
+    const b = await processOn(schema, "pb", () => decision("still_pending_user", text));
     await a.idle(HOUR + 1000);
-    expect(hanging.reviews()).toHaveLength(1);
+    expect(a.reviews()).toHaveLength(1);
     expect(await statuses(schema)).toMatchObject([{ status: "pending", sending: false, claimed_by: "pa" }]);
     // B's ticks at 1 h, 2 h and 3 h find A's claim alive (until 1 h + 3 h): no review, no send.
     await b.idle(3 * HOUR + 1000);
-    expect(reviewer.reviews()).toEqual([]);
+    expect(b.reviews()).toEqual([]);
     expect(commitmentSends(b.channel)).toEqual([]);
     // At 4 h the lease has run out: B claims it, reviews it and sends it, once.
     await b.idle(30 * HOUR);
-    expect(reviewer.reviews()).toHaveLength(1);
+    expect(b.reviews()).toHaveLength(1);
     expect(commitmentSends(b.channel)).toEqual([`commitment:${id}`]);
     const [sentEvent] = b.ofType("commitment.sent");
     expect(sentEvent?.at).toBe(4 * HOUR + 100);
@@ -168,18 +159,8 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     const schema = `${db.schema}_d`;
     await seed(schema, []);
     const text = "Shall I book the room?";
-    const clockA = new SimulatedClock(100);
-    const maker = recordingModel(() => decision("still_pending_user", text));
-    const a = commitmentGateway({ model: maker.model, clock: clockA, store: await storeFor(schema, "pa") });
-    const clockB = new SimulatedClock(100);
-    const reviewer = recordingModel(() => decision("still_pending_user", text));
-    const b = commitmentGateway({
-      model: reviewer.model,
-      clock: clockB,
-      store: await storeFor(schema, "pb"),
-    });
-    await a.gateway.start();
-    await b.gateway.start();
+    const a = await processOn(schema, "pa", () => decision("still_pending_user", text));
+    const b = await processOn(schema, "pb", () => decision("still_pending_user", text));
     await a.say("m1", "Book a room for Friday.");
     await a.idle(200);
     const made = await a.gateway.commitments.propose("web:1", PROPOSAL as never, { sourceMessageId: "m1" });
@@ -187,8 +168,8 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     // A dies before it is due; B never heard of it, and finds it in the store at a tick.
     expect(b.gateway.commitments.list()).toEqual([]);
     await b.idle(30 * HOUR);
-    expect(maker.reviews()).toEqual([]);
-    expect(reviewer.reviews()).toHaveLength(1);
+    expect(a.reviews()).toEqual([]);
+    expect(b.reviews()).toHaveLength(1);
     expect(commitmentSends(b.channel)).toEqual([`commitment:${made.accepted ? made.id : ""}`]);
     expect(b.gateway.commitments.list()).toMatchObject([{ status: "sent", sent: { text } }]);
     await b.gateway.stop();
