@@ -158,6 +158,33 @@ export interface TranscriptStore {
   saveCommitments?(records: readonly StoredCommitment[]): Promise<void>;
   /** The latest stored version of every commitment, in the order they were first stored. */
   loadCommitments?(): Promise<StoredCommitment[]>;
+  /**
+   * Cluster-wide claim, for stores that several gateway processes share: takes the claim of a
+   * commitment for this store's process when it is pending and due at `now` (gateway clock), has no
+   * send in flight and no live claim of another process. Of processes claiming one at once, exactly one
+   * gets it; a claim not ended by its holder's next save runs out after the store's lease. Resolves with
+   * the latest stored version either way. A store without it: each process reviews what it holds (one
+   * process per store).
+   */
+  claimCommitment?(id: string, now: number): Promise<CommitmentClaim>;
+
+  /**
+   * Cluster-wide dedupe of inbound message ids, for stores that several gateway processes share:
+   * records `messageId` as seen for the session at `at` (gateway clock) and resolves true when it is
+   * new, or was last seen before `since`; false when it was seen since (by any process). Optional: a
+   * store without it leaves dedupe to each process.
+   */
+  claimMessageId?(session: string, messageId: string, at: number, since: number): Promise<boolean>;
+  /** Forgets a claimed id (the message was turned away, so a resend is not a duplicate). */
+  releaseMessageId?(session: string, messageId: string): Promise<void>;
+}
+
+/** The outcome of {@link TranscriptStore.claimCommitment}. */
+export interface CommitmentClaim {
+  /** This process holds the claim: it may review the commitment and write its send intent. */
+  claimed: boolean;
+  /** The latest stored version (undefined for an unknown id). */
+  record: StoredCommitment | undefined;
 }
 
 /** A commitment as the store keeps it: opaque JSON with an id (the gateway owns the shape). */

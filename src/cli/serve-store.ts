@@ -75,6 +75,7 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
     const store = await PostgresStore.connect({
       url: postgresUrl,
       fences: lanes,
+      processId: lanes.processId,
       applicationName: `tiller ${lanes.processId}`,
       ...(schema !== undefined ? { schema } : {}),
     });

@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { DemoModel, demoTool } from "../adapters/demo-model.js";
+import { clusterRoute } from "../adapters/http/cluster-route.js";
 import { createHttpServer } from "../adapters/http/create-http-server.js";
 import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
 import { operatorRoutes } from "../adapters/http/operator-routes.js";
@@ -9,6 +10,7 @@ import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
 import type { ModelProvider } from "../adapters/model.js";
 import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
+import { PostgresStore } from "../adapters/postgres/postgres-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import type { ToolDefinition } from "../adapters/tool.js";
 import { errorMessage } from "../errors.js";
@@ -114,7 +116,10 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     web,
     ...(token ? { token } : {}),
     pageDir: PAGE_DIR,
-    routes: operatorRoutes(gateway),
+    routes: [
+      ...operatorRoutes(gateway),
+      clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),
+    ],
   });
   pushState = http.feed.push;
   try {

@@ -83,6 +83,49 @@ export class CommitmentBook {
     return run;
   }
 
+  /**
+   * Whether this process may review the commitment now: always, on a store without a cluster-wide
+   * claim; else the store's claim decides, and memory takes the stored version it returns (another
+   * process may have retried, sent or ended it meanwhile).
+   */
+  /** The store is shared by several processes (it claims commitments cluster-wide). */
+  get isShared(): boolean {
+    return typeof this.store.claimCommitment === "function";
+  }
+
+  /**
+   * Takes into memory every stored version newer than the one held (another process made, retried,
+   * sent or ended it), after this process's writes in flight: the store is the truth, memory follows.
+   */
+  refresh(): Promise<void> {
+    this.writing++;
+    const run = this.chain.then(async () => {
+      for (const record of (await this.store.loadCommitments?.()) ?? []) {
+        const commitment = record as unknown as Commitment;
+        const held = this.byId.get(commitment.id);
+        if (!held || JSON.stringify(held) !== JSON.stringify(commitment)) this.remember(commitment);
+      }
+    });
+    this.chain = run.catch(() => undefined);
+    void this.chain.then(() => this.writing--);
+    return run;
+  }
+
+  claim(id: string, now: number): Promise<boolean> {
+    const claimCommitment = this.store.claimCommitment?.bind(this.store);
+    if (!claimCommitment) return Promise.resolve(true);
+    // After this process's writes before it, so the stored version it adopts is not older than them.
+    this.writing++;
+    const run = this.chain.then(async () => {
+      const { claimed, record } = await claimCommitment(id, now);
+      if (record) this.remember(record as unknown as Commitment);
+      return claimed;
+    });
+    this.chain = run.catch(() => undefined);
+    void this.chain.then(() => this.writing--);
+    return run;
+  }
+
   /** Sends of the session in the 24 h up to `now`. */
   sentInWindow(session: string, now: number): number {
     const times = this.sends.get(session);

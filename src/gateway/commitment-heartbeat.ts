@@ -25,6 +25,10 @@ export interface HeartbeatSettings {
  * the rolling 24 h). Each one taken gets an actor of the commitment machine, run inside the session's
  * lane at background priority, so its review never runs beside a user turn of that session; when the
  * actor ends or waits to retry, the outcome is stored and the actor stopped.
+ *
+ * On a store several processes share (one with `claimCommitment`), every tick first takes in what the
+ * others stored, and a review starts only once this process claimed the commitment in the store, so
+ * each is reviewed and sent by one process cluster-wide (docs/postgres.md).
  */
 export class CommitmentHeartbeat {
   private timer: TimerHandle | undefined;
@@ -32,6 +36,8 @@ export class CommitmentHeartbeat {
   private readonly startedAt: number;
   private stopped = false;
   readonly actors = new Map<string, Actor<ProvidedMachine>>();
+  /** Taken at a tick, but another process holds its claim (or the claim failed): nothing to store. */
+  private readonly unclaimed = new Set<string>();
 
   constructor(
     private readonly deps: ActorDeps,
@@ -45,7 +51,8 @@ export class CommitmentHeartbeat {
   /** Arms the timer for the first tick at or after the earliest due time (earlier than any armed). */
   arm(): void {
     if (this.stopped) return;
-    const due = this.book.index.nextDueAt();
+    // On a shared store another process may add or retry one at any time: tick every period.
+    const due = this.book.isShared ? this.deps.clock.now() + 1 : this.book.index.nextDueAt();
     if (due === undefined) return;
     const at = this.tickAtOrAfter(Math.max(due, this.deps.clock.now() + 1));
     if (at >= this.timerAt) return;
@@ -54,8 +61,22 @@ export class CommitmentHeartbeat {
     this.timer = this.deps.clock.setTimeout(() => {
       this.timer = undefined;
       this.timerAt = Number.POSITIVE_INFINITY;
-      this.tick();
-      this.arm();
+      if (!this.book.isShared) {
+        this.tick();
+        this.arm();
+        return;
+      }
+      // First what the other processes stored since the last tick, then the tick on it.
+      void this.book
+        .refresh()
+        .catch((error: unknown) =>
+          this.deps.logger.warn({ error: errorMessage(error) }, "commitment.refreshFailed"),
+        )
+        .then(() => {
+          if (this.stopped) return;
+          this.tick();
+          this.arm();
+        });
     }, at - this.deps.clock.now());
   }
 
@@ -120,6 +141,12 @@ export class CommitmentHeartbeat {
       .run({ session, lane: "main", priority: "background" }, async () => {
         // Dismissed while it waited for the lane: nothing to review.
         if (this.stopped || this.book.get(id)?.status !== "pending") return;
+        // Several processes on one store: only the one that claims it reviews it (once cluster-wide).
+        if (
+          this.book.isShared &&
+          (!(await this.claimed(id)) || this.stopped || this.book.get(id)?.status !== "pending")
+        )
+          return;
         actor.start();
         actor.send({
           type: "commitment.due",
@@ -140,7 +167,25 @@ export class CommitmentHeartbeat {
       );
   }
 
+  private async claimed(id: string): Promise<boolean> {
+    try {
+      if (await this.book.claim(id, this.deps.clock.now())) return true;
+    } catch (error) {
+      this.deps.logger.warn({ id, error: errorMessage(error) }, "commitment.claimFailed");
+      // Not adopted from the store: try it again at the next tick.
+      if (this.book.get(id)?.status === "pending") this.book.index.schedule(id, this.deps.clock.now());
+    }
+    this.unclaimed.add(id);
+    return false;
+  }
+
   private async settle(actor: Actor<ProvidedMachine>, id: string): Promise<void> {
+    // Not ours to review: memory holds the stored version (due again when the claimer leaves it).
+    if (this.unclaimed.delete(id)) {
+      this.finish(id, actor);
+      this.arm();
+      return;
+    }
     // Stopping (the gateway stops): whatever was under way stays pending in the store, to be
     // reviewed again at the next start; nothing is written after the store may have closed.
     if (this.stopped) {

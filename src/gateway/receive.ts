@@ -11,6 +11,7 @@ import { applyControl, runViewOf } from "./apply-control.js";
 import { type Ack, composeAck, type RunView } from "./compose-ack.js";
 import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
 import type { SessionRegistry } from "./session-registry.js";
+import { claimInbound, releaseInbound } from "./shared-dedupe.js";
 import { type InboundMessage, pruneSeen, validateInbound } from "./validate-inbound.js";
 
 export interface ReceiveDeps {
@@ -144,6 +145,15 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       }
       case "accept": {
         entry.seen.set(message.id, now);
+        // Several processes on one store: one that accepted this id already makes it a duplicate here.
+        const store = deps.writer.store;
+        if (
+          store.claimMessageId &&
+          !(await claimInbound(store, deps.logger, entry, message, now, config.limits.dedupeWindowMs))
+        ) {
+          decision = { messageId: message.id, disposition: "duplicate", setting };
+          break;
+        }
         const actor = registry.actor(message.session, entry);
         // What the run was doing when the message arrived: an interrupt changes it at once.
         runBefore = runViewOf(actor);
@@ -161,7 +171,8 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       }
     }
     // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
-    if (decision.disposition === "rejected") entry.seen.delete(message.id);
+    if (decision.disposition === "rejected" && entry.seen.delete(message.id) && admission.kind === "accept")
+      await releaseInbound(deps.writer.store, deps.logger, message);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
     return finishAck(message.session, entry, decision, runBefore, message.sender, busyWith);

@@ -7,20 +7,13 @@ import {
   commitmentGateway,
   decision,
   HOUR,
+  PROPOSAL,
   recordingModel,
   StallingChannel,
 } from "../support/commitment-gateway.js";
 
 // Commitments through the library API: creation paths, the review's context and tools, restarts in the
 // middle of a send, and the operator API.
-
-const PROPOSAL = {
-  kind: "open_loop",
-  reason: "Asked which slot to book.",
-  suggestedText: "Which slot should I book?",
-  dedupeKey: "booking:slot",
-  confidence: 0.9,
-};
 
 describe("commitment creation", () => {
   it("takes proposals from the extractCommitments hook after each finished turn, through the same checks", async () => {

@@ -11,6 +11,15 @@ import { silentLogger } from "../../src/logger.js";
 
 export const HOUR = 3_600_000;
 
+/** A proposal every check accepts: an open loop on which slot to book. */
+export const PROPOSAL = {
+  kind: "open_loop",
+  reason: "Asked which slot to book.",
+  suggestedText: "Which slot should I book?",
+  dedupeKey: "booking:slot",
+  confidence: 0.9,
+};
+
 /** A model that answers turns with `turn` and reviews with `review`, recording every request. */
 export function recordingModel(
   review: (request: ModelRequest) => ModelReply | Promise<ModelReply>,

@@ -1,41 +1,17 @@
-import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/chromium.js";
-import { type Running, startServe } from "../support/serve-process.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { SHOTS, useOperatorPage } from "../support/operator-page.js";
 
 // The operator page in a real browser against a real `tiller serve` (demo model, its 5 s demo_task
 // tool) on an ephemeral port. Screenshots go to artifacts/operator-page/ (git-ignored).
-const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
-const SHOTS = join(ROOT, "artifacts", "operator-page");
-
-let server: Running & { url: string };
-let browser: Awaited<ReturnType<typeof launchChromium>>;
-let store: string;
+const ui = useOperatorPage((dir) => ["--store", dir]);
 let page: Page;
-const pageErrors: string[] = [];
-
-beforeAll(async () => {
-  // The page as `npm start` serves it: built into dist/web when its sources changed.
-  execFileSync(join(ROOT, "node_modules/.bin/tsx"), ["scripts/build-web.ts", "--if-stale"], { cwd: ROOT });
-  await mkdir(SHOTS, { recursive: true });
-  store = await mkdtemp(join(tmpdir(), "tiller-page-"));
-  // Through tsx rather than a bundle: the server finds the built page next to its own sources.
-  server = await startServe(["--import", "tsx", join(ROOT, "src/cli.ts")], ["--store", store]);
-  browser = await launchChromium();
-  page = await browser.context.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-}, 180_000);
-
-afterAll(async () => {
-  await browser?.close();
-  server?.proc.kill("SIGTERM");
-  await server?.exited;
-  await rm(store, { recursive: true, force: true });
+let server: { url: string };
+const pageErrors = ui.pageErrors;
+beforeAll(() => {
+  page = ui.page;
+  server = ui.server;
 });
 
 const activeRunState = (page: Page, state: string) =>

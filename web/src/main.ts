@@ -5,6 +5,7 @@
  */
 import { type Ack, api, type GatewayEvent, openDeliveries, openEvents, type SessionSummary } from "./api.js";
 import { ChatView } from "./chat-view.js";
+import { mountClusterView } from "./cluster-view.js";
 import { drawMachine, type LiveDiagram } from "./diagram.js";
 import { h } from "./dom.js";
 import { machineGraph, type StateConfig } from "./machine-graph.js";
@@ -91,6 +92,7 @@ async function boot(): Promise<void> {
   select(keyFromHash() ?? [...app.sessions.keys()][0] ?? "web:operator");
   setInterval(() => void refreshSessions(), 2000);
   setInterval(() => void refreshLanes(), 1500);
+  mountClusterView();
 }
 
 function keyFromHash(): string | null {

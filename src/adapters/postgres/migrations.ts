@@ -173,6 +173,39 @@ CREATE TABLE schedule_state (
 );`,
   },
   {
+    version: 5,
+    name: "commitments as the store keeps them",
+    sql: `
+-- Version 3's table was never written to. A commitment is opaque JSON to the store, and the gateway
+-- may hold two pending commitments of one dedupe key (a new one made while the other's send is in
+-- flight, whose send then fails): no uniqueness on (session_key, dedupe_key).
+DROP TABLE commitments;
+CREATE TABLE commitments (
+  id            text PRIMARY KEY,
+  -- the order commitments were first stored in (a new version keeps its row's place)
+  stored_order  bigserial NOT NULL,
+  -- copied from the record (NULL when it has no such field): what the claim and operators query
+  session_key   text,
+  dedupe_key    text,
+  status        text,
+  -- ms on the gateway's clock
+  due_ms        double precision,
+  -- the record carries a durable 'sending' intent: never claimed again
+  sending       boolean NOT NULL DEFAULT false,
+  sent_ms       double precision,
+  -- the record exactly as saved (JSON text)
+  body          text NOT NULL,
+  -- claimed once cluster-wide (FOR UPDATE SKIP LOCKED) by the process that reviews it, until
+  -- claimed_until_ms (gateway clock): a dead claimer's claim is retaken after it
+  claimed_by    text,
+  claimed_until_ms double precision,
+  updated_at    timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX commitments_order ON commitments (stored_order);
+CREATE INDEX commitments_due ON commitments (due_ms, id) WHERE status = 'pending' AND NOT sending;
+CREATE INDEX commitments_key ON commitments (session_key, dedupe_key) WHERE status = 'pending';`,
+  },
+  {
     version: 6,
     name: "inbox acks for messages steered across processes",
     sql: `

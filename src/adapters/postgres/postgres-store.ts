@@ -1,17 +1,21 @@
 import { nanoid } from "nanoid";
 import type pg from "pg";
-import { LeaseLostError, MessageRejectedError } from "../../errors.js";
+import { ConfigError, LeaseLostError, MessageRejectedError } from "../../errors.js";
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { assertSessionKey } from "../session-key.js";
 import type {
+  CommitmentClaim,
   ExpectedHead,
   RecordBody,
   ScheduleState,
+  StoredCommitment,
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
 } from "../store.js";
 import { UNDELIVERED_FINAL } from "../store.js";
+import { type ClusterView, readClusterView } from "./cluster-view.js";
+import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
@@ -21,6 +25,13 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
   now?: () => number;
   /** The fencing tokens of this process's runs (the cluster lanes). @default no fencing */
   fences?: FenceSource;
+  /** This process's name as a commitment claimer (give the lanes' `processId`). @default a random id */
+  processId?: string;
+  /**
+   * How long a commitment claim holds (gateway clock) when its holder neither saves nor sends it: a
+   * claim of a process that died is taken by another after it. @default 600000
+   */
+  commitmentLeaseMs?: number;
 }
 
 interface HeadRow {
@@ -49,9 +60,12 @@ const LOCK_HEAD = `SELECT s.session_id, s.revision, s.last_seq, ${fenceHolds("s.
  */
 export class PostgresStore implements TranscriptStore {
   readonly schema: string;
+  /** This process in the cluster (its commitment claims, the cluster view). */
+  readonly processId: string;
   private readonly pool: pg.Pool;
   private readonly now: () => number;
   private readonly fences: FenceSource;
+  private readonly commitments: CommitmentRows;
   /** Mutations of one session run one after another, in call order (the row lock orders processes). */
   private readonly chains = new Map<string, Promise<unknown>>();
 
@@ -60,6 +74,11 @@ export class PostgresStore implements TranscriptStore {
     this.schema = checkSchema(options.schema);
     this.now = options.now ?? Date.now;
     this.fences = options.fences ?? NO_FENCES;
+    const lease = options.commitmentLeaseMs ?? 600_000;
+    if (typeof lease !== "number" || !(lease > 0))
+      throw new ConfigError("commitmentLeaseMs", "a positive number of ms", lease);
+    this.processId = options.processId ?? `s${nanoid(10)}`;
+    this.commitments = new CommitmentRows(pool, this.processId, lease);
   }
 
   /** Connects, applies pending migrations, and returns the store. */
@@ -209,6 +228,45 @@ export class PostgresStore implements TranscriptStore {
       [session],
     );
     return rows[0] ? JSON.parse(rows[0].state) : null;
+  }
+
+  saveCommitments(records: readonly StoredCommitment[]): Promise<void> {
+    return this.commitments.save(records);
+  }
+
+  loadCommitments(): Promise<StoredCommitment[]> {
+    return this.commitments.load();
+  }
+
+  claimCommitment(id: string, now: number): Promise<CommitmentClaim> {
+    return this.commitments.claim(id, now);
+  }
+
+  async claimMessageId(session: string, messageId: string, at: number, since: number): Promise<boolean> {
+    checkKey(session);
+    // The session's ids older than the window go on the way (its rows stay few).
+    const { rows } = await this.pool.query(
+      `WITH gone AS (DELETE FROM dedupe_windows
+                      WHERE session_key = $1 AND message_id <> $2 AND seen_at < to_timestamp($4::float8 / 1000))
+       INSERT INTO dedupe_windows (session_key, message_id, seen_at) VALUES ($1, $2, to_timestamp($3::float8 / 1000))
+       ON CONFLICT (session_key, message_id) DO UPDATE SET seen_at = excluded.seen_at
+        WHERE dedupe_windows.seen_at < to_timestamp($4::float8 / 1000)
+       RETURNING 1`,
+      [session, messageId, at, since],
+    );
+    return rows.length > 0;
+  }
+
+  async releaseMessageId(session: string, messageId: string): Promise<void> {
+    await this.pool.query("DELETE FROM dedupe_windows WHERE session_key = $1 AND message_id = $2", [
+      session,
+      messageId,
+    ]);
+  }
+
+  /** The cluster's lanes, processes and session owners, as the database has them now. */
+  clusterView(): Promise<ClusterView> {
+    return readClusterView(this.pool, this.schema, this.processId);
   }
 
   async saveSchedule(id: string, state: ScheduleState | null): Promise<void> {

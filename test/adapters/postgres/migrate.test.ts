@@ -38,10 +38,11 @@ describe("PostgreSQL migrations", () => {
     const pool = createPool({ url: db.url, schema, poolSize: 1 });
     try {
       expect((await migrate(pool, schema, MIGRATIONS.slice(0, 1))).applied).toEqual([1]);
-      expect((await migrate(pool, schema)).applied).toEqual(MIGRATIONS.slice(1).map((m) => m.version));
+      const rest = MIGRATIONS.slice(1).map((m) => m.version);
+      expect((await migrate(pool, schema)).applied).toEqual(rest);
       expect((await migrate(pool, schema)).applied).toEqual([]);
       await expect(migrate(pool, schema, MIGRATIONS.slice(0, 2))).rejects.toThrow(
-        new RegExp(`at migration ${Math.max(...MIGRATIONS.map((m) => m.version))}`),
+        new RegExp(`at migration ${rest.at(-1)}`),
       );
     } finally {
       await pool.end();

@@ -6,23 +6,27 @@ import { storeContract } from "../store-contract.js";
 const db = usePostgresSchema("store");
 
 // The contract expects an empty store per test: the suite's schema, emptied after each.
-storeContract("PostgresStore", async () => {
-  let current = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 4 });
-  return {
-    store: current,
-    reopen: async () => {
-      await current.close();
-      current = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 4 });
-      return current;
-    },
-    cleanup: async () => {
-      await current.close();
-      await db.pool.query(
-        `TRUNCATE ${db.schema}.transcript, ${db.schema}.sessions, ${db.schema}.session_state`,
-      );
-    },
-  };
-});
+storeContract(
+  "PostgresStore",
+  async () => {
+    let current = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 4 });
+    return {
+      store: current,
+      reopen: async () => {
+        await current.close();
+        current = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 4 });
+        return current;
+      },
+      cleanup: async () => {
+        await current.close();
+        await db.pool.query(
+          `TRUNCATE ${db.schema}.transcript, ${db.schema}.sessions, ${db.schema}.session_state, ${db.schema}.commitments`,
+        );
+      },
+    };
+  },
+  { commitments: true },
+);
 
 describe("PostgresStore", () => {
   it("keeps seq gap-free and refuses stale revisions under concurrent writers in two stores", async () => {
