@@ -178,6 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     channelNames,
     isDraining: () => draining,
     emit,
+    sharedDedupe: !options.cluster,
   });
 
   const resumeDeps = { store, writer, config, persistence, registry, channelNames, emit };

@@ -22,6 +22,12 @@ export interface ReceiveDeps {
   channelNames: readonly string[];
   isDraining(): boolean;
   emit: EmitEvent;
+  /**
+   * Claim each accepted id in the store's shared dedupe window (on a store that has one). Off under a
+   * cluster inbox, which stores the id with the message in one transaction: a row re-applied by the
+   * process that took its session over is the message itself, not a redelivery.
+   */
+  sharedDedupe: boolean;
 }
 
 /**
@@ -148,6 +154,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         // Several processes on one store: one that accepted this id already makes it a duplicate here.
         const store = deps.writer.store;
         if (
+          ctx.sharedDedupe &&
           store.claimMessageId &&
           !(await claimInbound(store, deps.logger, entry, message, now, config.limits.dedupeWindowMs))
         ) {
@@ -171,7 +178,12 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       }
     }
     // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
-    if (decision.disposition === "rejected" && entry.seen.delete(message.id) && admission.kind === "accept")
+    if (
+      decision.disposition === "rejected" &&
+      entry.seen.delete(message.id) &&
+      admission.kind === "accept" &&
+      ctx.sharedDedupe
+    )
       await releaseInbound(deps.writer.store, deps.logger, message);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
