@@ -105,7 +105,10 @@ export const runSetup = setup({
         journal = [...journal, ...noticeItems(context.noticeBuffer)];
       }
       if (context.steerBuffer.length > 0) {
-        enqueue.emit({ type: "steer.injected", messageIds: context.steerBuffer.map((message) => message.id) });
+        enqueue.emit({
+          type: "steer.injected",
+          messageIds: context.steerBuffer.map((message) => message.id),
+        });
         journal = [...journal, ...context.steerBuffer.map(userItem)];
       }
       if (journal === context.journal) return;
