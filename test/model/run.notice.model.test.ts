@@ -14,11 +14,13 @@ import type {
 import { SUPERSEDED } from "../../src/machines/run.setup.js";
 import type { OwnedMessage } from "../../src/policy/turn-context.js";
 import {
+  isPossibleRunEvent,
   RUN_GRAPH_TEXTS,
   type RunGraphEvent,
   runGraphEvents,
   runGraphInput,
   runMachine,
+  runStateKey,
 } from "../../src/testing/run-graph.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
@@ -54,26 +56,20 @@ function events(): GraphEvent[] {
   ];
 }
 
+/** The run graph's state key, plus what a notice and a superseded ending change. */
 function stateKey(snapshot: Snapshot): string {
   const { context } = snapshot;
   return JSON.stringify([
-    snapshot.status,
-    snapshot.value,
-    context.passes,
-    context.steerBuffer.length > 0,
+    runStateKey(snapshot),
     context.noticeBuffer.length > 0,
     context.noticed.length > 0,
     context.owned.length,
-    context.toolIndex,
-    context.verdict.stale,
     context.abortReason,
   ]);
 }
 
 function isPossible(snapshot: Snapshot, event: GraphEvent): boolean {
-  if (snapshot.status !== "active") return false;
-  if (event.type.endsWith(".callModel")) return snapshot.matches("streaming");
-  if (event.type.endsWith(".runTool")) return snapshot.matches({ toolBatch: "toolRunning" });
+  if (!isPossibleRunEvent(snapshot, event)) return false;
   // One notice and one steering message per path keep the graph finite and every path readable.
   if (event.type === "run.notice")
     return snapshot.context.noticeBuffer.length + snapshot.context.noticed.length === 0;
