@@ -79,17 +79,17 @@ export class ScheduleRunner {
       const saved = stored[spec.id];
       const signature = scheduleSignature(spec);
       let state: ScheduleState;
+      let pending: number | undefined;
       if (saved && saved.spec === signature) {
-        const { pending, ...rest } = saved;
-        state = rest;
-        if (pending !== undefined) interrupted.push([spec, pending]);
+        ({ pending, ...state } = saved);
       } else {
         state = { nextRunAt: firstSlot(spec, now), anchor: now, spec: signature };
         await this.save(spec.id, state);
       }
       this.states.set(spec.id, state);
-      if (interrupted.at(-1)?.[0] === spec) continue;
-      if (state.nextRunAt !== null && state.nextRunAt <= now) missed.push([spec, state.nextRunAt]);
+      // A slot a crash cut off is settled first; settling it arms the schedule's next slot.
+      if (pending !== undefined) interrupted.push([spec, pending]);
+      else if (state.nextRunAt !== null && state.nextRunAt <= now) missed.push([spec, state.nextRunAt]);
       else if (state.nextRunAt !== null) this.heap.push({ id: spec.id, at: state.nextRunAt });
     }
     for (const [spec, slot] of interrupted) await this.settle(spec, slot, now);
