@@ -30,17 +30,16 @@ function messageTool(deps: ActorDeps): ToolDefinition {
       const parsed = messageArgs.safeParse(args);
       if (!parsed.success)
         throw new Error(`message: ${parsed.error.issues[0]?.message ?? "invalid arguments"}`);
-      const facts = deps.runFacts.get(context.runId);
-      const kind = facts?.kind === "recovery" ? "recovery" : "reply";
+      const kind = context.turnKind === "recovery" ? "recovery" : "reply";
       // Named after the turn's messages and the send's place in the turn: a turn re-run after a crash
       // sends under the same ids, so a channel drops what the user already has.
-      const ordinal = facts ? ++facts.sendOrdinal : 1;
-      const deliveryId = `message:${context.session}:${facts?.turnKey ?? context.runId}:${ordinal}`;
+      const ordinal = context.nextSendOrdinal?.() ?? 1;
+      const deliveryId = `message:${context.session}:${context.turnKey ?? context.runId}:${ordinal}`;
       const { messageId } = await sendDurably(deps, context.session, parsed.data.text, kind, {
         deliveryId,
         fallbackId: deliveryId,
         runId: context.runId,
-        via: facts?.channel,
+        via: context.channel,
       });
       if (!messageId) throw new Error("message: the channel did not deliver the message");
       deps.emit("message.sent", { session: context.session, runId: context.runId, messageId, kind });

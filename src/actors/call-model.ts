@@ -44,7 +44,7 @@ export function createCallModel(deps: ActorDeps) {
     };
     deps.emit("model.called", {
       ...identity,
-      trigger: deps.runFacts.get(input.runId)?.trigger ?? "user",
+      trigger: input.trigger ?? "user",
       latestUser: latestUserText(input.context),
       userTexts,
       messageIds,

@@ -31,14 +31,12 @@ const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };
 export function createDeliver(deps: ActorDeps) {
   return fromPromise<DeliverOutput, DeliverInput>(async ({ input, signal }) => {
     const { output, session } = input;
-    const facts = deps.runFacts.get(output.runId);
-    deps.runFacts.delete(output.runId);
     const notice = (text: string, why: string) =>
       sendDurably(deps, session, text, "notice", {
         deliveryId: `notice:${why}:${session}:${turnKey(input)}`,
         fallbackId: `notice:${why}:${session}:${turnKey(input)}`,
         runId: output.runId,
-        via: facts?.channel,
+        via: output.channel,
       });
     try {
       await deps.writer.appendJournal(
@@ -49,7 +47,7 @@ export function createDeliver(deps: ActorDeps) {
       );
       await deps.writer.append(session, closingResults(input));
     } catch (error) {
-      if (facts?.trigger === "subagent") return finishSubagent(deps, input, "failed", errorMessage(error));
+      if (output.trigger === "subagent") return finishSubagent(deps, input, "failed", errorMessage(error));
       // What the turn did could not be stored: the user still learns that this reply failed.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "turn.storeFailed");
       deps.emit("turn.storeFailed", { session, runId: output.runId, error: errorMessage(error) });
@@ -59,8 +57,8 @@ export function createDeliver(deps: ActorDeps) {
       deps.writer.endJournal(output.runId);
     }
     // The session left this turn meanwhile (`/new`): nothing more of it may reach the new conversation.
-    if (signal.aborted && facts?.trigger !== "subagent") return UNDELIVERED;
-    if (facts?.trigger === "subagent")
+    if (signal.aborted && output.trigger !== "subagent") return UNDELIVERED;
+    if (output.trigger === "subagent")
       return finishSubagent(deps, input, output.status, output.error?.message);
 
     if (input.kind === "recovery") return deliverRecovery(deps, input, output.messageSends);
@@ -86,7 +84,7 @@ export function createDeliver(deps: ActorDeps) {
       ({ deliveryId, messageId } = await sendDurably(deps, session, output.final, "reply", {
         fallbackId: `reply:${session}:${turnKey(input)}`,
         runId: output.runId,
-        via: facts?.channel,
+        via: output.channel,
         final: true,
         receipt: false,
       }));

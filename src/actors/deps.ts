@@ -24,9 +24,9 @@ export interface ActorDeps {
   lanes: LaneScheduler;
   /** A run id that no earlier turn of the session used, in this process or before a restart. */
   newRunId(session: string): string;
-  /** Runs a child turn for a tool of run `parent.runId` (ToolContext.runSubagent). */
+  /** Runs a child turn for a tool of run `parent.runId` (ToolContext.runSubagent), below its `lane`. */
   runSubagent(
-    parent: { session: string; runId: string; signal: AbortSignal },
+    parent: { session: string; runId: string; signal: AbortSignal; lane?: string },
     options: SubagentOptions,
   ): Promise<string>;
   /** Emits an observability event stamped with the clock. */
@@ -37,24 +37,6 @@ export interface ActorDeps {
     args: unknown,
     origin: { source: string; runId?: string },
   ): Promise<unknown>;
-  /**
-   * Per-run facts the machines do not carry: visible sends made by the `message` tool, and the channel
-   * of the newest message the turn started with (its replies go there).
-   */
-  runFacts: Map<
-    string,
-    {
-      messageSends: number;
-      kind: "turn" | "recovery";
-      channel?: string;
-      /** What the turn's sends are named after (its messages, or the final it recovers). */
-      turnKey?: string;
-      /** Message-tool sends attempted so far in the turn. */
-      sendOrdinal: number;
-      trigger?: string;
-      lane?: string;
-    }
-  >;
   /** Resolves once the session's resume state holds everything its actor accepted (closes the window
    * between a message stored in the transcript and the state that says who answers it). */
   stateDurable?(session: string, messageIds: readonly string[]): Promise<void>;

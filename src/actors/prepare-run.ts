@@ -87,15 +87,6 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
   const turnKey = recovery
     ? `recovery:${pending.recovery?.deliveryId ?? pending.recovery?.strandedRunId ?? args.runId}`
     : pending.messages.map((message) => message.id).join(",") || `run:${args.runId}`;
-  deps.runFacts.set(args.runId, {
-    messageSends: 0,
-    kind: pending.kind,
-    turnKey,
-    sendOrdinal: 0,
-    ...(channel ? { channel } : {}),
-    ...(pending.trigger ? { trigger: pending.trigger } : {}),
-    lane: laneForTurn(pending),
-  });
   const toolNames = recovery
     ? ["message"]
     : pending.tools
@@ -111,6 +102,9 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     session: args.session,
     kind: pending.kind,
     ...(channel ? { channel } : {}),
+    turnKey,
+    ...(pending.trigger ? { trigger: pending.trigger } : {}),
+    lane: laneForTurn(pending),
     messages: pending.messages,
     preamble,
     history: windowToModel(records),

@@ -57,6 +57,14 @@ export function createRunTool(deps: ActorDeps) {
     // A cancellable tool stops when the turn is aborted or when it runs out of time.
     const control = linkedAbort(signal, tool.cancellable);
     const timeoutMs = deps.config.limits.toolTimeoutMs;
+    // The sends this call claims go back to the run, which names the turn's next send after them.
+    let sendOrdinal = input.sendOrdinal;
+    const parent = {
+      session: input.session,
+      runId: input.runId,
+      signal: control.signal,
+      ...(input.lane ? { lane: input.lane } : {}),
+    };
     try {
       const running = tool.execute(checked.args, {
         session: input.session,
@@ -65,12 +73,13 @@ export function createRunTool(deps: ActorDeps) {
         signal: control.signal,
         turnKind: input.kind,
         ...(input.channel ? { channel: input.channel } : {}),
+        turnKey: input.turnKey ?? input.runId,
+        nextSendOrdinal: () => ++sendOrdinal,
         senders,
-        runSubagent: (options) =>
-          deps.runSubagent({ session: input.session, runId: input.runId, signal: control.signal }, options),
+        runSubagent: (options) => deps.runSubagent(parent, options),
       });
       const result = await withDeadline(deps.clock, running, timeoutMs, signal);
-      return { ...storedResult(result), persisted };
+      return { ...storedResult(result), persisted, sendOrdinal };
     } catch (error) {
       if (error instanceof DeadlineError && !signal.aborted) {
         if (tool.cancellable) control.abort(new Error(`the tool ran past ${timeoutMs} ms`));
@@ -88,6 +97,7 @@ export function createRunTool(deps: ActorDeps) {
           status: "failed",
           result: { error: `no result after ${timeoutMs} ms; ${outcome}, so its outcome is unknown` },
           persisted,
+          sendOrdinal,
         };
       }
       if (signal.aborted && tool.cancellable) throw error;
@@ -95,6 +105,7 @@ export function createRunTool(deps: ActorDeps) {
         status: "failed",
         result: { error: errorMessage(error) },
         persisted,
+        sendOrdinal,
       };
     } finally {
       control.release();

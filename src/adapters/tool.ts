@@ -64,6 +64,16 @@ export interface ToolContext {
   turnKind?: "turn" | "recovery";
   /** The channel this turn's replies go out on. */
   channel?: string;
+  /**
+   * What the turn's visible sends are named after (its messages, or the final a recovery turn resends):
+   * the same when the turn is re-run after a crash. Set by the gateway.
+   */
+  turnKey?: string;
+  /**
+   * Claims the next place (1, 2, ...) among the turn's visible sends. With `turnKey` it names a send
+   * durably, so a channel drops one the user already has. Set by the gateway.
+   */
+  nextSendOrdinal?(): number;
   /** Who the turn's messages come from (empty: the session's anonymous user alone); set by the gateway. */
   senders?: Sender[];
   /**

@@ -30,7 +30,7 @@ export function createRunSubagent(ctx: SubagentDeps): ActorDeps["runSubagent"] {
       throw new TillerError("MESSAGE_REJECTED", "runSubagent: text: expected a non-empty string");
     }
     const child = await numbers.next(parent.session);
-    const lane = laneForChild(ctx.deps.runFacts.get(parent.runId)?.lane ?? "main");
+    const lane = laneForChild(parent.lane ?? "main");
     const marks = { session: parent.session, runId: parent.runId, child, lane };
     if (parent.signal.aborted) throw parent.signal.reason;
 

@@ -64,6 +64,7 @@ export function callModelInput(context: RunContext): CallModelInput {
     tools: context.input.tools,
     unpersisted: context.journal.slice(context.persisted),
     journalOffset: context.persisted,
+    ...(context.input.trigger ? { trigger: context.input.trigger } : {}),
   };
 }
 

@@ -46,6 +46,7 @@ export const runMachine = runSetup.createMachine({
       pendingCalls: [],
       toolIndex: 0,
       completedTools: [],
+      sendOrdinal: 0,
       draft: "",
       verdict: { stale: false },
       abortReason: null,
@@ -135,6 +136,9 @@ export const runMachine = runSetup.createMachine({
               session: context.input.session,
               kind: context.input.kind,
               ...(context.input.channel ? { channel: context.input.channel } : {}),
+              ...(context.input.turnKey ? { turnKey: context.input.turnKey } : {}),
+              sendOrdinal: context.sendOrdinal,
+              ...(context.input.lane ? { lane: context.input.lane } : {}),
               call: context.pendingCalls[context.toolIndex]!,
               unpersisted: context.journal.slice(context.persisted),
               journalOffset: context.persisted,
@@ -246,10 +250,16 @@ export const runMachine = runSetup.createMachine({
               session: context.input.session,
               facts: draftFacts(context),
             }),
-            onDone: { target: "deciding", actions: "recordDetected" },
+            onDone: {
+              target: "deciding",
+              actions: { type: "recordDetected", params: ({ event }) => ({ output: event.output }) },
+            },
             onError: {
               target: "deciding",
-              actions: ["emitDetectorFailed", "assessFallback"],
+              actions: [
+                { type: "emitDetectorFailed", params: ({ event }) => ({ error: event.error }) },
+                "assessFallback",
+              ],
               description: "The detector failed: the built-in signals are the fallback.",
             },
           },
@@ -314,6 +324,7 @@ export const runMachine = runSetup.createMachine({
       abortReason: context.abortReason,
       messageSends: messageSends(context.journal),
       ...(context.input.channel ? { channel: context.input.channel } : {}),
+      ...(context.input.trigger ? { trigger: context.input.trigger } : {}),
     };
   },
 });

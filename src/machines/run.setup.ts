@@ -41,6 +41,8 @@ export const SUPERSEDED = "superseded by a newer user message";
 export type ModelResult = { output: CallModelOutput };
 /** The `runTool` actor's result. */
 export type ToolResult = { output: RunToolOutput };
+/** The `detectStale` actor's verdict. */
+export type DetectorResult = { output: DetectStaleOutput };
 /** What an invoked actor rejected with. */
 export type ActorFailure = { error: unknown };
 
@@ -176,6 +178,7 @@ export const runSetup = setup({
         toolIndex: context.toolIndex + 1,
         completedTools:
           output.status === "done" ? [...context.completedTools, call.name] : context.completedTools,
+        sendOrdinal: output.sendOrdinal ?? context.sendOrdinal,
         journal: [...context.journal, toolResultItem(context, call, output.status, output.result)],
       };
     }),
@@ -263,16 +266,16 @@ export const runSetup = setup({
     })),
     assess: assign({ verdict: ({ context }) => builtInVerdict(context) }),
     recordDetected: assign({
-      verdict: ({ context, event }) =>
+      verdict: ({ context }, { output }: DetectorResult) =>
         // A message steered in while the detector worked makes the draft stale whatever it said.
         context.steerBuffer.length > 0 || context.noticeBuffer.length > 0
           ? builtInVerdict(context)
-          : { ...(event as unknown as { output: DetectStaleOutput }).output, detector: "custom" as const },
+          : { ...output, detector: "custom" as const },
     }),
     assessFallback: assign({ verdict: ({ context }) => builtInVerdict(context, true) }),
-    emitDetectorFailed: emit(({ event }) => ({
+    emitDetectorFailed: emit((_, params: ActorFailure) => ({
       type: "recheck.detectorFailed" as const,
-      error: toRunError((event as unknown as { error: unknown }).error),
+      error: toRunError(params.error),
       fallback: "built-in" as const,
     })),
     startRecheck: assign(({ context }) => {

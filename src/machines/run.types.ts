@@ -24,6 +24,15 @@ export interface RunInput {
   kind: "turn" | "recovery";
   /** The channel of the newest message the turn started with: its replies go out there. */
   channel?: string;
+  /**
+   * What the turn's sends are named after (its messages, or the final it recovers): a turn re-run
+   * after a crash sends under the same delivery ids. Default: the run id.
+   */
+  turnKey?: string;
+  /** What started the turn (`user` when a person typed it, `subagent`, a schedule, ...). Default `user`. */
+  trigger?: string;
+  /** The lane the turn runs in (a subagent it starts runs in the lane below it). Default `main`. */
+  lane?: string;
   /** User messages the turn starts from, in arrival order. */
   messages: OwnedMessage[];
   /** Items the model sees before the messages (notes about dropped messages). */
@@ -68,6 +77,8 @@ export interface CallModelInput {
   unpersisted: TurnItem[];
   /** Index in the journal of `unpersisted[0]`, so a store that already took them never takes them twice. */
   journalOffset: number;
+  /** What started the turn (the input's), for the `model.called` event. */
+  trigger?: string;
 }
 
 export interface CallModelOutput {
@@ -82,6 +93,12 @@ export interface RunToolInput {
   /** The turn's kind and reply channel, for the tools that send (the built-in `message` tool). */
   kind: "turn" | "recovery";
   channel?: string;
+  /** What the turn's sends are named after (the input's; default the run id). */
+  turnKey?: string;
+  /** Visible sends the turn's tools claimed before this call: the next one is `sendOrdinal + 1`. */
+  sendOrdinal: number;
+  /** The turn's lane, where a subagent the tool starts takes the lane below. */
+  lane?: string;
   call: ToolCallRequest;
   /** Journal items not yet durable (ending with this call's toolCall record); stored before it runs. */
   unpersisted: TurnItem[];
@@ -99,6 +116,8 @@ export interface RunToolOutput {
   status: "done" | "failed";
   result: unknown;
   persisted: number;
+  /** Visible sends the turn's tools claimed once this call ended (the input's when it sent nothing). */
+  sendOrdinal?: number;
 }
 
 export interface DetectStaleInput {
@@ -147,6 +166,11 @@ export interface RunContext {
   toolIndex: number;
   /** Tools that completed in this turn: effects that already happened. */
   completedTools: string[];
+  /**
+   * Visible sends the turn's tools claimed so far (message-tool sends attempted): the place of each in
+   * the turn names its durable delivery id, so a re-run never sends one twice.
+   */
+  sendOrdinal: number;
   draft: string;
   verdict: RunVerdict;
   abortReason: string | null;
@@ -195,4 +219,6 @@ export interface RunOutput {
   messageSends: number;
   /** The channel the turn's replies go out on (its input's). */
   channel?: string;
+  /** What started the turn (its input's): a subagent's final goes back to its tool, not to a channel. */
+  trigger?: string;
 }

@@ -3,27 +3,34 @@ import type { GatewayConfig } from "../config.js";
 import { commitmentMachine } from "../machines/commitment.machine.js";
 import type { Commitment, ReviewOutput } from "../machines/commitment.types.js";
 
-const EXPIRES_AT = 1_000_000;
+/** When the fixture commitment's window closes: a `now` at or past it is "past the window". */
+export const EXPIRES_AT = 1_000_000;
 const SUGGESTED = "Should I keep the list as it was?";
 
-const COMMITMENT: Commitment = {
-  id: "c1",
-  session: "web:1",
-  kind: "open_loop",
-  source: "tool",
-  reason: "asked the user to confirm the list",
-  suggestedText: SUGGESTED,
-  dedupeKey: "list",
-  confidence: 0.9,
-  dueWindow: { earliestAt: 1000, latestAt: 2000 },
-  sourceMessageId: "m1",
-  createdAt: 0,
-  updatedAt: 0,
-  status: "pending",
-  dueAt: 1000,
-  attempts: 0,
-  expiresAt: EXPIRES_AT,
-};
+/** A pending commitment due at 1000 that the graphs start from (the graph tests reuse it). */
+export function commitmentFixture(fields: Partial<Commitment> = {}): Commitment {
+  return {
+    id: "c1",
+    session: "web:1",
+    kind: "open_loop",
+    source: "tool",
+    reason: "asked the user to confirm the list",
+    suggestedText: SUGGESTED,
+    dedupeKey: "list",
+    confidence: 0.9,
+    dueWindow: { earliestAt: 1000, latestAt: 2000 },
+    sourceMessageId: "m1",
+    createdAt: 0,
+    updatedAt: 0,
+    status: "pending",
+    dueAt: 1000,
+    attempts: 0,
+    expiresAt: EXPIRES_AT,
+    ...fields,
+  };
+}
+
+const COMMITMENT = commitmentFixture();
 
 type Snapshot = {
   status: string;

@@ -1,27 +1,24 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   chunk,
   type FakeOpenAIServer,
   gate,
-  startFakeOpenAIServer,
   textStream,
   toolCallStream,
+  useFakeOpenAIServer,
 } from "../support/fake-openai-server.js";
-import type { ApiBody } from "../support/http-gateway.js";
-import { type Running, startServe, tillerCommand } from "../support/serve-process.js";
+import { postMessage } from "../support/http-gateway.js";
+import { startServe, useServeProcesses } from "../support/serve-process.js";
 import { SseRecorder } from "../support/sse-recorder.js";
 
 // `tiller serve --model-url` end to end: a real server process talking to the OpenAI-compatible fake
 // over real sockets, a client posting messages over HTTP.
 
-let tmp: string;
-let tiller: string[];
+const procs = useServeProcesses("tiller-serve-openai");
+const fakes = useFakeOpenAIServer();
 let fake: FakeOpenAIServer;
-const live = new Set<Running>();
-const recorders: SseRecorder[] = [];
 
 const TOOLS = `export default [{
   name: "slow_lookup",
@@ -32,52 +29,39 @@ const TOOLS = `export default [{
 }];
 `;
 
-beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), "tiller-serve-openai-"));
-  tiller = await tillerCommand(tmp);
-  await writeFile(join(tmp, "tools.mjs"), TOOLS);
-}, 60_000);
-afterEach(async () => {
-  for (const recorder of recorders.splice(0)) recorder.close();
-  for (const running of live) running.proc.kill("SIGKILL");
-  live.clear();
-  await fake?.close();
+beforeAll(() => writeFile(join(procs.dir, "tools.mjs"), TOOLS));
+// Each test's server process ends with the test (its fake model server goes with it).
+afterEach(() => {
+  for (const running of procs.live) running.proc.kill("SIGKILL");
+  procs.live.clear();
 });
-afterAll(() => rm(tmp, { recursive: true, force: true }));
 
 async function serveWithFake(store: string) {
-  fake = await startFakeOpenAIServer();
+  fake = await fakes.start();
   const running = await startServe(
-    tiller,
+    procs.command,
     [
       "--store",
-      join(tmp, store),
+      join(procs.dir, store),
       "--model-url",
       fake.url,
       "--model",
       "fake-model",
       "--tools",
-      join(tmp, "tools.mjs"),
+      join(procs.dir, "tools.mjs"),
     ],
     { TILLER_MODEL_KEY: "key-123", OPENAI_API_KEY: "not-this-one" },
   );
-  live.add(running);
+  procs.live.add(running);
   return running;
 }
 
 function follow(url: string) {
-  const recorder = new SseRecorder(url);
-  recorders.push(recorder);
-  return recorder;
+  return procs.record(new SseRecorder(url));
 }
 
 async function post(url: string, session: string, text: string, id: string) {
-  const response = await fetch(`${url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ text, id }),
-  });
-  return (await response.json()) as ApiBody;
+  return (await postMessage(url, session, text, id)).body;
 }
 
 describe("tiller serve with an OpenAI-compatible model", { timeout: 40_000 }, () => {

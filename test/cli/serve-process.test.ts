@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ApiBody } from "../support/http-gateway.js";
+import { postMessage } from "../support/http-gateway.js";
 import { runTiller, startServe, useServeProcesses } from "../support/serve-process.js";
 import { SseRecorder } from "../support/sse-recorder.js";
 
@@ -25,14 +25,7 @@ function follow(url: string, lastEventId?: string) {
   return recorder;
 }
 
-async function post(url: string, session: string, text: string, id: string) {
-  const response = await fetch(`${url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ text, id }),
-  });
-  return { status: response.status, body: (await response.json()) as ApiBody };
-}
+const post = postMessage;
 
 describe("tiller serve", () => {
   it("after kill -9, a restart on the same store resumes the cut-off turn and the client replays what it missed", async () => {

@@ -13,6 +13,7 @@ import type {
   SendOutput,
 } from "../../src/machines/commitment.types.js";
 import { normalizeText } from "../../src/policy/commitment-review.js";
+import { commitmentFixture, EXPIRES_AT } from "../../src/testing/commitment-graph.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
 // Graph-based tests of the commitment machine (docs/commitments.md, invariant 10). xstate/graph enumerates
@@ -31,27 +32,8 @@ type GraphEvent =
 type Path = StatePath<Snapshot, GraphEvent>;
 
 const MAX_PER_DAY = 3;
-const EXPIRES_AT = 1_000_000;
 const SUGGESTED = "Checking back on the competitor list: should I keep Acme, Globex and Initech?";
-
-const COMMITMENT: Commitment = {
-  id: "c1",
-  session: "slack:1",
-  kind: "open_loop",
-  source: "tool",
-  reason: "asked the user to confirm the list",
-  suggestedText: SUGGESTED,
-  dedupeKey: "list",
-  confidence: 0.9,
-  dueWindow: { earliestAt: 1000, latestAt: 2000 },
-  sourceMessageId: "m1",
-  createdAt: 0,
-  updatedAt: 0,
-  status: "pending",
-  dueAt: 1000,
-  attempts: 0,
-  expiresAt: EXPIRES_AT,
-};
+const COMMITMENT: Commitment = commitmentFixture({ session: "slack:1", suggestedText: SUGGESTED });
 
 const review = (fields: Partial<ReviewOutput>): ReviewOutput => ({
   voided: false,

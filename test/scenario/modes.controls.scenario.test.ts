@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
-import { ack, inbound, msg, play, userTextsByTurn, withTools, yaml } from "../support/modes.js";
+import { ack, inbound, msg, play, playInMode, userTextsByTurn, withTools, yaml } from "../support/modes.js";
 import { eventsOf as events, replies } from "../support/scenario.js";
 
 // One part of the modes scenarios; what they cover and share: test/support/modes.ts.
@@ -14,20 +14,14 @@ describe("control commands", () => {
   };
 
   it("/queue sets this session's mode and settings; /queue reset returns to the configured ones", async () => {
-    const { result } = await play(
-      withTools(
-        yaml`
-          config: { queue: { mode: steer } }
-          ${inbound(
-            msg(0, "q1", "/queue followup cap:5 drop:new"),
-            msg(10, "m1", "deploy the app"),
-            msg(500, "m2", "question two"),
-            msg(600, "o1", "other session", "", "other"),
-            msg(4000, "q2", "/queue reset"),
-            msg(4100, "m3", "question three"),
-          )}
-        `,
-      ),
+    const { result } = await playInMode(
+      "steer",
+      msg(0, "q1", "/queue followup cap:5 drop:new"),
+      msg(10, "m1", "deploy the app"),
+      msg(500, "m2", "question two"),
+      msg(600, "o1", "other session", "", "other"),
+      msg(4000, "q2", "/queue reset"),
+      msg(4100, "m3", "question three"),
     );
     expect(ack(result, "q1").text).toContain("followup");
     expect(ack(result, "m1")).toMatchObject({ mode: "followup", modeSource: "session" });

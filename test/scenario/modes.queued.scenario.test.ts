@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { ack, inbound, msg, play, turns, userTextsByTurn, withTools, yaml } from "../support/modes.js";
+import {
+  ack,
+  inbound,
+  msg,
+  play,
+  playInMode,
+  turns,
+  userTextsByTurn,
+  withTools,
+  yaml,
+} from "../support/modes.js";
 import { eventsOf as events, replies } from "../support/scenario.js";
 
 // One part of the modes scenarios; what they cover and share: test/support/modes.ts.
@@ -15,18 +25,12 @@ describe("followup", () => {
   });
 
   it("gives each message its own turn, first in first out, whether it arrived while streaming or mid-tool", async () => {
-    const { result } = await play(
-      withTools(
-        yaml`
-          config: { queue: { mode: followup } }
-          ${inbound(
-            msg(0, "m1", "deploy the app"),
-            msg(50, "m2", "question two"),
-            msg(1000, "m3", "question three"),
-            msg(1001, "m4", "question four"),
-          )}
-        `,
-      ),
+    const { result } = await playInMode(
+      "followup",
+      msg(0, "m1", "deploy the app"),
+      msg(50, "m2", "question two"),
+      msg(1000, "m3", "question three"),
+      msg(1001, "m4", "question four"),
     );
     expect(result.acks.map((entry) => [entry.messageId, entry.disposition])).toEqual([
       ["m1", "started"],
@@ -103,18 +107,12 @@ describe("collect", () => {
   });
 
   it("answers a burst sent while the model streams as one turn that sees every message in order", async () => {
-    const { result } = await play(
-      withTools(
-        yaml`
-          config: { queue: { mode: collect } }
-          ${inbound(
-            msg(0, "m1", "first question"),
-            msg(100, "m2", "one"),
-            msg(150, "m3", "two"),
-            msg(200, "m4", "three"),
-          )}
-        `,
-      ),
+    const { result } = await playInMode(
+      "collect",
+      msg(0, "m1", "first question"),
+      msg(100, "m2", "one"),
+      msg(150, "m3", "two"),
+      msg(200, "m4", "three"),
     );
     expect(result.acks.slice(1).map((entry) => entry.disposition)).toEqual([
       "collected",
@@ -167,19 +165,13 @@ describe("collect", () => {
   });
 
   it("drains the bursts of different channels separately", async () => {
-    const { result } = await play(
-      withTools(
-        yaml`
-          config: { queue: { mode: collect } }
-          ${inbound(
-            msg(0, "m1", "first question"),
-            msg(100, "t1", "telegram one"),
-            msg(120, "w1", "web one", "", "s", "web"),
-            msg(140, "t2", "telegram two"),
-            msg(160, "w2", "web two", "", "s", "web"),
-          )}
-        `,
-      ),
+    const { result } = await playInMode(
+      "collect",
+      msg(0, "m1", "first question"),
+      msg(100, "t1", "telegram one"),
+      msg(120, "w1", "web one", "", "s", "web"),
+      msg(140, "t2", "telegram two"),
+      msg(160, "w2", "web two", "", "s", "web"),
     );
     expect(userTextsByTurn(result)).toEqual([
       ["first question"],

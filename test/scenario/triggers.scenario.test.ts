@@ -1,16 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { parseScenario } from "../../src/scenario/load.js";
-import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
+import type { ScenarioResult } from "../../src/scenario/runner.js";
+import { play, replies } from "../support/scenario.js";
 
 // Turns nobody typed, end to end through the scenario runner on the simulated clock: scheduled (cron)
 // turns that overlap a user's message, heartbeats pre-empted and dropped, lanes of their own.
 
-async function play(yaml: string): Promise<ScenarioResult> {
-  const { result } = await runScenario(parseScenario(yaml, "x.yaml"));
-  return result;
-}
+/** A scenario whose model answers every message after a second: "Re: <the newest message>". */
+const answering = (scenario: string) =>
+  `${scenario}model:\n  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }\n`;
 
-const replies = (result: ScenarioResult) => result.deliveries.filter((d) => d.kind === "reply");
 const ackOf = (result: ScenarioResult, id: string) => result.acks.find((ack) => ack.messageId === id);
 const endedOf = (result: ScenarioResult) =>
   result.events
@@ -19,13 +17,13 @@ const endedOf = (result: ScenarioResult) =>
 
 describe("a scheduled turn that a user's message overlaps", () => {
   it("in steer mode: the cron turn's reply is drafted again with the user's message seen", async () => {
-    const result = await play(`
-model:
-  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
+    const result = await play(
+      answering(`
 inbound:
   - { at: 0, session: "t:1", channel: t, id: c1, text: "Daily digest of the inbox", trigger: cron }
   - { at: 500, session: "t:1", channel: t, id: m1, text: "what is the deploy command?" }
-`);
+`),
+    );
     expect(ackOf(result, "c1")).toMatchObject({ disposition: "started", trigger: "cron" });
     const ack = ackOf(result, "m1");
     expect(ack).toMatchObject({ disposition: "steered" });
@@ -39,14 +37,14 @@ inbound:
   });
 
   it("in followup mode: the user's message waits for its own turn, and the cron reply still saw it", async () => {
-    const result = await play(`
+    const result = await play(
+      answering(`
 config: { queue: { mode: followup } }
-model:
-  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
 inbound:
   - { at: 0, session: "t:1", channel: t, id: c1, text: "Daily digest of the inbox", trigger: cron }
   - { at: 500, session: "t:1", channel: t, id: m1, text: "what is the deploy command?" }
-`);
+`),
+    );
     expect(ackOf(result, "m1")).toMatchObject({ disposition: "queued" });
     expect(ackOf(result, "m1")?.text).toContain("busy with a scheduled task");
     const texts = replies(result).map((d) => d.text);
@@ -66,14 +64,14 @@ inbound:
 
 describe("a scheduled turn out of re-check passes", () => {
   it("is superseded rather than delivered when another user message came after its last draft", async () => {
-    const result = await play(`
-model:
-  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
+    const result = await play(
+      answering(`
 inbound:
   - { at: 0, session: "t:1", channel: t, id: c1, text: "Daily digest", trigger: cron }
   - { at: 500, session: "t:1", channel: t, id: m1, text: "first question" }
   - { at: 1500, session: "t:1", channel: t, id: m2, text: "second question" }
-`);
+`),
+    );
     expect(endedOf(result).map((e) => [e.status, e.reason])).toEqual([
       ["aborted", "superseded by a newer user message"],
       ["done", undefined],
@@ -94,13 +92,13 @@ inbound:
 
 describe("heartbeats", () => {
   it("a user's message pre-empts a heartbeat turn: aborted, nothing delivered, the user answered", async () => {
-    const result = await play(`
-model:
-  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
+    const result = await play(
+      answering(`
 inbound:
   - { at: 0, session: "t:1", channel: t, id: h1, text: "Heartbeat: anything to follow up?", trigger: heartbeat }
   - { at: 400, session: "t:1", channel: t, id: m1, text: "hello there" }
-`);
+`),
+    );
     expect(ackOf(result, "h1")).toMatchObject({ disposition: "started", trigger: "heartbeat" });
     expect(ackOf(result, "m1")).toMatchObject({ disposition: "interrupted" });
     expect(replies(result).map((d) => d.text)).toEqual(["Re: hello there"]);
@@ -111,13 +109,13 @@ inbound:
   });
 
   it("a heartbeat that arrives while the session is busy is dropped and says why", async () => {
-    const result = await play(`
-model:
-  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
+    const result = await play(
+      answering(`
 inbound:
   - { at: 0, session: "t:1", channel: t, id: m1, text: "hello there" }
   - { at: 300, session: "t:1", channel: t, id: h1, text: "Heartbeat", trigger: heartbeat }
-`);
+`),
+    );
     const ack = ackOf(result, "h1");
     expect(ack).toMatchObject({ disposition: "dropped", trigger: "heartbeat" });
     expect(ack?.text).toMatch(/busy/);
@@ -128,14 +126,14 @@ inbound:
 
 describe("lanes of their own", () => {
   it("a cron turn runs in the cron lane and takes no main slot", async () => {
-    const result = await play(`
+    const result = await play(
+      answering(`
 config: { lanes: { main: 1, cron: 1 } }
-model:
-  - reply: { delayMs: 1000, text: "Re: {{latestUser}}" }
 inbound:
   - { at: 0, session: "t:1", channel: t, id: c1, text: "digest", trigger: cron }
   - { at: 10, session: "t:2", channel: t, id: m1, text: "hi from two" }
-`);
+`),
+    );
     const started = result.events.filter((e) => e.type === "lane.started");
     expect(started.map((e) => [e.lane, e.session, e.waitedMs])).toEqual([
       ["cron", "t:1", 0],

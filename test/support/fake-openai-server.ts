@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach } from "vitest";
 
 // A chat-completions server on 127.0.0.1 (ephemeral port) that replays the real wire format: SSE
 // `data: {...}` chunks and `data: [DONE]`, or an error status with a JSON body. Each request takes the
@@ -57,6 +58,23 @@ export interface FakeOpenAIServer {
  * const model = createOpenAIModel({ baseURL: server.url, model: "fake" });
  * ```
  */
+/**
+ * A fake server for each test that starts one (`start()` inside the test), closed after the test.
+ */
+export function useFakeOpenAIServer(): { start(replies?: FakeReply[]): Promise<FakeOpenAIServer> } {
+  let current: FakeOpenAIServer | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return {
+    async start(replies: FakeReply[] = []) {
+      current = await startFakeOpenAIServer(replies);
+      return current;
+    },
+  };
+}
+
 export async function startFakeOpenAIServer(replies: FakeReply[] = []): Promise<FakeOpenAIServer> {
   const queue = [...replies];
   const requests: FakeRequest[] = [];

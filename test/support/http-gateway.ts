@@ -18,6 +18,16 @@ export interface ApiBody {
   error: { code: string; message: string; field?: string };
 }
 
+/** Posts one message to a running server's HTTP API, as a client does. */
+export async function postMessage(url: string, session: string, text: string, id: string) {
+  const response = await fetch(`${url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ text, id }),
+  });
+  return { status: response.status, body: (await response.json()) as ApiBody };
+}
+
 export interface TestServerOptions {
   model?: ModelProvider;
   tools?: ToolDefinition[];

@@ -52,6 +52,18 @@ export function withTools(body: string): string {
   return `${TOOLS}\n${body}`;
 }
 
+/** Plays `lines` (see msg) on the shared model and tools, with the queue configured in `mode`. */
+export function playInMode(mode: string, ...lines: string[]): Promise<Played> {
+  return play(
+    withTools(
+      yaml`
+        config: { queue: { mode: ${mode} } }
+        ${inbound(...lines)}
+      `,
+    ),
+  );
+}
+
 export interface Played {
   result: ScenarioResult;
   scenario: Scenario;

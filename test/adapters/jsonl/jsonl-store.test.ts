@@ -1,18 +1,13 @@
-import { execFile, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
 import { assertSessionKey, sessionFileName } from "../../../src/adapters/session-key.js";
 import type { RecordBody, TranscriptRecord } from "../../../src/adapters/store.js";
-import { StoreLockedError } from "../../../src/errors.js";
 import { mulberry32 } from "../../support/random.js";
 import { storeContract } from "../store-contract.js";
 
-const run = promisify(execFile);
-const PROBE = resolve(import.meta.dirname, "lock-probe.ts");
 const user = (text: string): RecordBody => ({ role: "user", text, messageId: `m-${text}` });
 
 async function tempDir(): Promise<string> {
@@ -325,50 +320,6 @@ describe("JsonlStore files", () => {
     await store.close();
     await expect(store.open("A")).rejects.toMatchObject({ code: "CONFIG_INVALID" });
   });
-
-  describe("directory lock", () => {
-    it("refuses a second store on the directory in this process until the first closes", async () => {
-      const first = await JsonlStore.openDir({ dir });
-      await expect(JsonlStore.openDir({ dir })).rejects.toBeInstanceOf(StoreLockedError);
-      await first.close();
-      const second = await JsonlStore.openDir({ dir });
-      await second.close();
-    });
-
-    it("makes another process fail with STORE_LOCKED while held, and succeed after close", async () => {
-      const store = await JsonlStore.openDir({ dir });
-      expect(await probe(dir)).toEqual({ ok: false, code: "STORE_LOCKED" });
-      await store.close();
-      expect(await probe(dir)).toEqual({ ok: true });
-    }, 30_000);
-
-    it("takes over the lock of a process killed with SIGKILL", async () => {
-      const child = spawn(process.execPath, ["--import", "tsx", PROBE, dir, "hold"], {
-        cwd: resolve(import.meta.dirname, "../.."),
-        stdio: ["pipe", "pipe", "inherit"],
-      });
-      await new Promise<void>((ready, fail) => {
-        child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("held") && ready());
-        child.on("exit", () => fail(new Error("probe exited before holding the lock")));
-      });
-      await expect(JsonlStore.openDir({ dir })).rejects.toMatchObject({ code: "STORE_LOCKED" });
-      const exited = new Promise((done) => child.on("exit", done));
-      child.kill("SIGKILL");
-      await exited;
-      const store = await JsonlStore.openDir({ dir });
-      expect(JSON.parse(await readFile(join(dir, ".lock"), "utf8"))).toMatchObject({ pid: process.pid });
-      await store.close();
-    }, 30_000);
-
-    it("takes over a lock file that names a dead pid", async () => {
-      const { stdout } = await run(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
-      await writeFile(join(dir, ".lock"), JSON.stringify({ pid: Number(stdout), token: "old" }));
-      const store = await JsonlStore.openDir({ dir });
-      expect(JSON.parse(await readFile(join(dir, ".lock"), "utf8"))).toMatchObject({ pid: process.pid });
-      await store.close();
-      await expect(stat(join(dir, ".lock"))).rejects.toMatchObject({ code: "ENOENT" });
-    }, 30_000);
-  });
 });
 
 const HOSTILE = [
@@ -408,11 +359,4 @@ function randomKey(random: () => number): string {
     } else key += random() < 0.5 ? String.fromCodePoint(0x1f600 + Math.floor(random() * 80)) : "e\u0301";
   }
   return key;
-}
-
-async function probe(dir: string): Promise<unknown> {
-  const { stdout } = await run(process.execPath, ["--import", "tsx", PROBE, dir, "try"], {
-    cwd: resolve(import.meta.dirname, "../.."),
-  });
-  return JSON.parse(stdout.trim());
 }

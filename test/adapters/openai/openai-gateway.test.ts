@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
 import { createOpenAIModel } from "../../../src/adapters/openai/create-openai-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
@@ -10,17 +10,17 @@ import {
   chunk,
   type FakeOpenAIServer,
   gate,
-  startFakeOpenAIServer,
   textStream,
   toolCallStream,
+  useFakeOpenAIServer,
 } from "../../support/fake-openai-server.js";
 
 // The gateway with the OpenAI-compatible provider, end to end over a real socket: what the server
 // receives (tool schemas, tool calls and results), what the user gets, and what happens when the
 // server is down or the user stops the reply.
 
+const fake = useFakeOpenAIServer();
 let server: FakeOpenAIServer;
-afterEach(async () => server?.close());
 
 const readFileSchema = {
   type: "object",
@@ -30,7 +30,7 @@ const readFileSchema = {
 };
 
 async function setup(tools: ToolDefinition[] = []) {
-  server = await startFakeOpenAIServer();
+  server = await fake.start();
   const clock = new SimulatedClock();
   const model = createOpenAIModel({ baseURL: server.url, model: "fake-model", clock, random: () => 0.5 });
   const channel = new LoopbackChannel({ now: () => clock.now() });

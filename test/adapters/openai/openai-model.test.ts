@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelRequest } from "../../../src/adapters/model.js";
 import { createOpenAIModel } from "../../../src/adapters/openai/create-openai-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
@@ -7,16 +7,16 @@ import {
   chunk,
   type FakeOpenAIServer,
   gate,
-  startFakeOpenAIServer,
   textStream,
   toolCallStream,
+  useFakeOpenAIServer,
 } from "../../support/fake-openai-server.js";
 
 // The OpenAI-compatible provider against a local server speaking the real wire format (SSE chunks and
 // `[DONE]`), on a simulated clock: streaming, tool calls split across chunks, errors, retries, abort.
 
+const fake = useFakeOpenAIServer();
 let server: FakeOpenAIServer;
-afterEach(async () => server?.close());
 
 function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   return {
@@ -35,7 +35,7 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
 }
 
 async function setup(options: { maxRetries?: number; timeoutMs?: number; apiKey?: string } = {}) {
-  server = await startFakeOpenAIServer();
+  server = await fake.start();
   const clock = new SimulatedClock();
   const model = createOpenAIModel({
     baseURL: server.url,

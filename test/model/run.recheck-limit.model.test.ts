@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import type { RunOutput } from "../../src/machines/run.machine.js";
+import { configNamed, findPath, simplePaths } from "../support/run-graph.js";
+import { sameList } from "../support/run-invariants.js";
+import { recheckEventsOf, replayPath } from "../support/run-replay.js";
+
+// Both sides of the re-check limit, and an abort before the first model call, on paths the run
+// machine's graph produced, replayed on the real actor.
+
+describe("run machine: the re-check limit", () => {
+  it("re-checks a draft made stale by a steered message once, then ships the next stale draft with recheck.skipped (limit)", async () => {
+    const config = configNamed("steering with maxPasses 1");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "newer-message" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.fired", reason: "newer-message", pass: 1 }),
+      expect.objectContaining({ type: "recheck.skipped", reason: "limit", signal: "newer-message" }),
+    ]);
+    const output = replay.snapshot.output as RunOutput;
+    expect(output.status).toBe("done");
+    expect(output.passes).toBe(1);
+    // The message that made the second draft stale was never shown: it is handed back, not lost.
+    expect(output.leftover.length).toBeGreaterThan(0);
+  });
+
+  it("re-checks a draft that ignores a complaint once, then ships the second with recheck.skipped (limit)", async () => {
+    const config = configNamed("a complaint the draft ignores");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "complaint" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.fired", reason: "complaint", pass: 1 }),
+      expect.objectContaining({ type: "recheck.skipped", reason: "limit", signal: "complaint" }),
+    ]);
+    expect(replay.calls.map((call) => call.recheck)).toEqual([false, true]);
+  });
+
+  it("re-checks a draft that answers an older message for the low-overlap signal", async () => {
+    const config = configNamed("a draft that answers an older message");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "low-overlap" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)[0]).toMatchObject({
+      type: "recheck.fired",
+      reason: "low-overlap",
+      pass: 1,
+    });
+  });
+
+  it("re-checks at most twice with maxPasses 2", async () => {
+    const config = configNamed("steering with maxPasses 2");
+    const path = findPath(config, [
+      { type: "recheck.fired", reason: "newer-message" },
+      { type: "recheck.fired", reason: "newer-message" },
+      { type: "recheck.skipped", reason: "limit" },
+    ]);
+    const replay = await replayPath(config, path);
+    expect((replay.snapshot.output as RunOutput).passes).toBe(2);
+  });
+
+  it("never re-checks with maxPasses 0 and says so with recheck.skipped (limit)", async () => {
+    const config = configNamed("steering with maxPasses 0");
+    const path = findPath(config, [{ type: "recheck.skipped", reason: "limit" }]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.skipped", reason: "limit" }),
+    ]);
+    expect(replay.calls.every((call) => !call.recheck)).toBe(true);
+  });
+
+  it("never re-checks when disabled and says so with recheck.skipped (disabled)", async () => {
+    const config = configNamed("steering with the re-check disabled");
+    const path = findPath(config, [{ type: "recheck.skipped", reason: "disabled" }]);
+    const replay = await replayPath(config, path);
+    expect(recheckEventsOf(replay)).toEqual([
+      expect.objectContaining({ type: "recheck.skipped", reason: "disabled", signal: "newer-message" }),
+    ]);
+    expect((replay.snapshot.output as RunOutput).passes).toBe(0);
+  });
+});
+
+describe("run machine: an abort before the first model call", () => {
+  it("hands every message back as leftover and stores nothing for the turn", async () => {
+    const config = configNamed("steering with maxPasses 1");
+    const path = simplePaths(config).find((candidate) =>
+      sameList(
+        candidate.steps.map((step) => step.event.type),
+        ["xstate.init", "run.steer", "run.abort"],
+      ),
+    );
+    expect(path).toBeDefined();
+    const replay = await replayPath(config, path!);
+    const output = replay.snapshot.output as RunOutput;
+    expect(replay.calls).toEqual([]);
+    expect(output.answered).toEqual([]);
+    expect(output.leftover.map((message) => message.id)).toEqual(["m1", "s1"]);
+    expect(output.journal.filter((item) => item.role === "user")).toEqual([]);
+  });
+});
