@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseScenario } from "../../src/scenario/load.js";
-import { runScenario } from "../../src/scenario/runner.js";
+import { play } from "../support/scenario.js";
 
 // Two user messages reach a running cron turn in one model call's gap: one waits for its own turn (it
 // is shown to the cron turn as a notice), one steers into it. The next model call must see both, or
@@ -8,9 +7,7 @@ import { runScenario } from "../../src/scenario/runner.js";
 
 describe("a cron turn given a notice and a steering message before the same model call", () => {
   it("shows both to the re-draft, and its reply is not stale against either", async () => {
-    const { result } = await runScenario(
-      parseScenario(
-        `
+    const result = await play(`
 config: { queue: { mode: followup } }
 model:
   - reply: { delayMs: 1000, text: "Digest, and re: {{latestUser}}" }
@@ -18,10 +15,7 @@ inbound:
   - { at: 0, session: "t:1", channel: t, id: c1, text: "Daily digest of the inbox", trigger: cron }
   - { at: 300, session: "t:1", channel: t, id: m1, text: "what is the deploy command?" }
   - { at: 600, session: "t:1", channel: t, id: m2, text: "and who is on call", mode: steer }
-`,
-        "x.yaml",
-      ),
-    );
+`);
     expect(result.acks.find((ack) => ack.messageId === "m1")).toMatchObject({ disposition: "queued" });
     expect(result.acks.find((ack) => ack.messageId === "m2")).toMatchObject({ disposition: "steered" });
     const cron = result.modelCalls.filter((call) => call.trigger === "cron");
