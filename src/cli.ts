@@ -2,6 +2,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { chat } from "./cli/chat.js";
+import { SCHEDULES_USAGE, schedulesCommand } from "./cli/schedules.js";
 import { serve } from "./cli/serve.js";
 import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
 import { COMMITMENTS_USAGE, commitmentsCommand } from "./commitments-cli.js";
@@ -16,6 +17,7 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
                     [--model-url URL] [--model NAME] [--drain-timeout MS]
                     [--postgres URL] [--schema NAME]
        tiller chat [--url http://127.0.0.1:8787] [--session KEY]
+       ${SCHEDULES_USAGE.slice("usage: ".length)}
        ${PATHS_USAGE.slice("usage: ".length).split("\n")[0]}
        tiller --version | --help
 
@@ -43,6 +45,10 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "commitments") {
     process.stdout.write(`${await commitmentsCommand(rest)}\n`);
+    return 0;
+  }
+  if (command === "schedules") {
+    process.stdout.write(`${await schedulesCommand(rest, process.env)}\n`);
     return 0;
   }
   // Both run until stopped; a stray timer or socket must not keep the process alive after that.

@@ -340,7 +340,10 @@ export interface TillerEventMap {
   "subagent.ended": InTurn & { child: string; lane: string; status: string };
   /** The child's final (never sent to a channel), handed back to the tool that started it. */
   "subagent.finished": InTurn & { status: string; final: string; error?: string };
-  /** A schedule's slot ran: what the triggered turn's ack said. */
+  /**
+   * A schedule's slot ran: what the triggered turn's ack said. `why`: `due`, `missed` (came while the
+   * process was down) or `interrupted` (a crash cut off its trigger before the store held the turn).
+   */
   "schedule.ran": InSession & {
     schedule: string;
     slot: number;
@@ -348,6 +351,8 @@ export interface TillerEventMap {
     disposition: string;
     messageId: string;
   };
+  /** A slot a crash cut off after its trigger was accepted: its turn resumes, it is not triggered again. */
+  "schedule.recovered": InSession & { schedule: string; slot: number; messageId: string };
   /** A slot missed while the process was down was skipped (`catchUp: false`). */
   "schedule.skipped": InSession & { schedule: string; slot: number };
   /** A slot could not start its turn. */

@@ -203,6 +203,14 @@ export interface ScheduleState {
   anchor: number;
   /** The timing the state was computed for; a changed schedule starts afresh. */
   spec: string;
+  /**
+   * The slot whose turn is being triggered: written (durably) before the trigger, cleared by the state
+   * saved after it. A start that finds it settles that slot once (docs/triggers.md, "Durability").
+   */
+  pending?: number;
+  /** What the last run's trigger said (`started`, `queued`, `dropped`, `accepted`, ...), and why. */
+  lastDisposition?: string;
+  lastReason?: string;
 }
 
 export interface ExpectedHead {

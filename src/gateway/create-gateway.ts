@@ -273,7 +273,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     emit,
   });
 
-  const runSubagent = createRunSubagent({ deps, hub, registry, trigger, emit });
+  const runSubagent = createRunSubagent({ deps, hub, registry, store, trigger, emit });
   const scheduleRunner = new ScheduleRunner({
     schedules: config.schedules,
     clock,

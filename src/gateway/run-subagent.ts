@@ -1,15 +1,18 @@
 import type { ActorDeps } from "../actors/deps.js";
+import type { TranscriptStore } from "../adapters/store.js";
 import type { SubagentOptions } from "../adapters/tool.js";
 import { TillerError } from "../errors.js";
 import type { EventHub } from "../events.js";
 import { laneForChild } from "../policy/lane-priority.js";
 import type { SessionRegistry } from "./session-registry.js";
+import { SubagentNumbers } from "./subagent-numbers.js";
 import type { TriggerAck, TriggerExtras, TriggerRequest } from "./trigger.js";
 
 export interface SubagentDeps {
   deps: ActorDeps;
   hub: EventHub;
   registry: SessionRegistry;
+  store: TranscriptStore;
   trigger(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
   emit(type: string, fields: Record<string, unknown>): void;
 }
@@ -21,14 +24,12 @@ export interface SubagentDeps {
  * user; an abort of the parent's signal stops the child.
  */
 export function createRunSubagent(ctx: SubagentDeps): ActorDeps["runSubagent"] {
-  const counters = new Map<string, number>();
+  const numbers = new SubagentNumbers(ctx.store);
   return async (parent, options: SubagentOptions) => {
     if (!options || typeof options.text !== "string" || options.text.length === 0) {
       throw new TillerError("MESSAGE_REJECTED", "runSubagent: text: expected a non-empty string");
     }
-    const n = (counters.get(parent.session) ?? 0) + 1;
-    counters.set(parent.session, n);
-    const child = `${parent.session}:sub:${n}`;
+    const child = await numbers.next(parent.session);
     const lane = laneForChild(parent.lane ?? "main");
     const marks = { session: parent.session, runId: parent.runId, child, lane };
     if (parent.signal.aborted) throw parent.signal.reason;

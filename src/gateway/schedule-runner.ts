@@ -4,6 +4,7 @@ import { errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { firstSlot, nextSlot, type ScheduleSpec, scheduleSignature } from "../policy/schedule-time.js";
 import { ScheduleHeap } from "./schedule-heap.js";
+import { isMessageStored } from "./stored-message.js";
 import type { TriggerAck, TriggerRequest } from "./trigger.js";
 
 /** One schedule as `gateway.schedules.list()` shows it. */
@@ -14,10 +15,21 @@ export interface ScheduleView {
   /** The expression or interval, as configured. */
   timing: string | number;
   timezone?: string;
+  catchUp: boolean;
   nextRunAt: number | null;
+  /** The slot that ran last. */
   lastRunAt?: number;
-  /** What the last run's trigger said (`started`, `queued`, `duplicate`, `rejected`). */
+  /**
+   * What the last run's trigger said (`started`, `queued`, `dropped`, `duplicate`, `rejected`; `accepted`
+   * for a slot a restart found accepted before a crash), and why when the ack gave a reason.
+   */
   lastDisposition?: string;
+  lastReason?: string;
+}
+
+/** The trigger id of a schedule's slot: a repeat of the same slot is a duplicate, never a second turn. */
+export function slotMessageId(schedule: string, slot: number): string {
+  return `schedule:${schedule}:${slot}`;
 }
 
 export interface ScheduleRunnerDeps {
@@ -32,9 +44,11 @@ export interface ScheduleRunnerDeps {
 /**
  * Runs the config's schedules on the gateway's clock. Each schedule's next run time is durable in the
  * store: after a restart a slot that came while the process was down runs once at start (or is skipped
- * with `catchUp: false`), and a slot is never run twice, because each run is a trigger with the id
- * `schedule:<id>:<slot>` (a repeat is a duplicate) whose state is saved once the turn is accepted. One
- * timer is armed for the earliest slot; a tick takes only the due schedules off a heap.
+ * with `catchUp: false`), and a slot is never run twice: before its trigger the slot is saved as
+ * `pending` (the intent), after it as done; a start that finds an intent without its outcome looks for
+ * the slot's message (`schedule:<id>:<slot>`) in the store and either counts it as accepted or triggers
+ * it once, whatever the dedupe window. One timer is armed for the earliest slot; a tick takes only the
+ * due schedules off a heap.
  *
  * @example
  * ```ts
@@ -46,7 +60,6 @@ export interface ScheduleRunnerDeps {
 export class ScheduleRunner {
   private readonly specs = new Map<string, ScheduleSpec>();
   private readonly states = new Map<string, ScheduleState>();
-  private readonly last = new Map<string, string>();
   private readonly heap = new ScheduleHeap();
   private timer: TimerHandle | null = null;
   private armedFor = Number.POSITIVE_INFINITY;
@@ -61,24 +74,33 @@ export class ScheduleRunner {
     const stored = (await this.deps.store.loadSchedules?.()) ?? {};
     const now = this.deps.clock.now();
     const missed: Array<[ScheduleSpec, number]> = [];
+    const interrupted: Array<[ScheduleSpec, number]> = [];
     for (const spec of this.specs.values()) {
       const saved = stored[spec.id];
       const signature = scheduleSignature(spec);
       let state: ScheduleState;
-      if (saved && saved.spec === signature) state = saved;
-      else {
+      let pending: number | undefined;
+      if (saved && saved.spec === signature) {
+        ({ pending, ...state } = saved);
+      } else {
         state = { nextRunAt: firstSlot(spec, now), anchor: now, spec: signature };
         await this.save(spec.id, state);
       }
       this.states.set(spec.id, state);
-      if (state.nextRunAt !== null && state.nextRunAt <= now) missed.push([spec, state.nextRunAt]);
+      // A slot a crash cut off is settled first; settling it arms the schedule's next slot.
+      if (pending !== undefined) interrupted.push([spec, pending]);
+      else if (state.nextRunAt !== null && state.nextRunAt <= now) missed.push([spec, state.nextRunAt]);
       else if (state.nextRunAt !== null) this.heap.push({ id: spec.id, at: state.nextRunAt });
     }
+    for (const [spec, slot] of interrupted) await this.settle(spec, slot, now);
     for (const [spec, slot] of missed) {
       if (spec.catchUp) await this.fire(spec, slot, now, "missed");
       else {
         this.deps.emit("schedule.skipped", { schedule: spec.id, session: spec.session, slot });
-        await this.advance(spec, slot, now, undefined);
+        await this.advance(spec, slot, now, {
+          disposition: "skipped",
+          reason: "missed while down (catchUp: false)",
+        });
       }
     }
     this.arm();
@@ -102,16 +124,17 @@ export class ScheduleRunner {
     return [...this.specs.values()].map((spec) => {
       const state = this.states.get(spec.id);
       const kind = spec.everyMs !== undefined ? "everyMs" : spec.cron !== undefined ? "cron" : "at";
-      const last = this.last.get(spec.id);
       return {
         id: spec.id,
         session: spec.session,
         kind,
         timing: spec.everyMs ?? spec.cron ?? spec.at ?? "",
         ...(spec.timezone ? { timezone: spec.timezone } : {}),
+        catchUp: spec.catchUp,
         nextRunAt: state?.nextRunAt ?? null,
         ...(state?.lastRunAt !== undefined ? { lastRunAt: state.lastRunAt } : {}),
-        ...(last ? { lastDisposition: last } : {}),
+        ...(state?.lastDisposition ? { lastDisposition: state.lastDisposition } : {}),
+        ...(state?.lastReason ? { lastReason: state.lastReason } : {}),
       };
     });
   }
@@ -145,17 +168,45 @@ export class ScheduleRunner {
     this.arm();
   }
 
-  private async fire(spec: ScheduleSpec, slot: number, now: number, why: "due" | "missed"): Promise<void> {
-    let disposition: string | undefined;
+  /**
+   * A slot whose intent was saved but not its outcome (the process died in between): when the store
+   * holds its message, the trigger was accepted and its turn resumes on its own, so the slot only
+   * advances; otherwise the trigger never got through and runs now, once.
+   */
+  private async settle(spec: ScheduleSpec, slot: number, now: number): Promise<void> {
+    const messageId = slotMessageId(spec.id, slot);
+    let stored = false;
+    try {
+      stored = await isMessageStored(this.deps.store, spec.session, messageId);
+    } catch (error) {
+      // Unreadable: triggering again is safe within the dedupe window and runs the slot at least once.
+      this.deps.logger.warn({ schedule: spec.id, error: errorMessage(error) }, "schedule.settleFailed");
+    }
+    if (!stored) return this.fire(spec, slot, now, "interrupted");
+    this.deps.emit("schedule.recovered", { schedule: spec.id, session: spec.session, slot, messageId });
+    await this.advance(spec, slot, now, { disposition: "accepted" });
+  }
+
+  private async fire(
+    spec: ScheduleSpec,
+    slot: number,
+    now: number,
+    why: "due" | "missed" | "interrupted",
+  ): Promise<void> {
+    let outcome: { disposition: string; reason?: string };
+    const current = this.states.get(spec.id);
+    // The intent, durable before the trigger: a crash after this line leaves a slot the next start settles.
+    if (current) await this.save(spec.id, { ...current, pending: slot });
     try {
       const ack = await this.deps.trigger({
         session: spec.session,
         trigger: "cron",
         text: spec.text,
-        id: `schedule:${spec.id}:${slot}`,
+        id: slotMessageId(spec.id, slot),
         ...(spec.channel ? { channel: spec.channel } : {}),
       });
-      disposition = ack.disposition;
+      const disposition = ack.disposition;
+      outcome = { disposition, ...(ack.reason ? { reason: ack.reason } : {}) };
       this.deps.emit("schedule.ran", {
         schedule: spec.id,
         session: spec.session,
@@ -165,7 +216,7 @@ export class ScheduleRunner {
         messageId: ack.messageId,
       });
     } catch (error) {
-      disposition = "rejected";
+      outcome = { disposition: "rejected", reason: errorMessage(error) };
       this.deps.logger.warn({ schedule: spec.id, error: errorMessage(error) }, "schedule.failed");
       this.deps.emit("schedule.failed", {
         schedule: spec.id,
@@ -174,17 +225,28 @@ export class ScheduleRunner {
         error: errorMessage(error),
       });
     }
-    await this.advance(spec, slot, now, disposition);
+    await this.advance(spec, slot, now, outcome);
   }
 
   /** Saves the next slot after this one (after `now`: missed slots run once, not once each). */
-  private async advance(spec: ScheduleSpec, slot: number, now: number, disposition?: string): Promise<void> {
+  private async advance(
+    spec: ScheduleSpec,
+    slot: number,
+    now: number,
+    outcome?: { disposition: string; reason?: string },
+  ): Promise<void> {
     const previous = this.states.get(spec.id);
     const anchor = previous?.anchor ?? now;
     const next = nextSlot(spec, Math.max(slot, now), anchor);
-    const state: ScheduleState = { nextRunAt: next, lastRunAt: slot, anchor, spec: scheduleSignature(spec) };
+    const state: ScheduleState = {
+      nextRunAt: next,
+      lastRunAt: slot,
+      anchor,
+      spec: scheduleSignature(spec),
+      ...(outcome ? { lastDisposition: outcome.disposition } : {}),
+      ...(outcome?.reason ? { lastReason: outcome.reason } : {}),
+    };
     this.states.set(spec.id, state);
-    if (disposition) this.last.set(spec.id, disposition);
     if (next !== null) {
       this.heap.push({ id: spec.id, at: next });
       this.arm();

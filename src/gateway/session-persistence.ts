@@ -211,7 +211,7 @@ export class SessionPersistence {
 }
 
 /** The message ids a saved state holds (the turn in progress and everything queued). */
-function stateIds(state: PersistedSession): string[] {
+export function stateIds(state: PersistedSession): string[] {
   const ids: string[] = [];
   for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
     if ("messages" in item) for (const message of item.messages) ids.push(message.id);

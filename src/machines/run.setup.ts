@@ -96,22 +96,29 @@ export const runSetup = setup({
   },
   actions: {
     injectSteer: enqueueActions(({ context, enqueue }) => {
+      // One assign for both: `context` here is the one before this action, so a second assign built
+      // from it would drop the notices the first one added to the journal.
+      let journal = context.journal;
       if (context.noticeBuffer.length > 0) {
         enqueue.emit({
           type: "notice.injected",
           messageIds: context.noticeBuffer.map((message) => message.id),
         });
-        enqueue.assign({
-          noticed: [...context.noticed, ...context.noticeBuffer],
-          journal: [...context.journal, ...noticeItems(context.noticeBuffer)],
-          noticeBuffer: [],
-        });
+        journal = [...journal, ...noticeItems(context.noticeBuffer)];
       }
-      if (context.steerBuffer.length === 0) return;
-      enqueue.emit({ type: "steer.injected", messageIds: context.steerBuffer.map((message) => message.id) });
+      if (context.steerBuffer.length > 0) {
+        enqueue.emit({
+          type: "steer.injected",
+          messageIds: context.steerBuffer.map((message) => message.id),
+        });
+        journal = [...journal, ...context.steerBuffer.map(userItem)];
+      }
+      if (journal === context.journal) return;
       enqueue.assign({
+        journal,
+        noticed: [...context.noticed, ...context.noticeBuffer],
+        noticeBuffer: [],
         owned: [...context.owned, ...context.steerBuffer],
-        journal: [...context.journal, ...context.steerBuffer.map(userItem)],
         steerBuffer: [],
       });
     }),

@@ -43,6 +43,10 @@ export function useOperatorPage(args: (dir: string) => Promise<string[]> | strin
       if (!server) throw new Error("the server is up only inside tests");
       return server;
     },
+    get browser() {
+      if (!browser) throw new Error("the browser is open only inside tests");
+      return browser;
+    },
     get page() {
       if (!page) throw new Error("the page is open only inside tests");
       return page;

@@ -1,11 +1,34 @@
-import { join } from "node:path";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHOTS, useOperatorPage } from "../support/operator-page.js";
+import { type Running, startServe } from "../support/serve-process.js";
 
 // The operator page in a real browser against a real `tiller serve` (demo model, its 5 s demo_task
-// tool) on an ephemeral port. Screenshots go to artifacts/operator-page/ (git-ignored).
-const ui = useOperatorPage((dir) => ["--store", dir]);
+// tool, two schedules) on an ephemeral port, and against one started with TILLER_TOKEN. Screenshots go
+// to artifacts/operator-page/ (git-ignored).
+const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+const TILLER = ["--import", "tsx", join(ROOT, "src/cli.ts")];
+const SCHEDULES = [
+  {
+    id: "nightly",
+    session: "web:ops",
+    cron: "0 3 * * *",
+    timezone: "Europe/Paris",
+    text: "Summarize the night",
+  },
+  // Long past: it runs once as the server starts (a missed slot with catchUp), so it has a last run.
+  { id: "welcome", session: "web:ops", at: "2020-01-01T00:00:00Z", text: "Say hello to the operators" },
+];
+
+const ui = useOperatorPage(async (dir) => {
+  const config = join(dir, "config.json");
+  await writeFile(config, JSON.stringify({ schedules: SCHEDULES }));
+  return ["--store", join(dir, "data"), "--config", config];
+});
 let page: Page;
 let server: { url: string };
 const pageErrors = ui.pageErrors;
@@ -94,4 +117,110 @@ describe("the operator page", () => {
     await page.screenshot({ path: join(SHOTS, "5-after-reload.png") });
     expect(pageErrors).toEqual([]);
   }, 60_000);
+
+  it("lists the schedules with their next and last run, and subagent sessions under their parent", async () => {
+    const nightly = await page.waitForSelector('#schedules tr[data-schedule="nightly"]');
+    expect(await nightly.textContent()).toContain("cron 0 3 * * * (Europe/Paris)");
+    expect(await nightly.textContent()).toContain("not run yet");
+    expect(await nightly.textContent()).toContain("web:ops");
+    const welcome = await page.waitForSelector('#schedules tr[data-schedule="welcome"]');
+    expect(await welcome.textContent()).toContain("done"); // no next run: a one-off that ran
+    await page.waitForSelector('#schedules tr[data-schedule="welcome"] .chip.outcome-started');
+    // The page's table is the API's: the same next run time.
+    const api = (await (await fetch(`${server.url}/v1/schedules`)).json()) as {
+      schedules: Array<{ id: string; nextRunAt: number | null; lastRun: { outcome: string } | null }>;
+    };
+    expect(api.schedules.map((s) => [s.id, s.lastRun?.outcome ?? null])).toEqual([
+      ["nightly", null],
+      ["welcome", "started"],
+    ]);
+
+    // A session keyed as a subagent of web:browser is listed under it.
+    const posted = await fetch(
+      `${server.url}/v1/sessions/${encodeURIComponent("web:browser:sub:1")}/messages`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ text: "hello from a child" }),
+      },
+    );
+    expect(posted.status).toBe(200);
+    const child = await page.waitForSelector(
+      '#session-list li[data-session="web:browser"] ul.subagents li[data-session="web:browser:sub:1"]',
+      { timeout: 10_000 },
+    );
+    expect(await child.textContent()).toContain("web:browser:sub:1");
+    expect(await page.$('#session-list > li[data-session="web:browser:sub:1"]')).toBeNull();
+    // Clicking the session of a schedule opens it.
+    await page.click('#schedules tr[data-schedule="nightly"] button.link');
+    await page.waitForSelector('#session-key:text-is("web:ops")');
+    await page.screenshot({ path: join(SHOTS, "6-schedules-and-subagents.png") });
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});
+
+describe("the operator page of a server with TILLER_TOKEN", () => {
+  const TOKEN = "page-token-7f3c9a";
+  let guarded: Running & { url: string };
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "tiller-page-token-"));
+    guarded = await startServe(TILLER, ["--store", dir], { TILLER_TOKEN: TOKEN });
+  }, 60_000);
+
+  afterAll(async () => {
+    guarded?.proc.kill("SIGTERM");
+    await guarded?.exited;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("asks for the token once, then works with it; without it the API answers 401", async () => {
+    expect((await fetch(`${guarded.url}/v1/sessions`)).status).toBe(401);
+    expect((await fetch(`${guarded.url}/v1/events`)).status).toBe(401);
+    const tab = await ui.browser.context.newPage();
+    const errors: string[] = [];
+    tab.on("pageerror", (error) => errors.push(error.message));
+    const urls: string[] = [];
+    const refused: string[] = [];
+    tab.on("request", (request) => urls.push(request.url()));
+    tab.on("response", (response) => {
+      if (response.status() === 401) refused.push(new URL(response.url()).pathname);
+    });
+
+    await tab.goto(`${guarded.url}/#session=web:guarded`);
+    await tab.waitForSelector("#token-form");
+    expect(refused).toContain("/v1/machines");
+    expect(await tab.textContent("#conn")).toBe("needs a token");
+    // A wrong token is refused and asked for again.
+    await tab.fill("#token-input", "not-the-token");
+    await tab.press("#token-input", "Enter");
+    await tab.waitForSelector("#token-form:has-text('The token was refused')");
+    await tab.fill("#token-input", TOKEN);
+    await tab.press("#token-input", "Enter");
+
+    // With it: the diagrams, the event stream and the deliveries stream all work.
+    await tab.waitForSelector("#run-diagram svg");
+    await tab.waitForSelector("#conn.on");
+    expect(await tab.$("#token-form")).toBeNull();
+    await send(tab, "hello behind a token");
+    await tab.waitForSelector(".ack-started");
+    await tab.waitForSelector(".bubble.reply", { timeout: 20_000 });
+    expect(await tab.textContent("#tab-timeline")).toContain("final.delivered");
+    expect(await tab.textContent("#schedules")).toContain("No schedules");
+
+    // Kept for the tab: a reload does not ask again.
+    await tab.reload();
+    await tab.waitForSelector("#conn.on");
+    await tab.waitForSelector(".bubble.reply");
+    expect(await tab.$("#token-form")).toBeNull();
+    await tab.screenshot({ path: join(SHOTS, "7-with-token.png") });
+
+    // The token never travels in a URL, and the server never prints it.
+    expect(urls.length).toBeGreaterThan(5);
+    expect(urls.filter((url) => url.includes(TOKEN))).toEqual([]);
+    expect(guarded.stdout() + guarded.stderr()).not.toContain(TOKEN);
+    expect(errors).toEqual([]);
+    await tab.close();
+  }, 90_000);
 });

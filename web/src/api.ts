@@ -1,4 +1,6 @@
 /** The page's only way to the gateway: the HTTP API under `/v1` (docs/http.md). */
+import { authFetch } from "./auth.js";
+import { openStream } from "./event-stream.js";
 
 export interface SessionSummary {
   key: string;
@@ -63,6 +65,18 @@ export interface Explanation {
   timeline: Array<{ at: number; what: string }>;
 }
 
+/** One entry of `GET /v1/schedules`. */
+export interface ScheduleSummary {
+  id: string;
+  session: string;
+  kind: "everyMs" | "cron" | "at";
+  expression: string | number;
+  timezone: string | null;
+  catchUp: boolean;
+  nextRunAt: number | null;
+  lastRun: { at: number; outcome: string; reason?: string } | null;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -75,7 +89,7 @@ export class ApiError extends Error {
 const path = (key: string) => `/v1/sessions/${encodeURIComponent(key)}`;
 
 async function json<T>(url: string, init?: RequestInit): Promise<T> {
-  const response = await fetch(url, init);
+  const response = await authFetch(url, init);
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
     try {
@@ -103,6 +117,7 @@ export const api = {
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
     }).then((reply) => reply.ack),
+  schedules: () => json<{ schedules: ScheduleSummary[] }>("/v1/schedules").then((body) => body.schedules),
   /** `null` when commitments are off (the endpoint answers 404). */
   async commitments(key: string): Promise<Array<Record<string, unknown>> | null> {
     try {
@@ -117,74 +132,33 @@ export const api = {
   },
 };
 
-/** Event types the page listens for: SSE delivers a named event only to a listener of that name. */
-export const EVENT_TYPES = [
-  "state",
-  "message.acked",
-  "lane.enqueued",
-  "lane.started",
-  "lane.granted",
-  "lane.waitExceeded",
-  "lane.cleared",
-  "lane.rejected",
-  "lane.timeout",
-  "lane.released",
-  "turn.started",
-  "turn.ended",
-  "turn.prepareFailed",
-  "turn.storeFailed",
-  "model.called",
-  "model.delta",
-  "tool.started",
-  "tool.ended",
-  "tool.skipped",
-  "tool.timedOut",
-  "steer.injected",
-  "recheck.fired",
-  "recheck.skipped",
-  "final.delivered",
-  "final.undelivered",
-  "final.storeFailed",
-  "marker.appended",
-  "recovery.queued",
-  "recovery.delivered",
-  "notice.sent",
-  "transcript.rotated",
-  "commitment.reviewed",
-  "commitment.sent",
-  "commitment.dismissed",
-  "commitment.retried",
-  "commitment.expired",
-  "gateway.started",
-  "gateway.draining",
-];
-
-/** Opens `GET /v1/events` and calls `onEvent` for each; the browser reconnects on its own. */
+/**
+ * Opens `GET /v1/events` and calls `onEvent` for every event, whatever its type (read with `fetch`,
+ * no listener per event name is needed); it reconnects on its own.
+ */
 export function openEvents(onEvent: (event: GatewayEvent) => void, onStatus: (open: boolean) => void) {
-  const source = new EventSource("/v1/events");
-  const handle = (message: MessageEvent<string>) => {
-    try {
-      onEvent(JSON.parse(message.data) as GatewayEvent);
-    } catch {
-      // A malformed frame is skipped; the next one is read.
-    }
-  };
-  for (const type of EVENT_TYPES) source.addEventListener(type, handle);
-  source.onmessage = handle;
-  source.onopen = () => onStatus(true);
-  source.onerror = () => onStatus(source.readyState === EventSource.OPEN);
-  return () => source.close();
+  return openStream("/v1/events", {
+    onStatus,
+    onMessage(message) {
+      try {
+        onEvent(JSON.parse(message.data) as GatewayEvent);
+      } catch {
+        // A malformed frame is skipped; the next one is read.
+      }
+    },
+  });
 }
 
-/** Opens the session's deliveries stream (`Last-Event-ID` replay is the browser's own on reconnect). */
+/** Opens the session's deliveries stream (`Last-Event-ID` replays what a reconnect missed). */
 export function openDeliveries(key: string, onDelivery: (delivery: Delivery) => void) {
-  const source = new EventSource(`${path(key)}/deliveries`);
-  source.addEventListener("delivery", (message) => {
-    try {
-      onDelivery(JSON.parse((message as MessageEvent<string>).data) as Delivery);
-    } catch {
-      // Skipped, as above.
-    }
+  return openStream(`${path(key)}/deliveries`, {
+    onMessage(message) {
+      if (message.event !== "delivery") return;
+      try {
+        onDelivery(JSON.parse(message.data) as Delivery);
+      } catch {
+        // Skipped, as above.
+      }
+    },
   });
-  return () => source.close();
 }

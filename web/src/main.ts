@@ -4,11 +4,14 @@
  * (with `state` events for the diagrams) and the session's deliveries.
  */
 import { type Ack, api, type GatewayEvent, openDeliveries, openEvents, type SessionSummary } from "./api.js";
+import { onTokenWanted } from "./auth.js";
 import { ChatView } from "./chat-view.js";
 import { mountClusterView } from "./cluster-view.js";
 import { drawMachine, type LiveDiagram } from "./diagram.js";
 import { h } from "./dom.js";
 import { machineGraph, type StateConfig } from "./machine-graph.js";
+import { renderSchedules } from "./schedules-view.js";
+import { type SessionNode, sessionTree } from "./session-tree.js";
 import { renderCommitments, renderExplanation, renderLanes, stateText, Timeline } from "./side-views.js";
 import { statusOf } from "./status.js";
 import "./style.css";
@@ -70,6 +73,11 @@ async function boot(): Promise<void> {
   for (const tab of document.querySelectorAll<HTMLButtonElement>(".tabs button")) {
     tab.addEventListener("click", () => showTab(tab.dataset.tab!));
   }
+  onTokenWanted((asking) => {
+    if (!asking) return;
+    $("conn").className = "conn off";
+    $("conn").textContent = "needs a token";
+  });
   window.addEventListener("hashchange", () => {
     const key = keyFromHash();
     if (key && key !== app.selected) select(key);
@@ -89,9 +97,11 @@ async function boot(): Promise<void> {
   });
   await refreshSessions();
   await refreshLanes();
+  await refreshSchedules();
   select(keyFromHash() ?? [...app.sessions.keys()][0] ?? "web:operator");
   setInterval(() => void refreshSessions(), 2000);
   setInterval(() => void refreshLanes(), 1500);
+  setInterval(() => void refreshSchedules(), 5000);
   mountClusterView();
 }
 
@@ -137,6 +147,7 @@ function select(key: string): void {
   renderSessions();
   renderMachines();
   renderLanes($("lanes"), app.lanes, key);
+  showSchedules();
   $<HTMLTextAreaElement>("input").focus();
 }
 
@@ -168,6 +179,8 @@ function onEvent(event: GatewayEvent): void {
   // A slot is released without a lane event of its own: a session changing state may have freed one.
   if (event.type.startsWith("lane.") || (event.type === "state" && event.machine === "session"))
     scheduleLanes();
+  if (event.type.startsWith("schedule.")) void refreshSchedules();
+  if (event.type === "subagent.started") void refreshSessions();
   if (event.type === "state" && event.session) {
     const summary = app.sessions.get(event.session);
     if (summary && event.machine === "session") {
@@ -294,32 +307,55 @@ async function refreshSessions(): Promise<void> {
 function renderSessions(): void {
   const keys = [...app.sessions.keys()];
   if (app.selected && !app.sessions.has(app.selected)) keys.unshift(app.selected);
-  $("session-list").replaceChildren(
-    ...keys.map((key) => {
-      const s = app.sessions.get(key);
-      const queued = s ? s.queue.reduce((n, item) => n + Math.max(1, item.messageIds.length), 0) : 0;
-      const last = (name: string) => name.split(".").at(-1) ?? name;
-      const state = s?.run ? `${last(s.state)} · run ${last(s.run.state)}` : s ? last(s.state) : "new";
-      const item = h(
-        "li",
-        { class: key === app.selected ? "on" : "", "data-session": key },
-        h(
-          "button",
-          { type: "button" },
-          h("span", { class: "key" }, key),
-          h("span", { class: "st" }, state),
-          h(
-            "span",
-            { class: "meta" },
-            `${queued} queued`,
-            s?.lane ? ` · lane ${s.lane.active}/${s.lane.capacity}` : "",
-          ),
-        ),
-      );
-      item.querySelector("button")!.addEventListener("click", () => select(key));
-      return item;
-    }),
+  $("session-list").replaceChildren(...sessionTree(keys).map(sessionItem));
+}
+
+/** A session's entry in the list, its subagent sessions in a list of their own under it. */
+function sessionItem(node: SessionNode): HTMLLIElement {
+  const key = node.key;
+  const s = app.sessions.get(key);
+  const queued = s ? s.queue.reduce((n, item) => n + Math.max(1, item.messageIds.length), 0) : 0;
+  const last = (name: string) => name.split(".").at(-1) ?? name;
+  const state = s?.run ? `${last(s.state)} · run ${last(s.run.state)}` : s ? last(s.state) : "new";
+  const item = h(
+    "li",
+    { class: key === app.selected ? "on" : "", "data-session": key },
+    h(
+      "button",
+      { type: "button" },
+      h("span", { class: "key" }, key),
+      h("span", { class: "st" }, state),
+      h(
+        "span",
+        { class: "meta" },
+        `${queued} queued`,
+        s?.lane ? ` · lane ${s.lane.active}/${s.lane.capacity}` : "",
+      ),
+    ),
+    node.children.length > 0
+      ? h(
+          "ul",
+          { class: "subagents", "aria-label": `subagents of ${key}` },
+          ...node.children.map((child) => sessionItem({ key: child, children: [] })),
+        )
+      : null,
   );
+  item.querySelector("button")!.addEventListener("click", () => select(key));
+  return item;
+}
+
+let schedules: Parameters<typeof renderSchedules>[1] = [];
+async function refreshSchedules(): Promise<void> {
+  try {
+    schedules = await api.schedules();
+  } catch {
+    schedules = null;
+  }
+  showSchedules();
+}
+
+function showSchedules(): void {
+  renderSchedules($("schedules"), schedules, app.selected, select);
 }
 
 let lanesTimer: ReturnType<typeof setTimeout> | undefined;

@@ -8,6 +8,7 @@ import { EventFeed } from "./event-feed.js";
 import { HttpError, sendError, sendJson } from "./http-error.js";
 import { serveOperatorPage } from "./operator-page.js";
 import { type Route, Router } from "./router.js";
+import { scheduleRoutes } from "./schedule-routes.js";
 import { v1Routes } from "./v1-routes.js";
 import type { WebChannel } from "./web-channel.js";
 
@@ -77,6 +78,7 @@ export function createHttpServer(options: HttpServerOptions) {
       refusal: () => (state === "ready" ? undefined : state),
     }),
     ...commitmentRoutes(gateway),
+    ...scheduleRoutes(gateway),
     ...(options.routes ?? []),
   );
 

@@ -1,3 +1,4 @@
+import { truncate } from "node:fs/promises";
 import { join } from "node:path";
 import type { ScheduleState } from "../store.js";
 import { appendDurable, readIfExists, replaceDurable } from "./durable-file.js";
@@ -8,7 +9,8 @@ export const SCHEDULE_FILE = "schedules.log";
 /**
  * Schedule states of a JSONL store: an append-only file of `{ "id", "state" }` lines, the last line of
  * an id winning. Each save is one fsynced append (O(1) whatever the number of schedules); a torn last
- * line (a crash mid-write) is ignored on load, so the state before it stands. Loading compacts the file
+ * line (a crash mid-write) is ignored on load, so the state before it stands, and cut off, so the next
+ * append starts a line of its own instead of joining the torn one. Loading compacts the file
  * (atomically) once it holds many more lines than schedules.
  *
  * @example
@@ -36,7 +38,12 @@ export class ScheduleLog {
       const buf = await readIfExists(this.file);
       const states: Record<string, ScheduleState> = {};
       if (!buf) return states;
-      const lines = buf.toString("utf8").split("\n");
+      const end = buf.lastIndexOf(0x0a) + 1;
+      if (end < buf.length) {
+        await truncate(this.file, end);
+        await appendDurable(this.file, Buffer.alloc(0)); // sync the new length
+      }
+      const lines = buf.subarray(0, end).toString("utf8").split("\n");
       let count = 0;
       for (const line of lines) {
         if (line.length === 0) continue;
@@ -44,7 +51,7 @@ export class ScheduleLog {
         try {
           parsed = JSON.parse(line) as { id?: unknown; state?: unknown };
         } catch {
-          // Only a torn last line can fail to parse: every other line was written whole and fsynced.
+          // Every line before the last newline was written whole and fsynced: this is not ours to read.
           continue;
         }
         if (typeof parsed.id !== "string") continue;

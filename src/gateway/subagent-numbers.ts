@@ -1,0 +1,44 @@
+import type { TranscriptStore } from "../adapters/store.js";
+
+/**
+ * Numbers the subagent sessions of each parent (`<parent>:sub:<n>`) so that a key is never reused,
+ * across restarts too: the first child of a parent in a process counts on from the highest `n` the
+ * store already has a session for. A child's session is in the store from its accepted trigger on (its
+ * saved state holds the task), so every number handed out before a crash is seen after it.
+ *
+ * @example
+ * ```ts
+ * const numbers = new SubagentNumbers(store);
+ * await numbers.next("t:1"); // "t:1:sub:1" in a fresh store; "t:1:sub:4" after a process made three
+ * ```
+ */
+export class SubagentNumbers {
+  private readonly highest = new Map<string, number>();
+  private stored: Promise<string[]> | undefined;
+
+  constructor(private readonly store: TranscriptStore) {}
+
+  async next(parent: string): Promise<string> {
+    if (!this.highest.has(parent)) {
+      // One listing per process, shared by every parent; numbers handed out since are kept here.
+      this.stored ??= this.store.sessions().catch(() => []);
+      const keys = await this.stored;
+      if (!this.highest.has(parent)) this.highest.set(parent, highestChild(keys, parent));
+    }
+    const n = this.highest.get(parent)! + 1;
+    this.highest.set(parent, n);
+    return `${parent}:sub:${n}`;
+  }
+}
+
+/** The highest `n` among `<parent>:sub:<n>` keys (0 when none). */
+function highestChild(keys: readonly string[], parent: string): number {
+  const prefix = `${parent}:sub:`;
+  let highest = 0;
+  for (const key of keys) {
+    if (!key.startsWith(prefix)) continue;
+    const rest = key.slice(prefix.length);
+    if (/^\d+$/.test(rest)) highest = Math.max(highest, Number(rest));
+  }
+  return highest;
+}
