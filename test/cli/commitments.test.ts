@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
-import { commitmentsCommand, UsageError } from "../src/commitments-cli.js";
-import { useTempDir } from "./support/temp-dir.js";
+import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
+import { commitmentsCommand, UsageError } from "../../src/cli/commitments.js";
+import { useTempDir } from "../support/temp-dir.js";
 
 // `tiller commitments list|dismiss --store DIR [--json]` on a JSONL store.
 

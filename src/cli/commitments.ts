@@ -1,8 +1,8 @@
 import { stat } from "node:fs/promises";
-import { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
-import type { StoredCommitment } from "./adapters/store.js";
-import { COMMITMENT_STATUSES, type Commitment } from "./machines/commitment.types.js";
-import { UsageError } from "./testing/paths-command.js";
+import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
+import type { StoredCommitment } from "../adapters/store.js";
+import { COMMITMENT_STATUSES, type Commitment } from "../machines/commitment.types.js";
+import { UsageError } from "../testing/paths-command.js";
 
 export const COMMITMENTS_USAGE = `usage: tiller commitments list [--session KEY] [--status STATUS] --store DIR [--json]
        tiller commitments dismiss ID... --store DIR [--json]
