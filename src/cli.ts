@@ -2,10 +2,10 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { chat } from "./cli/chat.js";
+import { COMMITMENTS_USAGE, commitmentsCommand } from "./cli/commitments.js";
 import { SCHEDULES_USAGE, schedulesCommand } from "./cli/schedules.js";
 import { serve } from "./cli/serve.js";
 import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
-import { COMMITMENTS_USAGE, commitmentsCommand } from "./cli/commitments.js";
 import { ConfigError } from "./errors.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";

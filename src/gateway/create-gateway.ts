@@ -21,7 +21,7 @@ import { sessionMachine } from "../machines/session.machine.js";
 import type { CommitmentProposal } from "../policy/commitment-fields.js";
 import { checkAdapters } from "./check-adapters.js";
 import { createClusterInbox } from "./cluster-inbox.js";
-import { type CommitmentFilter, type CommitmentHooks, createCommitments } from "./commitments.js";
+import { type CommitmentFilter, createCommitments } from "./commitments.js";
 import type { Gateway, GatewayOptions, SessionInspection } from "./gateway.types.js";
 import { type MessageExplanation, MessageLog } from "./message-log.js";
 import { createReceive } from "./receive.js";
