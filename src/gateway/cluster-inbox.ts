@@ -6,6 +6,7 @@ import type { Logger } from "../logger.js";
 import { parseControl } from "../policy/control.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
 import type { Ack } from "./compose-ack.js";
+import { checkTrigger, type TriggerAck, type TriggerRequest, triggerAckOf } from "./trigger.js";
 import { type InboundMessage, validateInbound } from "./validate-inbound.js";
 
 export interface ClusterInboxDeps {
@@ -14,6 +15,8 @@ export interface ClusterInboxDeps {
   channelNames: readonly string[];
   /** The one-process receive: applies a message to the session here, as a local message. */
   local(inbound: InboundMessage): Promise<Ack>;
+  /** The one-process `trigger()`: starts a turn nobody typed in the session here. */
+  localTrigger(request: TriggerRequest): Promise<TriggerAck>;
   /** Makes the session's stored state (turn, queue, settings) this process's, before its messages. */
   adopt(session: string): Promise<void>;
   /** Nothing runs or waits for the session here: its ownership may go. */
@@ -29,6 +32,12 @@ export interface ClusterInboxDeps {
 
 export interface ClusterInbox {
   receive(inbound: InboundMessage): Promise<Ack>;
+  /**
+   * `trigger()` for a gateway of several processes: the turn is a row of the session's inbox, like a
+   * message, so it runs where the session is owned (a steer sent to any process reaches it there) and
+   * an id triggered on several processes (a schedule's slot, which every process fires) runs once.
+   */
+  trigger(request: TriggerRequest): Promise<TriggerAck>;
   /** The session went idle here: give it up (or apply what waits for it first). */
   idle(session: string): void;
   /** Starts applying forwarded messages and taking sessions over. */
@@ -46,6 +55,9 @@ export interface ClusterInbox {
  * Everything a process does for one session (apply, take over, give up) runs one step at a time, in
  * inbox order.
  */
+/** The inbox mode of a turn nobody typed (its body is the trigger request). */
+const TRIGGER_MODE = "trigger";
+
 export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const { cluster, config, emit } = deps;
   const chains = new Map<string, Promise<unknown>>();
@@ -63,8 +75,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   }
 
   /** Applies the session's waiting messages in order; returns the acks by inbox id. */
-  async function drainNow(session: string): Promise<Map<string, Ack>> {
-    const acks = new Map<string, Ack>();
+  async function drainNow(session: string): Promise<Map<string, Ack | TriggerAck>> {
+    const acks = new Map<string, Ack | TriggerAck>();
     // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
     if (deps.isDraining()) return acks;
     for (const entry of await cluster.waiting(session)) {
@@ -82,8 +94,10 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
    * Applies one row as a local message. A row this process cannot take (its config refuses the
    * message) is answered as rejected rather than left to be tried on every poll.
    */
-  async function applyOne(entry: InboxEntry): Promise<Ack> {
+  async function applyOne(entry: InboxEntry): Promise<Ack | TriggerAck> {
     try {
+      if (entry.mode === TRIGGER_MODE)
+        return await deps.localTrigger(entry.body as unknown as TriggerRequest);
       return await deps.local(entry.body as unknown as InboundMessage);
     } catch (error) {
       if (!(error instanceof MessageRejectedError)) throw error;
@@ -172,15 +186,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
           "your message waits for it there and is answered once, by that process or by the one that takes the session over.",
       };
     }
-    const acks = await serial(session, async () => {
-      if (acceptance.adopted) await deps.adopt(session);
-      const applied = await drainNow(session);
-      await releaseIfIdle(session);
-      return applied;
-    });
-    // Applied by a wake-up that ran first: its ack is in the inbox.
-    const ack =
-      acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined);
+    const ack = (await applyHere(session, acceptance)) as Ack | undefined;
     if (ack) return ack;
     // Nothing applied it (this process drains): it waits in the inbox for the next owner.
     return {
@@ -191,8 +197,65 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     };
   }
 
+  /** Applies what waits for a session this process owns (now); the ack of row `id`, once applied. */
+  async function applyHere(
+    session: string,
+    acceptance: { id: string; adopted: boolean },
+  ): Promise<Ack | TriggerAck | undefined> {
+    const acks = await serial(session, async () => {
+      if (acceptance.adopted) await deps.adopt(session);
+      const applied = await drainNow(session);
+      await releaseIfIdle(session);
+      return applied;
+    });
+    // Applied by a wake-up that ran first: its ack is in the inbox.
+    return acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined);
+  }
+
+  async function trigger(request: TriggerRequest): Promise<TriggerAck> {
+    // A draining process turns it away as one process does; a malformed request is refused before
+    // anything is stored.
+    if (deps.isDraining()) return deps.localTrigger(request);
+    const { message, id } = checkTrigger(request, config, deps.channelNames, () => undefined);
+    const session = message.session;
+    const acceptance = await cluster.accept({
+      session,
+      messageId: id,
+      mode: TRIGGER_MODE,
+      body: { ...request, id } as unknown as Record<string, unknown>,
+    });
+    if (acceptance.kind === "duplicate")
+      return triggerAckOf(request, id, "duplicate", "this trigger id was already run");
+    if (acceptance.kind === "remote") {
+      const answer = await cluster.awaitAck(acceptance.id, cluster.ackWaitMs);
+      emit("message.forwarded", {
+        session,
+        messageId: id,
+        owner: acceptance.owner,
+        confirmed: answer !== undefined,
+      });
+      if (answer) {
+        const owned = answer.ack as unknown as TriggerAck;
+        if (owned.disposition === "rejected") await cluster.forget(acceptance.id);
+        return owned;
+      }
+      return {
+        ...triggerAckOf(request, id, "queued"),
+        text: `Stored: the session is busy on process ${acceptance.owner}; this ${request.trigger} turn waits for it there and runs once.`,
+      };
+    }
+    const ack = (await applyHere(session, acceptance)) as TriggerAck | undefined;
+    return (
+      ack ?? {
+        ...triggerAckOf(request, id, "queued"),
+        text: `Stored: this ${request.trigger} turn waits for the process that takes the session next.`,
+      }
+    );
+  }
+
   return {
     receive,
+    trigger,
     idle(session) {
       serial(session, () => releaseIfIdle(session)).catch((error: unknown) =>
         deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed"),

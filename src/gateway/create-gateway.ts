@@ -194,6 +194,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         config,
         channelNames,
         local: localReceive,
+        localTrigger: (request) => trigger(request),
         isIdle,
         async adopt(session) {
           const entry = registry.get(session);
@@ -273,13 +274,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     emit,
   });
 
+  // Several processes: a turn nobody typed goes through the inbox too (a subagent's child session is
+  // its parent's process's own, so it starts here).
+  const publicTrigger = (request: TriggerRequest): Promise<TriggerAck> =>
+    clusterInbox ? clusterInbox.trigger(request) : trigger(request);
   const runSubagent = createRunSubagent({ deps, hub, registry, store, trigger, emit });
   const scheduleRunner = new ScheduleRunner({
     schedules: config.schedules,
     clock,
     store,
     logger,
-    trigger: (request) => trigger(request),
+    trigger: (request) => publicTrigger(request),
     emit,
   });
 
@@ -295,7 +300,7 @@ export function createGateway(options: GatewayOptions): Gateway {
      * Starts a turn nobody typed (`cron`, `heartbeat`, `manual`, `subagent`, ...) in a session, in the
      * lane and at the priority its trigger maps to; the ack says whether it started, queued or was dropped.
      */
-    trigger: (request: TriggerRequest): Promise<TriggerAck> => trigger(request),
+    trigger: publicTrigger,
     async start(): Promise<void> {
       // In a cluster, sessions left with work are taken over one by one, by whichever process is free.
       if (clusterInbox) clusterInbox.start();

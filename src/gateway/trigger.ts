@@ -76,27 +76,11 @@ export function createTrigger(
   const { config, deps, registry, persistence, emit } = ctx;
 
   return async function trigger(request, extras = {}) {
-    if (request === null || typeof request !== "object") {
-      throw new MessageRejectedError("trigger", `expected an object, received ${typeof request}`);
-    }
-    if (typeof request.trigger !== "string" || !SELECTABLE.has(request.trigger)) {
-      throw new MessageRejectedError(
-        "trigger",
-        `expected one of ${[...SELECTABLE].join(", ")}, received ${JSON.stringify(request.trigger)}`,
-      );
-    }
-    const known = typeof request.session === "string" ? registry.get(request.session) : undefined;
-    const channel = request.channel ?? known?.channel ?? ctx.channelNames[0] ?? "";
-    const id = request.id ?? `${request.trigger}:${nanoid(10)}`;
-    const message = validateInbound(
-      { session: request.session, channel, text: request.text, id },
-      config,
-      ctx.channelNames,
+    const { message, channel, id } = checkTrigger(request, config, ctx.channelNames, (session) =>
+      registry.get(session),
     );
     const triggerName = request.trigger;
-    const turn = { trigger: triggerName, ...(extras.lane ? { lane: extras.lane } : {}) };
-    const lane = laneForTurn(turn);
-    const priority = priorityForTrigger(triggerName);
+    const { lane, priority } = triggerBase(request, id, extras);
     const entry = registry.memory(message.session, channel);
     registry.keepWindow(message.session, entry, true);
     await persistence.rememberStoredIds(message.session, entry);
@@ -146,6 +130,57 @@ export function createTrigger(
     emit("message.acked", { ...ack });
     return ack;
   };
+}
+
+/**
+ * A trigger request checked as `trigger()` checks it (a typed error naming the field), with its id (a
+ * new one when it has none) and the channel its reply goes out on.
+ */
+export function checkTrigger(
+  request: TriggerRequest,
+  config: GatewayConfig,
+  channelNames: readonly string[],
+  known: (session: string) => { channel?: string | undefined } | undefined,
+): { message: ReturnType<typeof validateInbound>; channel: string; id: string } {
+  if (request === null || typeof request !== "object") {
+    throw new MessageRejectedError("trigger", `expected an object, received ${typeof request}`);
+  }
+  if (typeof request.trigger !== "string" || !SELECTABLE.has(request.trigger)) {
+    throw new MessageRejectedError(
+      "trigger",
+      `expected one of ${[...SELECTABLE].join(", ")}, received ${JSON.stringify(request.trigger)}`,
+    );
+  }
+  const channel =
+    request.channel ?? (typeof request.session === "string" ? known(request.session)?.channel : undefined);
+  const id = request.id ?? `${request.trigger}:${nanoid(10)}`;
+  const message = validateInbound(
+    { session: request.session, channel: channel ?? channelNames[0] ?? "", text: request.text, id },
+    config,
+    channelNames,
+  );
+  return { message, channel: message.channel, id };
+}
+
+function triggerBase(request: TriggerRequest, id: string, extras: TriggerExtras = {}) {
+  const turn = { trigger: request.trigger, ...(extras.lane ? { lane: extras.lane } : {}) };
+  return {
+    session: request.session,
+    messageId: id,
+    trigger: request.trigger,
+    lane: laneForTurn(turn),
+    priority: priorityForTrigger(request.trigger),
+  };
+}
+
+/** The ack of a triggered turn that did not run here: a duplicate, or one stored for another process. */
+export function triggerAckOf(
+  request: TriggerRequest,
+  id: string,
+  disposition: Disposition,
+  reason?: string,
+): TriggerAck {
+  return finish(triggerBase(request, id), disposition, reason);
 }
 
 function finish(

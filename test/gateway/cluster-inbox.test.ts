@@ -4,6 +4,7 @@ import { parseConfig } from "../../src/config.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createClusterInbox } from "../../src/gateway/cluster-inbox.js";
 import type { Ack } from "../../src/gateway/compose-ack.js";
+import { triggerAckOf } from "../../src/gateway/trigger.js";
 import type { InboundMessage } from "../../src/gateway/validate-inbound.js";
 import { silentLogger } from "../../src/logger.js";
 
@@ -81,6 +82,10 @@ function inboxWith(
     async local(message) {
       calls.push(`apply ${message.id}`);
       return local(message);
+    },
+    async localTrigger(request) {
+      calls.push(`trigger ${request.id}`);
+      return { ...triggerAckOf(request, request.id ?? "", "started"), text: "Started." };
     },
     async adopt(session) {
       calls.push(`adopt ${session}`);
@@ -184,6 +189,44 @@ describe("cluster inbox", () => {
     await expect(inbox.receive({ ...message, channel: "nope" })).rejects.toMatchObject({
       name: expect.any(String),
     });
+    expect(rows).toHaveLength(0);
+  });
+
+  it("runs a turn nobody typed where the session is owned, once per id whichever process fires it", async () => {
+    const { cluster, calls, rows } = memoryCluster(undefined);
+    const { inbox } = inboxWith(cluster, started, calls);
+    const slot = { session: "web:1", trigger: "cron" as const, text: "the digest", id: "schedule:d:1" };
+    expect(await inbox.trigger(slot)).toMatchObject({ disposition: "started", lane: "cron" });
+    expect(calls).toEqual(["adopt web:1", "trigger schedule:d:1", "release web:1"]);
+    expect(rows.map((row) => row.mode)).toEqual(["trigger"]);
+    // Another process firing the same slot: stored once, so a duplicate, not run again.
+    expect(await inbox.trigger(slot)).toMatchObject({ disposition: "duplicate", trigger: "cron" });
+    expect(calls.filter((c) => c.startsWith("trigger"))).toHaveLength(1);
+  });
+
+  it("hands a triggered turn to the session's owner and returns its ack, or says it is stored", async () => {
+    const slot = { session: "web:1", trigger: "manual" as const, text: "sweep", id: "t1" };
+    const answered = memoryCluster("there", (row) => ({
+      ...triggerAckOf(row.body as never, row.messageId, "queued"),
+      text: "Queued behind the running turn.",
+    }));
+    const { inbox, events } = inboxWith(answered.cluster, started);
+    expect(await inbox.trigger(slot)).toMatchObject({ disposition: "queued", lane: "main" });
+    expect(events.find((e) => e.type === "message.forwarded")).toMatchObject({ owner: "there" });
+
+    const silent = memoryCluster("there");
+    const { inbox: other } = inboxWith(silent.cluster, started);
+    const ack = await other.trigger(slot);
+    expect(ack).toMatchObject({ disposition: "queued" });
+    expect(ack.text).toContain("process there");
+  });
+
+  it("refuses a malformed trigger before anything reaches the inbox", async () => {
+    const { cluster, rows } = memoryCluster(undefined);
+    const { inbox } = inboxWith(cluster, started);
+    await expect(
+      inbox.trigger({ session: "web:1", trigger: "user" as never, text: "x" }),
+    ).rejects.toMatchObject({ field: "trigger" });
     expect(rows).toHaveLength(0);
   });
 });
