@@ -51,9 +51,9 @@ async function processOn(processId: string) {
   const cluster = await createClusterSessions({ url: db.url, schema: db.schema, processId, ...FAST });
   const gateway = createGateway({
     model: {
-      complete(request, onDelta) {
+      complete(request) {
         calls.push(request);
-        return scripted.complete(request, onDelta);
+        return scripted.complete(request);
       },
     },
     tools: [slowTool],
