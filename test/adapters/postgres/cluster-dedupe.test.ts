@@ -1,12 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
+import { describe, expect, it } from "vitest";
 import { createClusterSessions } from "../../../src/adapters/postgres/cluster-sessions.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
-import { SystemClock } from "../../../src/adapters/system-clock.js";
-import { createGateway } from "../../../src/gateway/create-gateway.js";
-import type { Gateway } from "../../../src/gateway/gateway.types.js";
-import { silentLogger } from "../../../src/logger.js";
+import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually } from "../../support/serve-cluster.js";
 
@@ -16,11 +12,7 @@ import { eventually } from "../../support/serve-cluster.js";
 
 const db = usePostgresSchema("clusterdedupe");
 const FAST = { leaseMs: 600, heartbeatMs: 200, pollMs: 100, ackWaitMs: 500 };
-const cleanup: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-  for (const close of cleanup.splice(0).reverse()) await close();
-});
+const clusteredGateway = useClusteredGateways(db);
 
 describe("a clustered gateway's dedupe", () => {
   it("answers a message whose dead owner had claimed its id but never saved it", async () => {
@@ -36,28 +28,10 @@ describe("a clustered gateway's dedupe", () => {
     await deadStore.close();
     await dead.close();
 
-    const clock = new SystemClock();
-    const web = new LoopbackChannel();
-    const store = await PostgresStore.connect({ url: db.url, schema: db.schema, processId: "survivor" });
-    const cluster = await createClusterSessions({
-      url: db.url,
-      schema: db.schema,
-      processId: "survivor",
-      ...FAST,
+    const { gateway, web } = await clusteredGateway("survivor", {
+      model: (clock) => new ScriptedModel([{ reply: { text: "Re: {{latestUser}}" } }], clock),
+      timing: FAST,
     });
-    const gateway: Gateway = createGateway({
-      model: new ScriptedModel([{ reply: { text: "Re: {{latestUser}}" } }], clock),
-      channels: { web },
-      store,
-      cluster,
-      clock,
-      logger: silentLogger,
-    });
-    // stop() closes the store too.
-    cleanup.push(
-      () => cluster.close(),
-      () => gateway.stop(),
-    );
     const acks: string[] = [];
     gateway.subscribe((event) => {
       if (event.type === "message.acked") acks.push(`${event.messageId} ${event.disposition}`);

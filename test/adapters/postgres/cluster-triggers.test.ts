@@ -1,13 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
+import { describe, expect, it } from "vitest";
 import type { ModelRequest } from "../../../src/adapters/model.js";
-import { createClusterSessions } from "../../../src/adapters/postgres/cluster-sessions.js";
-import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
-import { SystemClock } from "../../../src/adapters/system-clock.js";
 import type { ToolDefinition } from "../../../src/adapters/tool.js";
-import { createGateway } from "../../../src/gateway/create-gateway.js";
-import { silentLogger } from "../../../src/logger.js";
+import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually } from "../../support/serve-cluster.js";
 
@@ -17,11 +12,7 @@ import { eventually } from "../../support/serve-cluster.js";
 
 const db = usePostgresSchema("clustertriggers");
 const FAST = { leaseMs: 2000, heartbeatMs: 500, pollMs: 100, ackWaitMs: 3000 };
-const cleanup: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-  for (const close of cleanup.splice(0).reverse()) await close();
-});
+const clusteredGateway = useClusteredGateways(db);
 
 /** A tool that takes real time: the turn is mid-tool when the steer arrives. */
 const slowTool: ToolDefinition = {
@@ -34,40 +25,29 @@ const slowTool: ToolDefinition = {
 };
 
 async function processOn(processId: string) {
-  const clock = new SystemClock();
-  const web = new LoopbackChannel();
   const calls: ModelRequest[] = [];
-  const scripted = new ScriptedModel(
-    [
-      {
-        when: { call: 1, latestUser: "prepare the report" },
-        reply: { toolCalls: [{ name: "slow_report" }] },
-      },
-      { reply: { text: "Re: {{latestUser}}" } },
-    ],
-    clock,
-  );
-  const store = await PostgresStore.connect({ url: db.url, schema: db.schema, processId });
-  const cluster = await createClusterSessions({ url: db.url, schema: db.schema, processId, ...FAST });
-  const gateway = createGateway({
-    model: {
-      complete(request) {
-        calls.push(request);
-        return scripted.complete(request);
-      },
+  const { gateway, web } = await clusteredGateway(processId, {
+    model: (clock) => {
+      const scripted = new ScriptedModel(
+        [
+          {
+            when: { call: 1, latestUser: "prepare the report" },
+            reply: { toolCalls: [{ name: "slow_report" }] },
+          },
+          { reply: { text: "Re: {{latestUser}}" } },
+        ],
+        clock,
+      );
+      return {
+        complete(request) {
+          calls.push(request);
+          return scripted.complete(request);
+        },
+      };
     },
     tools: [slowTool],
-    channels: { web },
-    store,
-    cluster,
-    clock,
-    logger: silentLogger,
+    timing: FAST,
   });
-  // stop() closes the store too.
-  cleanup.push(
-    () => cluster.close(),
-    () => gateway.stop(),
-  );
   await gateway.start();
   return { gateway, web, calls };
 }
