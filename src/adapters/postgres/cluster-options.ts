@@ -2,14 +2,18 @@ import { randomBytes } from "node:crypto";
 import type { InspectionEvent } from "xstate";
 import { ConfigError } from "../../errors.js";
 import type { TillerEvent } from "../../events.js";
-import { checkCapacity } from "../../lanes/run-options.js";
+import { checkCapacity, defaultMainCapacity } from "../../lanes/run-options.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock } from "../clock.js";
 import { SystemClock } from "../system-clock.js";
 import { checkSchema, type PostgresConnectionOptions } from "./connection.js";
 
 export interface ClusterLanesOptions extends PostgresConnectionOptions {
-  /** Capacity per workload lane, cluster-wide (written at start: give every process the same). */
+  /**
+   * Capacity per workload lane, cluster-wide (written at start: give every process the same); other
+   * lanes hold 1 at a time.
+   * @default { main: max(8, 4 × CPUs) }, as in one process
+   */
   capacity?: Record<string, number>;
   /** How long a grant holds without renewal. @default 30000 */
   leaseMs?: number;
@@ -38,7 +42,8 @@ export function parseClusterOptions(options: ClusterLanesOptions) {
   const processId = options.processId ?? `p${randomBytes(6).toString("hex")}`;
   if (typeof processId !== "string" || !PROCESS_ID.test(processId))
     throw new ConfigError("processId", "[a-z0-9_-]{1,40}", processId);
-  const capacities = new Map<string, number>();
+  // As in one process: `main` holds every user turn, so it is never left at one slot by default.
+  const capacities = new Map<string, number>([["main", defaultMainCapacity()]]);
   for (const [lane, capacity] of Object.entries(options.capacity ?? {}))
     capacities.set(lane, checkCapacity(`capacity.${lane}`, capacity));
   return {

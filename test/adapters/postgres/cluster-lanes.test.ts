@@ -6,6 +6,8 @@ import { createPool } from "../../../src/adapters/postgres/connection.js";
 import { migrate } from "../../../src/adapters/postgres/migrate.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
+import { defaultMainCapacity } from "../../../src/lanes/run-options.js";
+import { deferred } from "../../support/deferred.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
 // Several cluster-lane instances in one process, on one schema: the protocol's behaviour, quickly.
@@ -36,6 +38,30 @@ afterEach(async () => {
 });
 
 describe("cluster lanes (one process, several instances)", () => {
+  it("gives main the capacity one process gives it when none is configured, and holds it cluster-wide", async () => {
+    const expected = defaultMainCapacity();
+    const a = await lanes({});
+    const b = await lanes({});
+    const release = deferred<void>();
+    let running = 0;
+    let most = 0;
+    const tasks = Array.from({ length: expected + 3 }, (_, i) =>
+      (i % 2 ? a : b).run({ session: `web:${i}` }, async () => {
+        most = Math.max(most, ++running);
+        await release.promise;
+        running--;
+      }),
+    );
+    for (let i = 0; i < 100 && most < expected; i++) await sleep(clock, 50);
+    expect(most).toBe(expected);
+    const { rows } = await db.pool.query(
+      `SELECT capacity FROM ${db.schema}.lane_capacity WHERE lane = 'main'`,
+    );
+    expect(rows).toEqual([{ capacity: expected }]);
+    release.resolve(undefined);
+    await Promise.all(tasks);
+  });
+
   it("grants each waiting row once and never above capacity when claim passes race", async () => {
     await db.pool.query(
       `INSERT INTO ${db.schema}.processes (process_id, alive_until) VALUES ('px', now() + interval '1 minute')`,
