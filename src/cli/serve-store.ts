@@ -74,7 +74,12 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
   try {
     const store = await PostgresStore.connect({
       url: postgresUrl,
-      fences: lanes,
+      // A run's writes carry its lane token; the state saves between turns, the session's ownership.
+      fences: {
+        fenceFor: (session) => lanes.fenceFor(session),
+        using: (session, write) => lanes.using?.(session, write),
+        ownerFenceFor: (session) => cluster.ownershipFence(session),
+      },
       processId: lanes.processId,
       applicationName: `tiller ${lanes.processId}`,
       ...(schema !== undefined ? { schema } : {}),

@@ -1,3 +1,4 @@
+import type pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock, TimerHandle } from "../clock.js";
 import type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "../session-cluster.js";
@@ -32,6 +33,12 @@ export interface ClusterSessionsOptions extends PostgresConnectionOptions {
 
 /** The ownership handle of a cluster process, with the lifecycle the port leaves out. */
 export interface ClusterSessions extends SessionCluster {
+  /**
+   * The token of this process's ownership of `session` (undefined when it does not own it): a
+   * `PostgresStore` given it as `fences.ownerFenceFor` refuses this process's state saves for the
+   * session once another process has taken it over.
+   */
+  ownershipFence(session: string): { owner: string; fence: number } | undefined;
   /** Gives every session up and closes the connections. */
   close(): Promise<void>;
 }
@@ -79,6 +86,8 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
    */
   const owned = new Map<string, number>();
   let takings = 0;
+  /** The ownership token of each session this process owns (committed): the store's state saves carry it. */
+  const fences = new Map<string, number>();
   /** Acks awaited by this process, by inbox id: woken by a NOTIFY (and by the poll). */
   const ackWaiters = new Map<string, Set<() => void>>();
   let closed = false;
@@ -97,7 +106,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   const lockKey = (session: string) => `${schema}:session:${session}`;
 
   async function accept(message: InboxMessage): Promise<Acceptance> {
-    return inTransaction(pool, async (client) => {
+    return inTransaction(pool, async (client): Promise<Acceptance | (Acceptance & { fence: number })> => {
       await client.query(sql.LOCK_SESSION, [lockKey(message.session)]);
       const inserted = await client.query<{ id: string }>(sql.INSERT_INBOX, [
         message.session,
@@ -107,7 +116,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
         processId,
       ]);
       const id = inserted.rows[0]?.id;
-      if (id === undefined) return { kind: "duplicate" };
+      if (id === undefined) return { kind: "duplicate" as const };
       const owner = (await client.query<{ owner: string; live: boolean }>(sql.OWNER_OF, [message.session]))
         .rows[0];
       if (owner?.live && owner.owner !== processId) {
@@ -116,12 +125,23 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
           inboxChannel(schema, owner.owner),
           JSON.stringify({ wake: message.session }),
         ]);
-        return { kind: "remote", id, owner: owner.owner };
+        return { kind: "remote" as const, id, owner: owner.owner };
       }
-      await client.query(sql.TAKE_OWNER, [message.session, processId, leaseMs]);
-      owned.set(message.session, ++takings);
-      return { kind: "local", id, adopted: !(owner?.live && owner.owner === processId) };
+      const fence = await takeOwner(client, message.session);
+      return { kind: "local" as const, id, adopted: !(owner?.live && owner.owner === processId), fence };
+    }).then((acceptance) => {
+      if (!("fence" in acceptance)) return acceptance;
+      const { fence, ...local } = acceptance;
+      // Known to the store's writes once the ownership is committed, not before.
+      fences.set(message.session, fence);
+      return local;
     });
+  }
+
+  async function takeOwner(client: pg.PoolClient, session: string): Promise<number> {
+    const { rows } = await client.query<{ fence: string }>(sql.TAKE_OWNER, [session, processId, leaseMs]);
+    owned.set(session, ++takings);
+    return Number(rows[0]!.fence);
   }
 
   async function waiting(session: string): Promise<InboxEntry[]> {
@@ -193,18 +213,21 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       if ((await client.query(sql.ANY_WAITING, [session])).rows.length > 0) return false;
       await client.query(sql.RELEASE, [session, processId]);
       owned.delete(session);
+      fences.delete(session);
       return true;
     });
   }
 
   /** Takes a session nobody live owns; false when someone got there first. */
   async function takeOver(session: string): Promise<boolean> {
-    return inTransaction(pool, async (client) => {
+    return inTransaction(pool, async (client): Promise<number | false> => {
       await client.query(sql.LOCK_SESSION, [lockKey(session)]);
       const owner = (await client.query<{ live: boolean }>(sql.OWNER_OF, [session])).rows[0];
       if (owner?.live) return false;
-      await client.query(sql.TAKE_OWNER, [session, processId, leaseMs]);
-      owned.set(session, ++takings);
+      return takeOwner(client, session);
+    }).then((fence) => {
+      if (fence === false) return false;
+      fences.set(session, fence);
       return true;
     });
   }
@@ -217,6 +240,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     for (const [session, taking] of before) {
       if (renewed.has(session) || owned.get(session) !== taking) continue;
       owned.delete(session);
+      fences.delete(session);
       logger.warn({ processId, session }, "cluster sessions: ownership lost");
       for (const listener of lostListeners) listener(session);
     }
@@ -265,6 +289,10 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   loop(pollMs, poll, "poll");
 
   return {
+    ownershipFence(session) {
+      const fence = fences.get(session);
+      return fence === undefined ? undefined : { owner: processId, fence };
+    },
     processId,
     ackWaitMs,
     accept,

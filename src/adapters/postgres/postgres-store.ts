@@ -17,7 +17,7 @@ import { UNDELIVERED_FINAL } from "../store.js";
 import { type ClusterView, readClusterView } from "./cluster-view.js";
 import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
-import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
+import { type FenceSource, fenceHolds, NO_FENCES, ownershipHolds } from "./fences.js";
 import { migrate } from "./migrate.js";
 
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -204,20 +204,23 @@ export class PostgresStore implements TranscriptStore {
     return this.serial(session, async () => {
       // The token at the time the write runs: a run that ended meanwhile no longer fences it.
       const fence = this.fences.fenceFor(session) ?? null;
+      // Between turns no run fences the save: the session's ownership does (in a cluster).
+      const owner = fence === null ? this.fences.ownerFenceFor?.(session) : undefined;
+      const holds = `${fenceHolds("$1", "$2")} AND ${ownershipHolds("$1", "$3", "$4")}`;
       const query = this.pool.query<{ ok: boolean }>(
         json === null
-          ? `WITH ok AS (SELECT ${fenceHolds("$1", "$2")} AS ok),
+          ? `WITH ok AS (SELECT ${holds} AS ok),
              d AS (DELETE FROM session_state WHERE session_key = $1 AND (SELECT ok FROM ok))
              SELECT ok FROM ok`
-          : `WITH ok AS (SELECT ${fenceHolds("$1", "$2")} AS ok),
-             u AS (INSERT INTO session_state (session_key, state) SELECT $1, $3 WHERE (SELECT ok FROM ok)
+          : `WITH ok AS (SELECT ${holds} AS ok),
+             u AS (INSERT INTO session_state (session_key, state) SELECT $1, $5 WHERE (SELECT ok FROM ok)
                    ON CONFLICT (session_key) DO UPDATE SET state = excluded.state, updated_at = now())
              SELECT ok FROM ok`,
-        json === null ? [session, fence] : [session, fence, json],
+        [session, fence, owner?.owner ?? null, owner?.fence ?? null, ...(json === null ? [] : [json])],
       );
       if (fence !== null) this.fences.using?.(session, query);
       const { rows } = await query;
-      if (!rows[0]?.ok) throw new LeaseLostError(session, fence!);
+      if (!rows[0]?.ok) throw new LeaseLostError(session, fence ?? owner!.fence);
     });
   }
 

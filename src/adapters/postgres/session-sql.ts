@@ -18,7 +18,8 @@ INSERT INTO session_owners (session_key, owner, fence, lease_until)
 VALUES ($1, $2, nextval('fence_seq'), clock_timestamp() + $3 * interval '1 millisecond')
 ON CONFLICT (session_key) DO UPDATE SET
   fence = CASE WHEN session_owners.owner = excluded.owner THEN session_owners.fence ELSE excluded.fence END,
-  owner = excluded.owner, lease_until = excluded.lease_until`;
+  owner = excluded.owner, lease_until = excluded.lease_until
+RETURNING fence`;
 
 export const NOTIFY = "SELECT pg_notify($1, $2)";
 

@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type ClusterSessions,
+  createClusterSessions,
+} from "../../../src/adapters/postgres/cluster-sessions.js";
+import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
+import { usePostgresSchema } from "../../support/postgres.js";
+
+// A session's state saves between turns carry its ownership token: once another process has taken the
+// session over (the owner was paused or cut off past its lease), the old owner's saves are refused and
+// the new owner's state stays.
+
+const db = usePostgresSchema("ownerfence");
+const open: Array<{ close(): Promise<void> }> = [];
+
+afterEach(async () => {
+  for (const handle of open.splice(0).reverse()) await handle.close();
+});
+
+async function ownerWithStore(
+  processId: string,
+): Promise<{ cluster: ClusterSessions; store: PostgresStore }> {
+  const cluster = await createClusterSessions({
+    url: db.url,
+    schema: db.schema,
+    processId,
+    leaseMs: 5000,
+    heartbeatMs: 1000,
+    pollMs: 60_000,
+  });
+  const store = await PostgresStore.connect({
+    url: db.url,
+    schema: db.schema,
+    processId,
+    fences: { fenceFor: () => undefined, ownerFenceFor: (session) => cluster.ownershipFence(session) },
+  });
+  open.push(cluster, store);
+  return { cluster, store };
+}
+
+const body = { session: "web:f", channel: "web", text: "hi", id: "m1" };
+
+describe("state saves fenced by the session's ownership", () => {
+  it("refuses the old owner's save once another process owns the session", async () => {
+    const { cluster, store } = await ownerWithStore("fa");
+    expect(await cluster.accept({ session: "web:f", messageId: "m1", mode: "default", body })).toMatchObject({
+      kind: "local",
+    });
+    expect(cluster.ownershipFence("web:f")).toMatchObject({ owner: "fa", fence: expect.any(Number) });
+    await store.saveState("web:f", { turn: "first owner's" });
+
+    // Another process took the session over while this one was cut off: a new owner, a new token.
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_owners SET owner = 'fb', fence = nextval('${db.schema}.fence_seq') WHERE session_key = 'web:f'`,
+    );
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_state SET state = '{"turn":"new owner''s"}' WHERE session_key = 'web:f'`,
+    );
+    await expect(store.saveState("web:f", { turn: "stale" })).rejects.toMatchObject({ code: "LEASE_LOST" });
+    await expect(store.saveState("web:f", null)).rejects.toMatchObject({ code: "LEASE_LOST" });
+    expect(await store.loadState("web:f")).toEqual({ turn: "new owner's" });
+  });
+
+  it("leaves saves of sessions this process does not own as they were (one process, or nobody's)", async () => {
+    const { store } = await ownerWithStore("fc");
+    await store.saveState("web:free", { queue: [] });
+    expect(await store.loadState("web:free")).toEqual({ queue: [] });
+  });
+});
