@@ -180,11 +180,11 @@ export const sessionSetup = setup({
         ),
         ...(context.pending ? { pending: { ...context.pending, messages: [] } } : {}),
       });
-      enqueue.sendTo("run", { type: "run.abort", reason: PREEMPTED } as RunEvent);
+      enqueue.sendTo("run", runEvent({ type: "run.abort", reason: PREEMPTED }));
     }),
     noticeRun: enqueueActions(({ event, enqueue }) => {
       if (event.type !== "session.message") return;
-      enqueue.sendTo("run", { type: "run.notice", message: event.message } as RunEvent);
+      enqueue.sendTo("run", runEvent({ type: "run.notice", message: event.message }));
     }),
     steerIntoRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
