@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DeliveryLog } from "../../src/adapters/http/delivery-log.js";
+import { type DeliveryLog, readDeliveriesAfter } from "../../src/adapters/http/delivery-log.js";
 import { WebChannel } from "../../src/adapters/http/web-channel.js";
 
 /** How a contract run opens logs: `open` a new one on the same storage (a restart, or another process). */
@@ -41,10 +41,10 @@ export function deliveryLogContract(subject: DeliveryLogSubject): void {
       const s = session();
       const ids: string[] = [];
       for (const text of ["a", "b", "c"]) ids.push((await log.append(s, { kind: "reply", text })).messageId);
-      expect((await log.readAfter(s, ids[0])).map((r) => r.text)).toEqual(["b", "c"]);
-      expect(await log.readAfter(s, ids[2])).toEqual([]);
-      expect((await log.readAfter(s, "9-unknown")).map((r) => r.text)).toEqual(["a", "b", "c"]);
-      expect((await log.readAfter(s, undefined)).map((r) => r.text)).toEqual(["a", "b", "c"]);
+      expect((await readDeliveriesAfter(log, s, ids[0])).map((r) => r.text)).toEqual(["b", "c"]);
+      expect(await readDeliveriesAfter(log, s, ids[2])).toEqual([]);
+      expect((await readDeliveriesAfter(log, s, "9-unknown")).map((r) => r.text)).toEqual(["a", "b", "c"]);
+      expect((await readDeliveriesAfter(log, s, undefined)).map((r) => r.text)).toEqual(["a", "b", "c"]);
       await log.close();
     });
 
@@ -82,7 +82,7 @@ export function deliveryLogContract(subject: DeliveryLogSubject): void {
         await first.close();
         const second = await subject.open();
         expect(await second.append(s, body)).toEqual(stored);
-        expect((await second.readAfter(s, stored.messageId)).map((r) => r.text)).toEqual(["then"]);
+        expect((await readDeliveriesAfter(second, s, stored.messageId)).map((r) => r.text)).toEqual(["then"]);
         const next = await second.append(s, { kind: "reply", text: "third" });
         expect(next.messageId.startsWith("3-")).toBe(true);
         await second.close();

@@ -34,9 +34,10 @@ export interface DeliveryLog {
   read(session: string): Promise<readonly DeliveryRecord[]>;
   /**
    * The session's deliveries stored after the one whose `messageId` is `after`, oldest first: all of
-   * them when `after` is absent or unknown, so a client that reconnects never misses one.
+   * them when `after` is absent or unknown, so a client that reconnects never misses one. A log
+   * without it is read whole (`readDeliveriesAfter`).
    */
-  readAfter(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]>;
+  readAfter?(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]>;
   /**
    * For a log shared by several processes: calls `wake` when deliveries to `session` may have been
    * stored elsewhere (a reader then calls `readAfter`). A log of one process leaves it out: the
@@ -44,6 +45,15 @@ export interface DeliveryLog {
    */
   watch?(session: string, wake: () => void): () => void;
   close(): Promise<void>;
+}
+
+/** A session's deliveries after `after` from any log, with or without its own `readAfter`. */
+export async function readDeliveriesAfter(
+  log: DeliveryLog,
+  session: string,
+  after: string | undefined,
+): Promise<readonly DeliveryRecord[]> {
+  return log.readAfter ? log.readAfter(session, after) : recordsAfter(await log.read(session), after);
 }
 
 /** The records after the one with `messageId` `after` (all when absent or unknown). */

@@ -1,4 +1,4 @@
-import type { DeliveryRecord } from "./delivery-log.js";
+import { type DeliveryRecord, readDeliveriesAfter } from "./delivery-log.js";
 import type { SseStream } from "./sse-stream.js";
 import type { WebChannel } from "./web-channel.js";
 
@@ -53,7 +53,7 @@ export async function streamDeliveries(
     reading = true;
     stale = false;
     try {
-      batch = await web.log.readAfter(session, cursor);
+      batch = await readDeliveriesAfter(web.log, session, cursor);
       index = 0;
     } catch {
       stale = true; // read again at the next wake-up (a shared log polls)
