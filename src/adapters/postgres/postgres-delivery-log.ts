@@ -101,7 +101,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
       }),
       channels: [deliveriesChannel(schema)],
       clock,
-      onNotify: (_channel, session) => log?.wake(session),
+      onNotify: (_channel, session) => (session === "" ? log?.wakeAll() : log?.wake(session)),
       onReconnect: () => log?.wakeAll(),
     });
     log = new PostgresDeliveryLog(pool, schema, listener, clock, options.pollMs ?? 1000);
@@ -188,7 +188,10 @@ export class PostgresDeliveryLog implements DeliveryLog {
         record.at,
       ]);
       // Sent at commit: every process's streams of the session read the new row.
-      await client.query("SELECT pg_notify($1, $2)", [deliveriesChannel(this.schema), session]);
+      await client.query("SELECT pg_notify($1, $2)", [
+        deliveriesChannel(this.schema),
+        notifyPayload(session),
+      ]);
       return record;
     }).catch((error: unknown) => {
       if (error instanceof KnownDelivery) return error.record; // rolled back: its seq is not used
@@ -221,6 +224,12 @@ class KnownDelivery extends Error {
     super("delivery already stored");
   }
 }
+
+/** NOTIFY payloads are limited (8000 bytes): a longer key wakes every stream (empty payload) instead. */
+function notifyPayload(session: string): string {
+  return Buffer.byteLength(session, "utf8") <= MAX_PAYLOAD_BYTES ? session : "";
+}
+const MAX_PAYLOAD_BYTES = 1000;
 
 function safely(wake: () => void): void {
   try {

@@ -44,4 +44,17 @@ describe("the PostgreSQL delivery log across processes", () => {
     expect((await reader.readAfter("web:w1", undefined)).map((r) => r.text)).toEqual(["hi"]);
     await Promise.all([writer.close(), reader.close()]);
   });
+
+  it("a session key too long for a NOTIFY payload is stored and still wakes its watchers", async () => {
+    const [writer, reader] = await Promise.all([open(), open()]);
+    const session = `web:${"k".repeat(9000)}`;
+    let woken = 0;
+    reader.watch(session, () => woken++);
+    const record = await writer.append(session, { kind: "reply", text: "long" });
+    const deadline = Date.now() + 5000;
+    while (woken === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(woken).toBeGreaterThan(0);
+    expect(await reader.readAfter(session, undefined)).toEqual([record]);
+    await Promise.all([writer.close(), reader.close()]);
+  });
 });
