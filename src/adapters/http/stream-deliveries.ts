@@ -56,7 +56,7 @@ export async function streamDeliveries(
       batch = await readDeliveriesAfter(web.log, session, cursor);
       index = 0;
     } catch {
-      stale = true; // read again at the next wake-up (a shared log polls)
+      // Read again at the next wake-up (the next delivery; a shared log's poll), not in a loop.
       batch = [];
     } finally {
       reading = false;
