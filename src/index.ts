@@ -57,6 +57,11 @@ export {
   createClusterSessions,
 } from "./adapters/postgres/cluster-sessions.js";
 export type { FenceSource } from "./adapters/postgres/fences.js";
+export {
+  deliveriesChannel,
+  PostgresDeliveryLog,
+  type PostgresDeliveryLogOptions,
+} from "./adapters/postgres/postgres-delivery-log.js";
 export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
 export type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "./adapters/session-cluster.js";

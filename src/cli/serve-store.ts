@@ -1,13 +1,16 @@
+import type { DeliveryLog } from "../adapters/http/delivery-log.js";
+import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import { type ClusterLanes, createClusterLanes } from "../adapters/postgres/cluster-lanes.js";
 import { type ClusterSessions, createClusterSessions } from "../adapters/postgres/cluster-sessions.js";
+import { PostgresDeliveryLog } from "../adapters/postgres/postgres-delivery-log.js";
 import { PostgresStore } from "../adapters/postgres/postgres-store.js";
 import type { TranscriptStore } from "../adapters/store.js";
 import { errorMessage } from "../errors.js";
 import { UsageError } from "./serve-setup.js";
 
 export interface ServeStoreChoice {
-  /** `--store DIR`: the JSONL store (and, either way, where the web channel keeps its deliveries). */
+  /** `--store DIR`: the JSONL store and the web channel's deliveries (on PostgreSQL, both are there). */
   storeDir: string;
   /** `--postgres URL` or `TILLER_DATABASE_URL`: several processes on one PostgreSQL. */
   postgresUrl: string | undefined;
@@ -27,6 +30,8 @@ export interface ServeStore {
   lanes: ClusterLanes | undefined;
   /** Session ownership and the inbox on PostgreSQL (closed with the lanes). */
   cluster: ClusterSessions | undefined;
+  /** The web channel's deliveries: files in `--store DIR`, or on PostgreSQL one table for the cluster. */
+  deliveries: DeliveryLog;
   /** What the startup banner says about the store. */
   description: string;
 }
@@ -41,7 +46,13 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
   if (postgresUrl === undefined) {
     try {
       const store = await JsonlStore.openDir({ dir: storeDir });
-      return { store, lanes: undefined, cluster: undefined, description: storeDir };
+      return {
+        store,
+        lanes: undefined,
+        cluster: undefined,
+        deliveries: new FileDeliveryLog(storeDir),
+        description: storeDir,
+      };
     } catch (error) {
       throw new UsageError(`--store ${storeDir}: ${errorMessage(error)}`);
     }
@@ -71,8 +82,9 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
     await lanes.close();
     throw new UsageError(`${where}: ${errorMessage(error)}`);
   }
+  let store: PostgresStore | undefined;
   try {
-    const store = await PostgresStore.connect({
+    store = await PostgresStore.connect({
       url: postgresUrl,
       // A run's writes carry its lane token; the state saves between turns, the session's ownership.
       fences: {
@@ -84,13 +96,21 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
       applicationName: `tiller ${lanes.processId}`,
       ...(schema !== undefined ? { schema } : {}),
     });
+    // Every process streams every session's deliveries, wherever its turn ran.
+    const deliveries = await PostgresDeliveryLog.connect({
+      url: postgresUrl,
+      applicationName: `tiller ${lanes.processId}`,
+      ...(schema !== undefined ? { schema } : {}),
+    });
     return {
       store,
       lanes,
       cluster,
+      deliveries,
       description: `PostgreSQL ${redact(postgresUrl)}, schema ${store.schema}, process ${lanes.processId}`,
     };
   } catch (error) {
+    await store?.close().catch(() => undefined);
     await cluster.close();
     await lanes.close();
     throw new UsageError(`${where}: ${errorMessage(error)}`);

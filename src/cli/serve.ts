@@ -4,7 +4,6 @@ import { parseArgs } from "node:util";
 import { DemoModel, demoTool } from "../adapters/demo-model.js";
 import { clusterRoute } from "../adapters/http/cluster-route.js";
 import { createHttpServer } from "../adapters/http/create-http-server.js";
-import { FileDeliveryLog } from "../adapters/http/file-delivery-log.js";
 import { operatorRoutes } from "../adapters/http/operator-routes.js";
 import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
@@ -71,6 +70,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     store,
     lanes,
     cluster,
+    deliveries,
     description: storeDescription,
   } = await openServeStore({
     storeDir,
@@ -85,10 +85,11 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await lanes?.close();
   };
   const closeStore = async () => {
+    await deliveries.close();
     await store.close();
     await closeCluster();
   };
-  const web = new WebChannel(new FileDeliveryLog(storeDir));
+  const web = new WebChannel(deliveries);
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
   // (the server that owns that stream is created after the gateway that needs the callback).
   let pushState: (event: TillerEvent) => void = () => {};

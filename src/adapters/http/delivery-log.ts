@@ -32,7 +32,37 @@ export interface DeliveryLog {
   append(session: string, body: DeliveryBody): Promise<DeliveryRecord>;
   /** Every delivery of the session, oldest first (the live array: callers must not change it). */
   read(session: string): Promise<readonly DeliveryRecord[]>;
+  /**
+   * The session's deliveries stored after the one whose `messageId` is `after`, oldest first: all of
+   * them when `after` is absent or unknown, so a client that reconnects never misses one. A log
+   * without it is read whole (`readDeliveriesAfter`).
+   */
+  readAfter?(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]>;
+  /**
+   * For a log shared by several processes: calls `wake` when deliveries to `session` may have been
+   * stored elsewhere (a reader then calls `readAfter`). A log of one process leaves it out: the
+   * channel that appends wakes its own readers. Returns the unsubscribe.
+   */
+  watch?(session: string, wake: () => void): () => void;
   close(): Promise<void>;
+}
+
+/** A session's deliveries after `after` from any log, with or without its own `readAfter`. */
+export async function readDeliveriesAfter(
+  log: DeliveryLog,
+  session: string,
+  after: string | undefined,
+): Promise<readonly DeliveryRecord[]> {
+  return log.readAfter ? log.readAfter(session, after) : recordsAfter(await log.read(session), after);
+}
+
+/** The records after the one with `messageId` `after` (all when absent or unknown). */
+export function recordsAfter(
+  records: readonly DeliveryRecord[],
+  after: string | undefined,
+): readonly DeliveryRecord[] {
+  if (after === undefined) return records.slice();
+  return records.slice(records.findLastIndex((record) => record.messageId === after) + 1);
 }
 
 /** A session's deliveries in memory, with appends serialized so ids and order follow the stores. */
@@ -82,6 +112,10 @@ export class MemoryDeliveryLog implements DeliveryLog {
 
   async read(session: string): Promise<readonly DeliveryRecord[]> {
     return this.entry(session).records;
+  }
+
+  async readAfter(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]> {
+    return recordsAfter(this.entry(session).records, after);
   }
 
   async close(): Promise<void> {}

@@ -7,6 +7,7 @@ import {
   type DeliveryBody,
   type DeliveryLog,
   type DeliveryRecord,
+  recordsAfter,
   SessionDeliveries,
 } from "./delivery-log.js";
 
@@ -43,6 +44,10 @@ export class FileDeliveryLog implements DeliveryLog {
 
   async read(session: string): Promise<readonly DeliveryRecord[]> {
     return (await this.entry(session)).records;
+  }
+
+  async readAfter(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]> {
+    return recordsAfter((await this.entry(session)).records, after);
   }
 
   async close(): Promise<void> {

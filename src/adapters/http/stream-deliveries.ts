@@ -1,12 +1,13 @@
-import type { DeliveryRecord } from "./delivery-log.js";
+import { type DeliveryRecord, readDeliveriesAfter } from "./delivery-log.js";
 import type { SseStream } from "./sse-stream.js";
 import type { WebChannel } from "./web-channel.js";
 
 /**
  * Streams a session's deliveries: first those after `after` (a delivery's `messageId`; all of them
- * when it is absent or unknown, so a client never misses one), then each new one as it is stored. The
- * stream reads from the stored list with a cursor, so a slow client waits on its socket, never on a
- * growing buffer.
+ * when it is absent or unknown, so a client never misses one), then each new one as it is stored, here
+ * or (on a shared log) by another process. The stream reads the log after a cursor, one batch at a
+ * time, and reads again only once the batch is written, so a slow client waits on its socket, never on
+ * a growing buffer.
  */
 export async function streamDeliveries(
   sse: SseStream,
@@ -14,13 +15,17 @@ export async function streamDeliveries(
   session: string,
   after: string | undefined,
 ): Promise<void> {
-  let records: readonly DeliveryRecord[] | undefined;
-  let cursor = 0;
+  let cursor = after;
+  let batch: readonly DeliveryRecord[] = [];
+  let index = 0;
+  let reading = false;
   let waiting = false;
+  let stale = true;
   const pump = (): void => {
-    if (!records || waiting || sse.isClosed) return;
-    while (cursor < records.length) {
-      const record = records[cursor++]!;
+    if (waiting || sse.isClosed) return;
+    while (index < batch.length) {
+      const record = batch[index++]!;
+      cursor = record.messageId;
       const ok = sse.send({
         id: record.messageId,
         event: "delivery",
@@ -41,13 +46,28 @@ export async function streamDeliveries(
         return;
       }
     }
+    if (stale) void read();
   };
-  // Subscribed before the read, so a delivery stored meanwhile is not missed.
-  sse.onClose(web.subscribe(session, pump));
-  records = await web.log.read(session);
-  if (after !== undefined) {
-    const index = records.findLastIndex((record) => record.messageId === after);
-    cursor = index + 1;
-  }
-  pump();
+  const read = async (): Promise<void> => {
+    if (reading || sse.isClosed) return;
+    reading = true;
+    stale = false;
+    try {
+      batch = await readDeliveriesAfter(web.log, session, cursor);
+      index = 0;
+    } catch {
+      // Read again at the next wake-up (the next delivery; a shared log's poll), not in a loop.
+      batch = [];
+    } finally {
+      reading = false;
+    }
+    pump();
+  };
+  const wake = (): void => {
+    stale = true;
+    if (!reading && index >= batch.length) pump();
+  };
+  // Subscribed before the first read, so a delivery stored meanwhile is not missed.
+  sse.onClose(web.watch(session, wake));
+  await read();
 }

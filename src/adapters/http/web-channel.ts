@@ -44,6 +44,19 @@ export class WebChannel implements Channel {
     return this.listeners.get(session)?.size ?? 0;
   }
 
+  /**
+   * Calls `wake` when deliveries to `session` may have been stored: by this channel, or (on a shared
+   * log) by another process. Returns the unsubscribe.
+   */
+  watch(session: string, wake: () => void): () => void {
+    const local = this.subscribe(session, wake);
+    const shared = this.log.watch?.(session, wake);
+    return () => {
+      local();
+      shared?.();
+    };
+  }
+
   /** Calls `listener` with each delivery to `session` stored from now on; returns the unsubscribe. */
   subscribe(session: string, listener: DeliveryListener): () => void {
     let set = this.listeners.get(session);

@@ -214,4 +214,33 @@ ALTER TABLE inbox ADD COLUMN ack jsonb;
 -- the sessions one process owns (its renewal, its leaving)
 CREATE INDEX session_owners_owner ON session_owners (owner);`,
   },
+  {
+    version: 7,
+    name: "web channel deliveries shared by the cluster",
+    sql: `
+-- what the web channel delivered, per session, read by the deliveries stream of every process
+CREATE TABLE web_deliveries (
+  session_key text NOT NULL,
+  -- gap-free per session (1, 2, …): the order of the stream
+  seq         bigint NOT NULL,
+  -- the receipt's id and the SSE event id: "<seq>-<random>"
+  message_id  text NOT NULL,
+  -- the gateway's id of the logical delivery: a second send with it is not a second delivery
+  delivery_id text,
+  kind        text NOT NULL,
+  text        text NOT NULL,
+  run_id      text,
+  -- wall-clock ms of the store
+  at_ms       double precision NOT NULL,
+  PRIMARY KEY (session_key, seq)
+);
+CREATE UNIQUE INDEX web_deliveries_message ON web_deliveries (session_key, message_id);
+CREATE UNIQUE INDEX web_deliveries_delivery ON web_deliveries (session_key, delivery_id)
+  WHERE delivery_id IS NOT NULL;
+-- each session's last seq: its row lock serializes the session's appends across processes
+CREATE TABLE web_delivery_heads (
+  session_key text PRIMARY KEY,
+  last_seq    bigint NOT NULL
+);`,
+  },
 ];

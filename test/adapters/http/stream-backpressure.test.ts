@@ -50,6 +50,9 @@ function fakeStream(room: number) {
   };
 }
 
+/** Lets pending promise callbacks run (the memory log's reads resolve within them). */
+const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 describe("a slow stream client", () => {
   it("holds a cursor into the deliveries: nothing is written past a full socket, nothing is skipped", async () => {
     const web = new WebChannel(new MemoryDeliveryLog());
@@ -60,6 +63,7 @@ describe("a slow stream client", () => {
     await web.send({ session: "s", text: "m10", kind: "reply" });
     expect(fake.sent).toHaveLength(3); // still full: the new one waits in the log, not in a buffer
     fake.drain(100);
+    await settled(); // the stream reads the log again (an async read) once the batch is written
     expect(fake.sent.map((message) => (message.data as { text: string }).text)).toEqual(
       Array.from({ length: 11 }, (_, i) => `m${i}`),
     );

@@ -1,0 +1,251 @@
+import { nanoid } from "nanoid";
+import type pg from "pg";
+import type { DeliveryKind } from "../channel.js";
+import type { Clock, TimerHandle } from "../clock.js";
+import type { DeliveryBody, DeliveryLog, DeliveryRecord } from "../http/delivery-log.js";
+import { SystemClock } from "../system-clock.js";
+import {
+  checkSchema,
+  clientConfig,
+  createPool,
+  inTransaction,
+  type PostgresConnectionOptions,
+} from "./connection.js";
+import { LaneListener } from "./lane-listener.js";
+import { migrate } from "./migrate.js";
+
+export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions {
+  /** Wakes every watched stream this often, in case a NOTIFY was lost. @default 1000 */
+  pollMs?: number;
+  clock?: Clock;
+}
+
+interface Row {
+  message_id: string;
+  kind: DeliveryKind;
+  text: string;
+  run_id: string | null;
+  delivery_id: string | null;
+  at_ms: number;
+}
+
+const COLUMNS = "message_id, kind, text, run_id, delivery_id, at_ms";
+const BY_DELIVERY = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND delivery_id = $2`;
+// Taking the session's head row locks it until commit: appends of one session, from any process,
+// follow one another, so seq is gap-free (a rolled-back append gives its number back).
+const NEXT_SEQ = `INSERT INTO web_delivery_heads (session_key, last_seq) VALUES ($1, 1)
+  ON CONFLICT (session_key) DO UPDATE SET last_seq = web_delivery_heads.last_seq + 1 RETURNING last_seq`;
+const INSERT = `INSERT INTO web_deliveries (session_key, seq, message_id, delivery_id, kind, text, run_id, at_ms)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+const ALL = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 ORDER BY seq`;
+// After a known message: the rows with a higher seq. An unknown one (or none) gives them all.
+const AFTER = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1
+  AND seq > COALESCE((SELECT seq FROM web_deliveries WHERE session_key = $1 AND message_id = $2), 0)
+  ORDER BY seq`;
+
+/** The NOTIFY channel of a schema's deliveries (a channel name is at most 63 bytes). */
+export function deliveriesChannel(schema: string): string {
+  return `${schema.slice(0, 40)}_web_deliveries`;
+}
+
+/**
+ * The `web` channel's deliveries in PostgreSQL (`web_deliveries`), shared by every `tiller serve`
+ * process of the schema: a delivery whose turn ran on one process is streamed by all of them. An
+ * append is acknowledged once its transaction has committed; a `deliveryId` already stored for the
+ * session returns the stored record and stores nothing, whichever process stored it. Each insert
+ * NOTIFYs the schema's channel with the session key, waking the streams on every process; the
+ * streams also wake on a poll, so a lost NOTIFY costs latency only.
+ *
+ * @example
+ * ```ts
+ * const log = await PostgresDeliveryLog.connect({ url: "postgres://localhost/tiller" });
+ * const record = await log.append("web:1", { kind: "reply", text: "hi" });
+ * (await log.readAfter("web:1", undefined)).length; // 1
+ * ```
+ */
+export class PostgresDeliveryLog implements DeliveryLog {
+  private readonly watchers = new Map<string, Set<() => void>>();
+  /** Appends of one session from this process, in the order they were made. */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  private poll: TimerHandle | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    readonly schema: string,
+    private readonly listener: LaneListener,
+    private readonly clock: Clock,
+    private readonly pollMs: number,
+  ) {}
+
+  static async connect(options: PostgresDeliveryLogOptions): Promise<PostgresDeliveryLog> {
+    const schema = checkSchema(options.schema);
+    const clock = options.clock ?? new SystemClock();
+    const pool = createPool({
+      ...options,
+      schema,
+      applicationName: options.applicationName ?? "tiller deliveries",
+    });
+    try {
+      await migrate(pool, schema);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    let log: PostgresDeliveryLog | undefined;
+    const listener = new LaneListener({
+      config: clientConfig({
+        ...options,
+        schema,
+        applicationName: `${options.applicationName ?? "tiller"} deliveries`,
+      }),
+      channels: [deliveriesChannel(schema)],
+      clock,
+      onNotify: (_channel, session) => (session === "" ? log?.wakeAll() : log?.wake(session)),
+      onReconnect: () => log?.wakeAll(),
+    });
+    log = new PostgresDeliveryLog(pool, schema, listener, clock, options.pollMs ?? 1000);
+    try {
+      await listener.start();
+    } catch (error) {
+      await listener.close();
+      await pool.end();
+      throw error;
+    }
+    log.schedulePoll();
+    return log;
+  }
+
+  append(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
+    const next = (this.chains.get(session) ?? Promise.resolve()).then(() => this.store(session, body));
+    const chain = next.catch(() => undefined);
+    this.chains.set(session, chain);
+    void chain.then(() => {
+      if (this.chains.get(session) === chain) this.chains.delete(session);
+    });
+    return next;
+  }
+
+  async read(session: string): Promise<readonly DeliveryRecord[]> {
+    return (await this.pool.query<Row>(ALL, [session])).rows.map(toRecord);
+  }
+
+  async readAfter(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]> {
+    return (await this.pool.query<Row>(AFTER, [session, after ?? null])).rows.map(toRecord);
+  }
+
+  watch(session: string, wake: () => void): () => void {
+    let set = this.watchers.get(session);
+    if (!set) {
+      set = new Set();
+      this.watchers.set(session, set);
+    }
+    set.add(wake);
+    return () => {
+      set.delete(wake);
+      if (set.size === 0 && this.watchers.get(session) === set) this.watchers.delete(session);
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.poll) this.clock.clearTimeout(this.poll);
+    await Promise.allSettled(this.chains.values());
+    await this.listener.close();
+    await this.pool.end();
+  }
+
+  private async store(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
+    const { deliveryId } = body;
+    if (deliveryId !== undefined) {
+      const known = (await this.pool.query<Row>(BY_DELIVERY, [session, deliveryId])).rows[0];
+      if (known) return toRecord(known);
+    }
+    const outcome = await inTransaction(this.pool, async (client) => {
+      const seq = Number((await client.query<{ last_seq: string }>(NEXT_SEQ, [session])).rows[0]!.last_seq);
+      if (deliveryId !== undefined) {
+        // Another process may have stored it while this one waited for the head row.
+        const known = (await client.query<Row>(BY_DELIVERY, [session, deliveryId])).rows[0];
+        if (known) throw new KnownDelivery(toRecord(known));
+      }
+      const record: DeliveryRecord = {
+        messageId: `${seq}-${nanoid(8)}`,
+        kind: body.kind,
+        text: body.text,
+        ...(body.runId !== undefined ? { runId: body.runId } : {}),
+        ...(deliveryId !== undefined ? { deliveryId } : {}),
+        at: Date.now(),
+      };
+      await client.query(INSERT, [
+        session,
+        seq,
+        record.messageId,
+        deliveryId ?? null,
+        record.kind,
+        record.text,
+        record.runId ?? null,
+        record.at,
+      ]);
+      // Sent at commit: every process's streams of the session read the new row.
+      await client.query("SELECT pg_notify($1, $2)", [
+        deliveriesChannel(this.schema),
+        notifyPayload(session),
+      ]);
+      return record;
+    }).catch((error: unknown) => {
+      if (error instanceof KnownDelivery) return error.record; // rolled back: its seq is not used
+      throw error;
+    });
+    return outcome;
+  }
+
+  private wake(session: string): void {
+    for (const wake of this.watchers.get(session) ?? []) safely(wake);
+  }
+
+  private wakeAll(): void {
+    for (const set of this.watchers.values()) for (const wake of set) safely(wake);
+  }
+
+  private schedulePoll(): void {
+    if (this.closed) return;
+    this.poll = this.clock.setTimeout(() => {
+      this.poll = undefined;
+      this.wakeAll();
+      this.schedulePoll();
+    }, this.pollMs);
+  }
+}
+
+/** Thrown inside the append's transaction to roll it back when the delivery is already stored. */
+class KnownDelivery extends Error {
+  constructor(readonly record: DeliveryRecord) {
+    super("delivery already stored");
+  }
+}
+
+/** NOTIFY payloads are limited (8000 bytes): a longer key wakes every stream (empty payload) instead. */
+function notifyPayload(session: string): string {
+  return Buffer.byteLength(session, "utf8") <= MAX_PAYLOAD_BYTES ? session : "";
+}
+const MAX_PAYLOAD_BYTES = 1000;
+
+function safely(wake: () => void): void {
+  try {
+    wake();
+  } catch {
+    // A broken stream must not stop the others' wake-ups.
+  }
+}
+
+function toRecord(row: Row): DeliveryRecord {
+  return {
+    messageId: row.message_id,
+    kind: row.kind,
+    text: row.text,
+    ...(row.run_id !== null ? { runId: row.run_id } : {}),
+    ...(row.delivery_id !== null ? { deliveryId: row.delivery_id } : {}),
+    at: Number(row.at_ms),
+  };
+}

@@ -1,0 +1,9 @@
+import { MemoryDeliveryLog } from "../../../src/adapters/http/delivery-log.js";
+import { FileDeliveryLog } from "../../../src/adapters/http/file-delivery-log.js";
+import { deliveryLogContract } from "../../support/delivery-log-contract.js";
+import { useTempDir } from "../../support/temp-dir.js";
+
+const dir = useTempDir("tiller-delivery-contract");
+
+deliveryLogContract({ name: "memory", durable: false, open: async () => new MemoryDeliveryLog() });
+deliveryLogContract({ name: "file", durable: true, open: async () => new FileDeliveryLog(dir.path) });
