@@ -170,7 +170,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   observeCommitments = (event) => commitments.observe(event);
   deps.proposeCommitment = (session, args, origin) => commitments.propose(session, args, origin);
 
-  const localReceive = createReceive({
+  // What receive() and trigger() both admit through.
+  const admission = {
     config,
     deps,
     registry,
@@ -178,8 +179,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     channelNames,
     isDraining: () => draining,
     emit,
-    sharedDedupe: !options.cluster,
-  });
+  };
+  const localReceive = createReceive({ ...admission, sharedDedupe: !options.cluster });
 
   const resumeDeps = { store, writer, config, persistence, registry, channelNames, emit };
   /** Nothing runs or waits for the session in this process. */
@@ -264,15 +265,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
   }
 
-  const trigger = createTrigger({
-    config,
-    deps,
-    registry,
-    persistence,
-    channelNames,
-    isDraining: () => draining,
-    emit,
-  });
+  const trigger = createTrigger(admission);
 
   // Several processes: a turn nobody typed goes through the inbox too (a subagent's child session is
   // its parent's process's own, so it starts here).

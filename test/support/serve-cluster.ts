@@ -102,6 +102,13 @@ export async function eventually<T>(
   }
 }
 
+/** Waits until `member` runs the demo model's slow tool in `session`'s turn. */
+export async function toolRunning(member: ClusterMember, session: string): Promise<void> {
+  await eventually(`${session} running its tool on ${member.name}`, async () => {
+    return (await sessionDetail(member, session)).run?.currentTool === "demo_task";
+  });
+}
+
 /** The owner of a session in `session_owners` (undefined: nobody). */
 export async function ownerOf(db: TestSchema, session: string): Promise<string | undefined> {
   const { rows } = await db.pool.query<{ owner: string }>(

@@ -6,8 +6,8 @@ import {
   follow,
   ownerOf,
   post,
-  sessionDetail,
   startCluster,
+  toolRunning,
 } from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
 import { SseRecorder } from "../../support/sse-recorder.js";
@@ -46,9 +46,7 @@ describe("cluster deliveries: one stream of a session's replies on every process
     const onA = follow(procs, a, SESSION);
     await onA.opened;
     expect((await post(b, SESSION, "please run a task", "f1")).disposition).toBe("started");
-    await eventually("the tool running on B", async () => {
-      return (await sessionDetail(b, SESSION)).run?.currentTool === "demo_task";
-    });
+    await toolRunning(b, SESSION);
     expect(await ownerOf(db, SESSION)).toBe(b.processId);
     // Sent to A, steered into B's run: the reply is B's, and A's client sees it.
     expect((await post(a, SESSION, "also mention pineapples", "f2")).disposition).toBe("steered");

@@ -8,6 +8,7 @@ import {
   post,
   sessionDetail,
   startCluster,
+  toolRunning,
 } from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
 
@@ -20,13 +21,6 @@ const procs = useServeProcesses("tiller-steer-pg");
 
 let cluster: ClusterMember[] = [];
 const TASK_MS = 3000;
-
-async function toolRunning(member: ClusterMember, session: string): Promise<void> {
-  await eventually(`${session} running its tool on ${member.name}`, async () => {
-    const detail = await sessionDetail(member, session);
-    return detail.run?.currentTool === "demo_task";
-  });
-}
 
 describe("cluster sessions: messages reach the owner of the turn", () => {
   it("starts three processes", async () => {

@@ -6,8 +6,8 @@ import {
   follow,
   ownerOf,
   post,
-  sessionDetail,
   startCluster,
+  toolRunning,
 } from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
 import type { SseRecorder } from "../../support/sse-recorder.js";
@@ -43,9 +43,7 @@ describe("cluster sessions: takeover after kill -9", () => {
     const survivors = [follow(procs, a, session), follow(procs, c, session)];
     const onB = follow(procs, b, session);
     expect((await post(b, session, "please run a task", "k1")).disposition).toBe("started");
-    await eventually("the tool running on B", async () => {
-      return (await sessionDetail(b, session)).run?.currentTool === "demo_task";
-    });
+    await toolRunning(b, session);
     const followUp = await post(a, session, "and then this too", "k2", "followup");
     expect(followUp).toMatchObject({ disposition: "queued", owner: b.processId });
 
