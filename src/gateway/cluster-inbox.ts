@@ -1,3 +1,4 @@
+import { KeyedQueue } from "../adapters/keyed-queue.js";
 import type { InboxEntry, SessionCluster } from "../adapters/session-cluster.js";
 import { type GatewayConfig, queueLayers } from "../config.js";
 import { MessageRejectedError } from "../errors.js";
@@ -60,19 +61,12 @@ const TRIGGER_MODE = "trigger";
 
 export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const { cluster, config, emit } = deps;
-  const chains = new Map<string, Promise<unknown>>();
+  const steps = new KeyedQueue();
+  // Messages of one session are committed to the inbox in the order receive() was called here, so
+  // the inbox (and every owner that applies it) keeps this process's order.
+  const accepts = new KeyedQueue();
   const unsubscribe: Array<() => void> = [];
-
-  function serial<T>(session: string, work: () => Promise<T>): Promise<T> {
-    const previous = chains.get(session) ?? Promise.resolve();
-    const next = previous.then(work, work);
-    const settled = next.catch(() => {});
-    chains.set(session, settled);
-    void settled.then(() => {
-      if (chains.get(session) === settled) chains.delete(session);
-    });
-    return next;
-  }
+  const serial = <T>(session: string, work: () => Promise<T>) => steps.run(session, work);
 
   /** Applies the session's waiting messages in order; returns the acks by inbox id. */
   async function drainNow(session: string): Promise<Map<string, Ack | TriggerAck>> {
@@ -143,12 +137,14 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     const message = validateInbound(inbound, config, deps.channelNames);
     const session = message.session;
     const isControl = parseControl(message.text) !== undefined;
-    const acceptance = await cluster.accept({
-      session,
-      messageId: message.id,
-      mode: isControl ? "control" : (message.mode ?? "default"),
-      body: { ...message } as unknown as Record<string, unknown>,
-    });
+    const acceptance = await accepts.run(session, () =>
+      cluster.accept({
+        session,
+        messageId: message.id,
+        mode: isControl ? "control" : (message.mode ?? "default"),
+        body: { ...message } as unknown as Record<string, unknown>,
+      }),
+    );
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
     const setting = resolveQueueSetting({ inline, ...queueLayers(config, message.channel) });
     const base = { session, messageId: message.id, mode: setting.mode, modeSource: setting.modeSource };
@@ -218,12 +214,14 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     if (deps.isDraining()) return deps.localTrigger(request);
     const { message, id } = checkTrigger(request, config, deps.channelNames, () => undefined);
     const session = message.session;
-    const acceptance = await cluster.accept({
-      session,
-      messageId: id,
-      mode: TRIGGER_MODE,
-      body: { ...request, id } as unknown as Record<string, unknown>,
-    });
+    const acceptance = await accepts.run(session, () =>
+      cluster.accept({
+        session,
+        messageId: id,
+        mode: TRIGGER_MODE,
+        body: { ...request, id } as unknown as Record<string, unknown>,
+      }),
+    );
     if (acceptance.kind === "duplicate")
       return triggerAckOf(request, id, "duplicate", "this trigger id was already run");
     if (acceptance.kind === "remote") {

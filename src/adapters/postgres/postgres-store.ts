@@ -2,6 +2,7 @@ import { nanoid } from "nanoid";
 import type pg from "pg";
 import { ConfigError, LeaseLostError, MessageRejectedError } from "../../errors.js";
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
+import { KeyedQueue } from "../keyed-queue.js";
 import { assertSessionKey } from "../session-key.js";
 import type {
   CommitmentClaim,
@@ -67,7 +68,7 @@ export class PostgresStore implements TranscriptStore {
   private readonly fences: FenceSource;
   private readonly commitments: CommitmentRows;
   /** Mutations of one session run one after another, in call order (the row lock orders processes). */
-  private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly chains = new KeyedQueue();
 
   private constructor(pool: pg.Pool, options: PostgresStoreOptions) {
     this.pool = pool;
@@ -292,7 +293,7 @@ export class PostgresStore implements TranscriptStore {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.chains.values()]);
+    await this.chains.idle();
     await this.pool.end();
   }
 
@@ -318,14 +319,7 @@ export class PostgresStore implements TranscriptStore {
   }
 
   private serial<T>(session: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.chains.get(session) ?? Promise.resolve();
-    const next = previous.then(work, work);
-    const settled = next.catch(() => {});
-    this.chains.set(session, settled);
-    void settled.then(() => {
-      if (this.chains.get(session) === settled) this.chains.delete(session);
-    });
-    return next;
+    return this.chains.run(session, work);
   }
 }
 
