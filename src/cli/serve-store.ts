@@ -18,6 +18,9 @@ export interface ServeStoreChoice {
   schema: string | undefined;
   /** Lane capacities (the config's `lanes`), cluster-wide on PostgreSQL. */
   capacity: Record<string, number>;
+  /** The config's `laneAgingMs` and `warnAfterMs`, for the cluster lanes on PostgreSQL. */
+  agingMs?: number;
+  warnAfterMs?: number;
   /** `--lease MS`: how long a process's runs and sessions hold without renewal, on PostgreSQL. */
   leaseMs?: number | undefined;
   /** Applied messages stay this long in the inbox for cluster-wide dedupe (the config's window). */
@@ -65,6 +68,8 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
       capacity,
       ...(schema !== undefined ? { schema } : {}),
       ...(choice.leaseMs !== undefined ? { leaseMs: choice.leaseMs } : {}),
+      ...(choice.agingMs !== undefined ? { agingMs: choice.agingMs } : {}),
+      ...(choice.warnAfterMs !== undefined ? { warnAfterMs: choice.warnAfterMs } : {}),
     });
   } catch (error) {
     throw new UsageError(`${where}: ${errorMessage(error)}`);

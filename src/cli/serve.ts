@@ -77,6 +77,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     postgresUrl: values.postgres ?? (io.env.TILLER_DATABASE_URL || undefined),
     schema: values.schema,
     capacity: config.lanes,
+    agingMs: config.laneAgingMs,
+    warnAfterMs: config.warnAfterMs,
     leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
     dedupeWindowMs: config.limits.dedupeWindowMs,
   });

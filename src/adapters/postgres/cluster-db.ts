@@ -12,6 +12,14 @@ export interface Grant {
   remainingMs: number;
 }
 
+/** Where a waiting row stands: rows ahead of and behind it in its lane, runs in the lane, its session busy. */
+export interface WaitPosition {
+  queueAhead: number;
+  queueBehind: number;
+  activeNow: number;
+  sessionBusy: boolean;
+}
+
 const UNIQUE_VIOLATION = "23505";
 
 /** The channel a process LISTENs on for its grants (an identifier: at most 63 bytes). */
@@ -29,6 +37,8 @@ export class ClusterDb {
     readonly schema: string,
     readonly processId: string,
     readonly leaseMs: number,
+    /** A waiting row rises one priority level per this many ms waited (0: no aging). */
+    readonly agingMs = 0,
   ) {}
 
   /** Enqueues in order; returns each task's row id by its local id. */
@@ -41,6 +51,28 @@ export class ClusterDb {
       tasks.map((t) => t.id),
     ]);
     return rows.map((row) => ({ rowId: row.id, localId: Number(row.local_id) }));
+  }
+
+  /** Where the given waiting rows stand in their lanes (rows no longer waiting are left out). */
+  async waitPositions(rowIds: string[]): Promise<Map<string, WaitPosition>> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      ahead: string;
+      behind: string;
+      active_now: string;
+      session_busy: boolean;
+    }>(sql.WAIT_POSITIONS, [rowIds, this.agingMs]);
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          queueAhead: Number(row.ahead),
+          queueBehind: Number(row.behind),
+          activeNow: Number(row.active_now),
+          sessionBusy: row.session_busy,
+        },
+      ]),
+    );
   }
 
   /**
@@ -60,7 +92,11 @@ export class ClusterDb {
         local_id: string;
         fence: string;
         session_key: string;
-      }>({ name: "tiller.claim", text: sql.CLAIM, values: [lane, defaultCapacity, this.leaseMs] });
+      }>({
+        name: "tiller.claim",
+        text: sql.CLAIM,
+        values: [lane, defaultCapacity, this.leaseMs, this.agingMs],
+      });
       const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
       if (others.length > 0) {
         await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);

@@ -15,6 +15,8 @@ export class ClusterEntry {
   controller: AbortController | null = null;
   timeoutTimer: TimerHandle | null = null;
   onAbort: (() => void) | null = null;
+  /** Reported as waiting too long (`lane.waitExceeded`): reported again as it starts. */
+  warned = false;
 
   constructor(
     readonly id: number,

@@ -1,5 +1,5 @@
 import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
-import type { EmitEvent, TillerEvent } from "../../events.js";
+import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../../lanes/lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../../lanes/run-options.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
@@ -38,7 +38,7 @@ export interface ClusterLanes extends LaneScheduler, FenceSource {
  * ```
  */
 export async function createClusterLanes(options: ClusterLanesOptions): Promise<ClusterLanes> {
-  const { schema, clock, logger, leaseMs, heartbeatMs, pollMs, processId, capacities } =
+  const { schema, clock, logger, leaseMs, heartbeatMs, pollMs, agingMs, warnAfterMs, processId, capacities } =
     parseClusterOptions(options);
   // Lane rows are scheduling state, not acknowledged data: their commits need not wait for the disk
   // (a claim, a renewal or an end costs no fsync). The store's writes stay synchronous.
@@ -46,7 +46,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId}` },
     { synchronous_commit: "off" },
   );
-  const db = new ClusterDb(pool, schema, processId, leaseMs);
+  const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs);
   const fences = new FenceRegistry<ClusterEntry>();
   const entries = new Map<number, ClusterEntry>();
   /** Rows of runs that ended by themselves, given back once their writes landed. */
@@ -224,7 +224,63 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
 
   function start(entry: ClusterEntry): void {
     activeCount++;
+    // As in one process: a task reported as waiting too long is reported again as it starts.
+    if (entry.warned) {
+      const activeNow = counts[entry.lane]?.active ?? 0;
+      reportWait({
+        ...waitOf(entry),
+        waitingFor: "slot",
+        starting: true,
+        queueAhead: 0,
+        activeAhead: activeNow,
+        activeNow,
+        queueBehind: 0,
+      });
+    }
     runs.start(entry, generation);
+  }
+
+  function waitOf(entry: ClusterEntry) {
+    return {
+      lane: entry.lane,
+      session: entry.session,
+      entryId: entry.id,
+      waitedMs: clock.now() - entry.enqueuedAt,
+    };
+  }
+
+  function reportWait(fields: LaneWait): void {
+    emit("lane.waitExceeded", fields);
+    logger.warn(fields, "lane.waitExceeded");
+  }
+
+  /**
+   * `lane.waitExceeded` for this process's tasks that waited `warnAfterMs` (checked at each poll, so
+   * up to `pollMs` late), with where each stands in the database: its queue in the cluster is the
+   * lane's rows, whichever process enqueued them.
+   */
+  async function warnLongWaits(): Promise<void> {
+    const now = clock.now();
+    const due = [...entries.values()].filter(
+      (e) => e.isWaiting && !e.warned && e.rowId !== undefined && now - e.enqueuedAt >= warnAfterMs,
+    );
+    if (due.length === 0) return;
+    const positions = await db.waitPositions(due.map((e) => e.rowId!));
+    for (const entry of due) {
+      const at = positions.get(entry.rowId!);
+      // Granted (or gone) meanwhile: it no longer waits.
+      if (!at || !entry.isWaiting) continue;
+      entry.warned = true;
+      reportWait({
+        ...waitOf(entry),
+        waitingFor: at.sessionBusy ? "session" : "slot",
+        starting: false,
+        queueAhead: at.queueAhead,
+        activeAhead: at.sessionBusy ? 1 : at.activeNow,
+        activeNow: at.activeNow,
+        queueBehind: at.queueBehind,
+      });
+    }
   }
 
   function release(rowId: string, fence: number, lane: string | undefined): void {
@@ -339,6 +395,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
       const capacity = row.capacity >= 0 ? row.capacity : (capacities.get(row.lane) ?? 1);
       counts[row.lane] = { active: row.active, queued: row.queued, capacity };
     }
+    await warnLongWaits();
   }
 
   function loop(

@@ -21,6 +21,18 @@ export interface ClusterLanesOptions extends PostgresConnectionOptions {
   heartbeatMs?: number;
   /** Poll fallback (reaper, missed wake-ups). @default 500 */
   pollMs?: number;
+  /**
+   * A waiting task rises one priority level for every `agingMs` it has waited (as in one process), so
+   * background work waits a bounded time under any foreground load; 0 turns aging off.
+   * @default 60000
+   */
+  agingMs?: number;
+  /**
+   * A task of this process that waits longer for its slot is reported (`lane.waitExceeded`), at the
+   * first poll after the time is up.
+   * @default 2000
+   */
+  warnAfterMs?: number;
   /** This process's name in the cluster (`[a-z0-9_-]`, ≤ 40). @default a random id */
   processId?: string;
   clock?: Clock;
@@ -37,6 +49,8 @@ export function parseClusterOptions(options: ClusterLanesOptions) {
   const leaseMs = positive("leaseMs", options.leaseMs ?? 30_000);
   const heartbeatMs = positive("heartbeatMs", options.heartbeatMs ?? Math.floor(leaseMs / 3));
   const pollMs = positive("pollMs", options.pollMs ?? 500);
+  const agingMs = nonNegative("agingMs", options.agingMs ?? 60_000);
+  const warnAfterMs = nonNegative("warnAfterMs", options.warnAfterMs ?? 2000);
   if (heartbeatMs >= leaseMs)
     throw new ConfigError("heartbeatMs", `less than leaseMs (${leaseMs})`, heartbeatMs);
   const processId = options.processId ?? `p${randomBytes(6).toString("hex")}`;
@@ -53,6 +67,8 @@ export function parseClusterOptions(options: ClusterLanesOptions) {
     leaseMs,
     heartbeatMs,
     pollMs,
+    agingMs,
+    warnAfterMs,
     processId,
     capacities,
   };
@@ -61,5 +77,11 @@ export function parseClusterOptions(options: ClusterLanesOptions) {
 function positive(field: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
     throw new ConfigError(field, "a finite number of milliseconds > 0", value);
+  return value;
+}
+
+function nonNegative(field: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0)
+    throw new ConfigError(field, "a finite number of milliseconds >= 0 (0 turns it off)", value);
   return value;
 }

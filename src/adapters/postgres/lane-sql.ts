@@ -14,26 +14,37 @@ RETURNING id, local_id`;
 export const LOCK_LANE = "SELECT pg_advisory_xact_lock(hashtext($1))";
 
 /**
+ * A waiting row's priority level now: its base level, raised one level for every `$agingMs` it has
+ * waited (0 turns aging off), never above foreground (0). Read on the database's clock, so every
+ * process ages a row alike.
+ */
+const LEVEL = (agingMs: string) => `CASE WHEN ${agingMs} > 0
+   THEN greatest(0, r.priority - floor(extract(epoch FROM clock_timestamp() - r.enqueued_at) * 1000 / ${agingMs}))
+   ELSE r.priority END`;
+
+/**
  * Grants the lane's free slots, under LOCK_LANE. A session's head is its first waiting row in any lane
- * by priority, then enqueue order (as in a session lane of the in-process scheduler); a session with an active run waits (the unique index enforces it anyway);
- * rows of processes no longer alive are passed over (the reaper drops them). Heads then go by priority,
- * then by enqueue order. Each grant takes a new fencing token and a lease.
+ * by priority level (aged, see LEVEL), then enqueue order (as in a session lane of the in-process
+ * scheduler); a session with an active run waits (the unique index enforces it anyway); rows of
+ * processes no longer alive are passed over (the reaper drops them). Heads then go by priority level,
+ * then by enqueue order. Each grant takes a new fencing token and a lease. `$4`: the aging period (ms).
  */
 export const CLAIM = `
 WITH cap AS (
   SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
                   - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free),
 heads AS (
-  SELECT DISTINCT ON (r.session_key) r.id, r.lane, r.priority, r.session_key, r.owner FROM lane_runs r
+  SELECT DISTINCT ON (r.session_key) r.id, r.lane, r.session_key, r.owner, ${LEVEL("$4::float8")} AS level
+    FROM lane_runs r
    WHERE r.state = 'queued'
      AND r.session_key IN (SELECT session_key FROM lane_runs WHERE lane = $1 AND state = 'queued')
-   ORDER BY r.session_key, r.priority, r.id),
+   ORDER BY r.session_key, level, r.id),
 pick AS (
   SELECT h.id FROM heads h
    WHERE h.lane = $1
      AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = h.session_key AND a.state = 'active')
      AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = h.owner AND p.alive_until > clock_timestamp())
-   ORDER BY h.priority, h.id
+   ORDER BY h.level, h.id
    LIMIT (SELECT free FROM cap))
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
        lease_until = clock_timestamp() + $3 * interval '1 millisecond'
@@ -98,3 +109,21 @@ ON CONFLICT (lane) DO UPDATE SET capacity = excluded.capacity`;
 export const LEAVE = `
 WITH runs AS (DELETE FROM lane_runs WHERE owner = $1 RETURNING lane)
 DELETE FROM processes WHERE process_id = $1`;
+
+/**
+ * Where waiting rows stand, for `lane.waitExceeded`: per row, whether its session has another row
+ * running (it waits for the session) and how many rows of its lane are ahead of it and behind it by
+ * priority level then enqueue order, and how many run in its lane. `$1`: row ids; `$2`: the aging period.
+ */
+export const WAIT_POSITIONS = `
+WITH lanes AS (SELECT DISTINCT lane FROM lane_runs WHERE id = ANY($1::bigint[])),
+queued AS (
+  SELECT r.id, r.lane, r.session_key, ${LEVEL("$2::float8")} AS level FROM lane_runs r
+   WHERE r.state = 'queued' AND r.lane IN (SELECT lane FROM lanes)),
+ranked AS (
+  SELECT q.*, row_number() OVER (PARTITION BY q.lane ORDER BY q.level, q.id) - 1 AS ahead,
+         count(*) OVER (PARTITION BY q.lane) AS total FROM queued q)
+SELECT k.id, k.ahead, k.total - k.ahead - 1 AS behind,
+       (SELECT count(*) FROM lane_runs a WHERE a.lane = k.lane AND a.state = 'active') AS active_now,
+       EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = k.session_key AND a.state = 'active') AS session_busy
+  FROM ranked k WHERE k.id = ANY($1::bigint[])`;

@@ -1,0 +1,157 @@
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sleep } from "../../../src/adapters/clock.js";
+import { type ClusterLanes, createClusterLanes } from "../../../src/adapters/postgres/cluster-lanes.js";
+import { migrate } from "../../../src/adapters/postgres/migrate.js";
+import { SystemClock } from "../../../src/adapters/system-clock.js";
+import type { TillerEventOf } from "../../../src/events.js";
+import type { RunOptions } from "../../../src/lanes/lane-scheduler.types.js";
+import { deferred } from "../../support/deferred.js";
+import { usePostgresSchema } from "../../support/postgres.js";
+
+// Priority aging and the long-wait report across the cluster: a background task that waited long
+// enough overtakes foreground work that arrived after it, whichever process enqueued either, and a
+// task kept waiting is reported (lane.waitExceeded) as in one process.
+
+const db = usePostgresSchema("aging");
+const clock = new SystemClock();
+const open: ClusterLanes[] = [];
+const FAST = { leaseMs: 900, heartbeatMs: 250, pollMs: 100 };
+
+async function lanes(extra: Record<string, unknown>): Promise<ClusterLanes> {
+  const created = await createClusterLanes({
+    url: db.url,
+    schema: db.schema,
+    capacity: { main: 1 },
+    poolSize: 4,
+    ...FAST,
+    ...extra,
+  });
+  open.push(created);
+  return created;
+}
+
+beforeAll(() => migrate(db.pool, db.schema));
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((l) => l.close()));
+  await db.pool.query(`TRUNCATE ${db.schema}.lane_runs, ${db.schema}.lane_capacity, ${db.schema}.processes`);
+});
+
+/** The lanes' `lane.waitExceeded` events, as they come. */
+function waitReports(scheduler: ClusterLanes): Array<TillerEventOf<"lane.waitExceeded">> {
+  const events: Array<TillerEventOf<"lane.waitExceeded">> = [];
+  scheduler.observe?.((event) => {
+    if (event.type === "lane.waitExceeded") events.push(event);
+  });
+  return events;
+}
+
+/**
+ * One slot, held on process A; a background task waits `waitMs` on A, then process B enqueues a
+ * foreground and a normal task; the slot is freed. Returns the order the three ran in.
+ */
+async function orderAfterWait(agingMs: number, waitMs: number): Promise<string[]> {
+  const a = await lanes({ agingMs });
+  const b = await lanes({ agingMs });
+  const hold = deferred<void>();
+  const holding = deferred<void>();
+  const order: string[] = [];
+  const task = (name: string) => async () => {
+    order.push(name);
+  };
+  const held = a.run({ session: "web:holder" }, async () => {
+    holding.resolve();
+    await hold.promise;
+  });
+  await holding.promise;
+  const background = a.run({ session: "web:bg", priority: "background" }, task("background"));
+  await sleep(clock, waitMs);
+  const later: Array<[string, RunOptions["priority"]]> = [
+    ["foreground", "foreground"],
+    ["normal", "normal"],
+  ];
+  const others = later.map(([name, priority]) => b.run({ session: `web:${name}`, priority }, task(name)));
+  // Both rows are in the database before the slot frees (B's enqueue is batched per tick).
+  for (let i = 0; i < 50; i++) {
+    const { rows } = await db.pool.query(
+      `SELECT count(*)::int AS n FROM ${db.schema}.lane_runs WHERE state = 'queued'`,
+    );
+    if (rows[0].n === 3) break;
+    await sleep(clock, 20);
+  }
+  hold.resolve();
+  await Promise.all([held, background, ...others]);
+  return order;
+}
+
+describe("cluster lanes: priority aging", () => {
+  it("keeps priorities strict with aging off: background waits behind later foreground and normal work", async () => {
+    expect(await orderAfterWait(0, 1000)).toEqual(["foreground", "normal", "background"]);
+  }, 20_000);
+
+  it("raises a waiting task one level per agingMs: after one period background goes before later normal work", async () => {
+    // Waited 1.25 periods: normal level now, still behind foreground.
+    expect(await orderAfterWait(800, 1000)).toEqual(["foreground", "background", "normal"]);
+  }, 20_000);
+
+  it("after two periods a background task is foreground and goes before foreground work that came later", async () => {
+    expect(await orderAfterWait(400, 1000)).toEqual(["background", "foreground", "normal"]);
+  }, 20_000);
+});
+
+describe("cluster lanes: long waits", () => {
+  it("reports a task kept waiting for its slot, then again as it starts", async () => {
+    const a = await lanes({ warnAfterMs: 200 });
+    const events = waitReports(a);
+    const b = await lanes({});
+    const hold = deferred<void>();
+    const holding = deferred<void>();
+    const held = b.run({ session: "web:1" }, async () => {
+      holding.resolve();
+      await hold.promise;
+    });
+    await holding.promise;
+    const waiting = a.run({ session: "web:2" }, async () => {});
+    const behind = a.run({ session: "web:3" }, async () => {});
+    for (let i = 0; i < 50 && events.length < 2; i++) await sleep(clock, 50);
+    expect(
+      events.map((e) => [e.session, e.waitingFor, e.starting, e.queueAhead, e.queueBehind, e.activeNow]),
+    ).toEqual([
+      ["web:2", "slot", false, 0, 1, 1],
+      ["web:3", "slot", false, 1, 0, 1],
+    ]);
+    expect(events[0]!.waitedMs).toBeGreaterThanOrEqual(200);
+    hold.resolve();
+    await Promise.all([held, waiting, behind]);
+    expect(events.slice(2).map((e) => [e.session, e.starting])).toEqual([
+      ["web:2", true],
+      ["web:3", true],
+    ]);
+  }, 20_000);
+
+  it("says a task waits for its session when another task of the session runs", async () => {
+    const a = await lanes({ warnAfterMs: 150 });
+    const events = waitReports(a);
+    const hold = deferred<void>();
+    const holding = deferred<void>();
+    const first = a.run({ session: "web:1" }, async () => {
+      holding.resolve();
+      await hold.promise;
+    });
+    await holding.promise;
+    const second = a.run({ session: "web:1" }, async () => {});
+    for (let i = 0; i < 50 && events.length < 1; i++) await sleep(clock, 50);
+    expect(events[0]).toMatchObject({
+      session: "web:1",
+      waitingFor: "session",
+      starting: false,
+      activeAhead: 1,
+    });
+    hold.resolve();
+    await Promise.all([first, second]);
+  }, 20_000);
+
+  it("refuses a negative agingMs or warnAfterMs, naming the field", async () => {
+    await expect(lanes({ agingMs: -1 })).rejects.toMatchObject({ field: "agingMs" });
+    await expect(lanes({ warnAfterMs: Number.NaN })).rejects.toMatchObject({ field: "warnAfterMs" });
+  });
+});
