@@ -16,13 +16,24 @@ interface Row extends InboxEntry {
   ack?: object;
 }
 
-function memoryCluster(owner: string | undefined, ownerAnswers?: (entry: Row) => object) {
+/** Resolves after `n` turns of the microtask queue. */
+async function ticks(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await Promise.resolve();
+}
+
+function memoryCluster(
+  owner: string | undefined,
+  ownerAnswers?: (entry: Row) => object,
+  /** Microtask turns before a message's row is stored (a transaction that takes longer). */
+  acceptDelay: (messageId: string) => number = () => 0,
+) {
   const rows: Row[] = [];
   const calls: string[] = [];
   const cluster: SessionCluster = {
     processId: "here",
     ackWaitMs: 50,
     async accept(message): Promise<Acceptance> {
+      await ticks(acceptDelay(message.messageId));
       if (rows.some((r) => r.session === message.session && r.messageId === message.messageId))
         return { kind: "duplicate" };
       const row: Row = { ...message, id: String(rows.length + 1), receivedBy: "here" };
@@ -121,6 +132,21 @@ describe("cluster inbox", () => {
     // The same id again, at any process: a duplicate, not applied again.
     expect((await inbox.receive(message)).disposition).toBe("duplicate");
     expect(calls.filter((c) => c.startsWith("apply"))).toHaveLength(1);
+  });
+
+  it("stores a session's messages in the order they were received, whichever store call is quicker", async () => {
+    // Each message's transaction is slower than the next one's: stored as they finish, they would be
+    // in reverse order.
+    const { cluster, rows, calls } = memoryCluster(
+      undefined,
+      undefined,
+      (id) => 40 - 10 * Number(id.slice(1)),
+    );
+    const { inbox } = inboxWith(cluster, started, calls);
+    const ids = ["m0", "m1", "m2", "m3"];
+    await Promise.all(ids.map((id) => inbox.receive({ ...message, id, text: `q ${id}` })));
+    expect(rows.map((row) => row.messageId)).toEqual(ids);
+    expect(calls.filter((c) => c.startsWith("apply"))).toEqual(ids.map((id) => `apply ${id}`));
   });
 
   it("returns the owner's ack, naming the owner, when it answers in time", async () => {
