@@ -1,11 +1,10 @@
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sleep } from "../../../src/adapters/clock.js";
-import { type ClusterLanes, createClusterLanes } from "../../../src/adapters/postgres/cluster-lanes.js";
-import { migrate } from "../../../src/adapters/postgres/migrate.js";
+import type { ClusterLanes } from "../../../src/adapters/postgres/cluster-lanes.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
 import type { TillerEventOf } from "../../../src/events.js";
 import type { RunOptions } from "../../../src/lanes/lane-scheduler.types.js";
-import { deferred } from "../../support/deferred.js";
+import { holdSlot, useClusterLanes } from "../../support/cluster-lanes-suite.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
 // Priority aging and the long-wait report across the cluster: a background task that waited long
@@ -14,27 +13,7 @@ import { usePostgresSchema } from "../../support/postgres.js";
 
 const db = usePostgresSchema("aging");
 const clock = new SystemClock();
-const open: ClusterLanes[] = [];
-const FAST = { leaseMs: 900, heartbeatMs: 250, pollMs: 100 };
-
-async function lanes(extra: Record<string, unknown>): Promise<ClusterLanes> {
-  const created = await createClusterLanes({
-    url: db.url,
-    schema: db.schema,
-    capacity: { main: 1 },
-    poolSize: 4,
-    ...FAST,
-    ...extra,
-  });
-  open.push(created);
-  return created;
-}
-
-beforeAll(() => migrate(db.pool, db.schema));
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((l) => l.close()));
-  await db.pool.query(`TRUNCATE ${db.schema}.lane_runs, ${db.schema}.lane_capacity, ${db.schema}.processes`);
-});
+const lanes = useClusterLanes(db);
 
 /** The lanes' `lane.waitExceeded` events, as they come. */
 function waitReports(scheduler: ClusterLanes): Array<TillerEventOf<"lane.waitExceeded">> {
@@ -50,19 +29,13 @@ function waitReports(scheduler: ClusterLanes): Array<TillerEventOf<"lane.waitExc
  * foreground and a normal task; the slot is freed. Returns the order the three ran in.
  */
 async function orderAfterWait(agingMs: number, waitMs: number): Promise<string[]> {
-  const a = await lanes({ agingMs });
-  const b = await lanes({ agingMs });
-  const hold = deferred<void>();
-  const holding = deferred<void>();
+  const a = await lanes({ main: 1 }, { agingMs });
+  const b = await lanes({ main: 1 }, { agingMs });
   const order: string[] = [];
   const task = (name: string) => async () => {
     order.push(name);
   };
-  const held = a.run({ session: "web:holder" }, async () => {
-    holding.resolve();
-    await hold.promise;
-  });
-  await holding.promise;
+  const held = await holdSlot(a, "web:holder");
   const background = a.run({ session: "web:bg", priority: "background" }, task("background"));
   await sleep(clock, waitMs);
   const later: Array<[string, RunOptions["priority"]]> = [
@@ -78,8 +51,8 @@ async function orderAfterWait(agingMs: number, waitMs: number): Promise<string[]
     if (rows[0].n === 3) break;
     await sleep(clock, 20);
   }
-  hold.resolve();
-  await Promise.all([held, background, ...others]);
+  held.release();
+  await Promise.all([held.done, background, ...others]);
   return order;
 }
 
@@ -100,16 +73,10 @@ describe("cluster lanes: priority aging", () => {
 
 describe("cluster lanes: long waits", () => {
   it("reports a task kept waiting for its slot, then again as it starts", async () => {
-    const a = await lanes({ warnAfterMs: 200 });
+    const a = await lanes({ main: 1 }, { warnAfterMs: 200 });
     const events = waitReports(a);
-    const b = await lanes({});
-    const hold = deferred<void>();
-    const holding = deferred<void>();
-    const held = b.run({ session: "web:1" }, async () => {
-      holding.resolve();
-      await hold.promise;
-    });
-    await holding.promise;
+    const b = await lanes({ main: 1 });
+    const held = await holdSlot(b, "web:1");
     const waiting = a.run({ session: "web:2" }, async () => {});
     const behind = a.run({ session: "web:3" }, async () => {});
     for (let i = 0; i < 50 && events.length < 2; i++) await sleep(clock, 50);
@@ -120,8 +87,8 @@ describe("cluster lanes: long waits", () => {
       ["web:3", "slot", false, 1, 0, 1],
     ]);
     expect(events[0]!.waitedMs).toBeGreaterThanOrEqual(200);
-    hold.resolve();
-    await Promise.all([held, waiting, behind]);
+    held.release();
+    await Promise.all([held.done, waiting, behind]);
     expect(events.slice(2).map((e) => [e.session, e.starting])).toEqual([
       ["web:2", true],
       ["web:3", true],
@@ -129,15 +96,9 @@ describe("cluster lanes: long waits", () => {
   }, 20_000);
 
   it("says a task waits for its session when another task of the session runs", async () => {
-    const a = await lanes({ warnAfterMs: 150 });
+    const a = await lanes({ main: 1 }, { warnAfterMs: 150 });
     const events = waitReports(a);
-    const hold = deferred<void>();
-    const holding = deferred<void>();
-    const first = a.run({ session: "web:1" }, async () => {
-      holding.resolve();
-      await hold.promise;
-    });
-    await holding.promise;
+    const first = await holdSlot(a, "web:1");
     const second = a.run({ session: "web:1" }, async () => {});
     for (let i = 0; i < 50 && events.length < 1; i++) await sleep(clock, 50);
     expect(events[0]).toMatchObject({
@@ -146,12 +107,14 @@ describe("cluster lanes: long waits", () => {
       starting: false,
       activeAhead: 1,
     });
-    hold.resolve();
-    await Promise.all([first, second]);
+    first.release();
+    await Promise.all([first.done, second]);
   }, 20_000);
 
   it("refuses a negative agingMs or warnAfterMs, naming the field", async () => {
-    await expect(lanes({ agingMs: -1 })).rejects.toMatchObject({ field: "agingMs" });
-    await expect(lanes({ warnAfterMs: Number.NaN })).rejects.toMatchObject({ field: "warnAfterMs" });
+    await expect(lanes({ main: 1 }, { agingMs: -1 })).rejects.toMatchObject({ field: "agingMs" });
+    await expect(lanes({ main: 1 }, { warnAfterMs: Number.NaN })).rejects.toMatchObject({
+      field: "warnAfterMs",
+    });
   });
 });

@@ -1,12 +1,11 @@
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sleep } from "../../../src/adapters/clock.js";
 import { ClusterDb } from "../../../src/adapters/postgres/cluster-db.js";
-import { type ClusterLanes, createClusterLanes } from "../../../src/adapters/postgres/cluster-lanes.js";
 import { createPool } from "../../../src/adapters/postgres/connection.js";
-import { migrate } from "../../../src/adapters/postgres/migrate.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
 import { defaultMainCapacity } from "../../../src/lanes/run-options.js";
+import { useClusterLanes } from "../../support/cluster-lanes-suite.js";
 import { deferred } from "../../support/deferred.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
@@ -15,27 +14,7 @@ import { usePostgresSchema } from "../../support/postgres.js";
 
 const db = usePostgresSchema("lanes");
 const clock = new SystemClock();
-const open: ClusterLanes[] = [];
-const FAST = { leaseMs: 900, heartbeatMs: 250, pollMs: 100 };
-
-async function lanes(capacity: Record<string, number> = { main: 2 }, extra = {}): Promise<ClusterLanes> {
-  const created = await createClusterLanes({
-    url: db.url,
-    schema: db.schema,
-    capacity,
-    poolSize: 4,
-    ...FAST,
-    ...extra,
-  });
-  open.push(created);
-  return created;
-}
-
-beforeAll(() => migrate(db.pool, db.schema));
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((l) => l.close()));
-  await db.pool.query(`TRUNCATE ${db.schema}.lane_runs, ${db.schema}.lane_capacity, ${db.schema}.processes`);
-});
+const lanes = useClusterLanes(db);
 
 describe("cluster lanes (one process, several instances)", () => {
   it("gives main the capacity one process gives it when none is configured, and holds it cluster-wide", async () => {
