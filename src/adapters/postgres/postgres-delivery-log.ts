@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { DeliveryKind } from "../channel.js";
 import type { Clock, TimerHandle } from "../clock.js";
 import type { DeliveryBody, DeliveryLog, DeliveryRecord } from "../http/delivery-log.js";
+import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
 import {
   checkSchema,
@@ -15,7 +16,10 @@ import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 
 export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions {
-  /** Wakes every watched stream this often, in case a NOTIFY was lost. @default 1000 */
+  /**
+   * Looks this often (one query for every watched session) for deliveries a lost NOTIFY did not
+   * announce, and wakes the streams of the sessions that have new ones. @default 1000
+   */
   pollMs?: number;
   clock?: Clock;
 }
@@ -43,6 +47,9 @@ const AFTER = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1
   AND seq > COALESCE((SELECT seq FROM web_deliveries WHERE session_key = $1 AND message_id = $2), 0)
   ORDER BY seq`;
 
+// The poll: the watched sessions' last seq, one query however many streams are open.
+const HEADS = "SELECT session_key, last_seq FROM web_delivery_heads WHERE session_key = ANY($1::text[])";
+
 /** The NOTIFY channel of a schema's deliveries (a channel name is at most 63 bytes). */
 export function deliveriesChannel(schema: string): string {
   return `${schema.slice(0, 40)}_web_deliveries`;
@@ -65,8 +72,10 @@ export function deliveriesChannel(schema: string): string {
  */
 export class PostgresDeliveryLog implements DeliveryLog {
   private readonly watchers = new Map<string, Set<() => void>>();
+  /** Each watched session's last seq as the previous poll saw it. */
+  private readonly heads = new Map<string, number>();
   /** Appends of one session from this process, in the order they were made. */
-  private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly appends = new KeyedQueue();
   private poll: TimerHandle | undefined;
   private closed = false;
 
@@ -117,13 +126,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
   }
 
   append(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
-    const next = (this.chains.get(session) ?? Promise.resolve()).then(() => this.store(session, body));
-    const chain = next.catch(() => undefined);
-    this.chains.set(session, chain);
-    void chain.then(() => {
-      if (this.chains.get(session) === chain) this.chains.delete(session);
-    });
-    return next;
+    return this.appends.run(session, () => this.store(session, body));
   }
 
   async read(session: string): Promise<readonly DeliveryRecord[]> {
@@ -143,7 +146,10 @@ export class PostgresDeliveryLog implements DeliveryLog {
     set.add(wake);
     return () => {
       set.delete(wake);
-      if (set.size === 0 && this.watchers.get(session) === set) this.watchers.delete(session);
+      if (set.size === 0 && this.watchers.get(session) === set) {
+        this.watchers.delete(session);
+        this.heads.delete(session);
+      }
     };
   }
 
@@ -151,7 +157,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
     if (this.closed) return;
     this.closed = true;
     if (this.poll) this.clock.clearTimeout(this.poll);
-    await Promise.allSettled(this.chains.values());
+    await this.appends.idle();
     await this.listener.close();
     await this.pool.end();
   }
@@ -212,9 +218,31 @@ export class PostgresDeliveryLog implements DeliveryLog {
     if (this.closed) return;
     this.poll = this.clock.setTimeout(() => {
       this.poll = undefined;
-      this.wakeAll();
-      this.schedulePoll();
+      void this.pollHeads().finally(() => this.schedulePoll());
     }, this.pollMs);
+  }
+
+  /**
+   * The fallback for a lost NOTIFY: wakes the streams of the watched sessions whose last seq moved
+   * since the previous poll (or is not known yet); a failed query wakes them all, as before.
+   */
+  private async pollHeads(): Promise<void> {
+    const sessions = [...this.watchers.keys()];
+    if (sessions.length === 0) return;
+    let rows: Array<{ session_key: string; last_seq: string }>;
+    try {
+      rows = (await this.pool.query<{ session_key: string; last_seq: string }>(HEADS, [sessions])).rows;
+    } catch {
+      if (!this.closed) this.wakeAll();
+      return;
+    }
+    const now = new Map(rows.map((row) => [row.session_key, Number(row.last_seq)]));
+    for (const session of sessions) {
+      const seq = now.get(session) ?? 0;
+      if (this.heads.get(session) === seq || !this.watchers.has(session)) continue;
+      this.heads.set(session, seq);
+      this.wake(session);
+    }
   }
 }
 

@@ -57,4 +57,33 @@ describe("the PostgreSQL delivery log across processes", () => {
     expect(await reader.readAfter(session, undefined)).toEqual([record]);
     await Promise.all([writer.close(), reader.close()]);
   });
+
+  it("a delivery whose NOTIFY was lost reaches its stream by the poll, and a poll with nothing new wakes no stream", async () => {
+    const reader = await PostgresDeliveryLog.connect({ url: db.url, schema: db.schema, pollMs: 100 });
+    const woken = new Map<string, number>();
+    const sessions = Array.from({ length: 20 }, (_, i) => `web:poll-${i}`);
+    for (const session of sessions)
+      reader.watch(session, () => woken.set(session, (woken.get(session) ?? 0) + 1));
+    const until = async (done: () => boolean) => {
+      const deadline = Date.now() + 5000;
+      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    };
+    // The first poll learns where each session stands.
+    await until(() => woken.size === sessions.length);
+    woken.clear();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(woken.size).toBe(0);
+    // Another process's delivery, stored without a NOTIFY (as when the notification is lost).
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.web_delivery_heads (session_key, last_seq) VALUES ('web:poll-7', 1);
+       INSERT INTO ${db.schema}.web_deliveries (session_key, seq, message_id, kind, text, at_ms)
+       VALUES ('web:poll-7', 1, '1-lost', 'reply', 'found by the poll', 0)`,
+    );
+    await until(() => woken.size > 0);
+    expect([...woken.keys()]).toEqual(["web:poll-7"]);
+    expect((await reader.readAfter("web:poll-7", undefined)).map((r) => r.text)).toEqual([
+      "found by the poll",
+    ]);
+    await reader.close();
+  });
 });
