@@ -62,8 +62,8 @@ describe("cluster lanes: priority aging", () => {
   }, 20_000);
 
   it("raises a waiting task one level per agingMs: after one period background goes before later normal work", async () => {
-    // Waited 1.25 periods: normal level now, still behind foreground.
-    expect(await orderAfterWait(800, 1000)).toEqual(["foreground", "background", "normal"]);
+    // Waited 1.2 periods: normal level now (until 2 periods), still behind foreground.
+    expect(await orderAfterWait(1000, 1200)).toEqual(["foreground", "background", "normal"]);
   }, 20_000);
 
   it("after two periods a background task is foreground and goes before foreground work that came later", async () => {
