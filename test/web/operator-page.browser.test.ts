@@ -114,6 +114,14 @@ describe("the operator page", () => {
     expect(await page.textContent("#session-list")).toContain("web:browser");
     expect(await page.textContent("#lanes")).toContain("main");
     expect(await page.textContent("#tab-commitments")).toMatch(/Commitments are off|No commitments/);
+    // The timeline opens with what the session did before the page looked: the earlier turns' events.
+    await page.waitForSelector("#tab-timeline li[data-type='tool.started']", { state: "attached" });
+    const types = await page.$$eval("#tab-timeline li", (els) =>
+      els.map((el) => el.getAttribute("data-type")),
+    );
+    // Both turns: the one answered after the correction, and the one stopped with /stop.
+    expect(types.filter((type) => type === "turn.started").length).toBeGreaterThanOrEqual(2);
+    expect(types).toEqual(expect.arrayContaining(["message.acked", "steer.injected", "final.delivered"]));
     await page.screenshot({ path: join(SHOTS, "5-after-reload.png") });
     expect(pageErrors).toEqual([]);
   }, 60_000);

@@ -110,6 +110,11 @@ export const api = {
     json<{ lanes: Record<string, { active: number; queued: number; capacity: number }> }>("/v1/lanes"),
   transcript: (key: string) =>
     json<{ records: TranscriptRecord[] }>(`${path(key)}/transcript`).then((body) => body.records),
+  /** The session's recent events the server still holds, oldest first, with their stream ids. */
+  recentEvents: (key: string) =>
+    json<{ events: Array<{ id: string; event: GatewayEvent }> }>(`${path(key)}/events`).then(
+      (body) => body.events,
+    ),
   explain: (key: string, id: string) => json<Explanation>(`${path(key)}/messages/${encodeURIComponent(id)}`),
   send: (key: string, body: { text: string; id: string; mode?: string }) =>
     json<{ ack: Ack }>(`${path(key)}/messages`, {
@@ -136,12 +141,15 @@ export const api = {
  * Opens `GET /v1/events` and calls `onEvent` for every event, whatever its type (read with `fetch`,
  * no listener per event name is needed); it reconnects on its own.
  */
-export function openEvents(onEvent: (event: GatewayEvent) => void, onStatus: (open: boolean) => void) {
+export function openEvents(
+  onEvent: (event: GatewayEvent, id: string | undefined) => void,
+  onStatus: (open: boolean) => void,
+) {
   return openStream("/v1/events", {
     onStatus,
     onMessage(message) {
       try {
-        onEvent(JSON.parse(message.data) as GatewayEvent);
+        onEvent(JSON.parse(message.data) as GatewayEvent, message.id);
       } catch {
         // A malformed frame is skipped; the next one is read.
       }

@@ -35,6 +35,8 @@ const app = {
   lanes: {} as Record<string, { active: number; queued: number; capacity: number }>,
   diagrams: {} as { session?: LiveDiagram; run?: LiveDiagram },
   closeDeliveries: null as (() => void) | null,
+  /** The selected session's live events that came while its recent past was being fetched. */
+  early: null as Array<{ id: string | undefined; event: GatewayEvent }> | null,
 };
 
 const chat = new ChatView((id) => void explain(id));
@@ -133,7 +135,7 @@ function select(key: string): void {
         ...(summary.run.currentTool ? { tool: { name: summary.run.currentTool } } : {}),
       }
     : null;
-  timeline.clear();
+  fillTimeline(key);
   app.closeDeliveries?.();
   app.closeDeliveries = openDeliveries(key, (delivery) => chat.addDelivery(delivery));
   void api.transcript(key).then(
@@ -149,6 +151,24 @@ function select(key: string): void {
   renderLanes($("lanes"), app.lanes, key);
   showSchedules();
   $<HTMLTextAreaElement>("input").focus();
+}
+
+/**
+ * The timeline starts with what the session did before the page looked (the events the server still
+ * holds), then goes on live; events that arrive while the past is fetched are shown after it, once.
+ */
+function fillTimeline(key: string): void {
+  timeline.clear();
+  const early: NonNullable<typeof app.early> = [];
+  app.early = early;
+  const done = (past: Array<{ id: string; event: GatewayEvent }>) => {
+    if (app.early !== early) return; // another session was chosen meanwhile
+    app.early = null;
+    const shown = new Set(past.map((item) => item.id));
+    for (const item of past) timeline.add(item.event);
+    for (const item of early) if (item.id === undefined || !shown.has(item.id)) timeline.add(item.event);
+  };
+  void api.recentEvents(key).then(done, () => done([]));
 }
 
 async function send(): Promise<void> {
@@ -175,7 +195,7 @@ async function send(): Promise<void> {
   if (!app.sessions.has(key)) void refreshSessions();
 }
 
-function onEvent(event: GatewayEvent): void {
+function onEvent(event: GatewayEvent, id?: string): void {
   // A slot is released without a lane event of its own: a session changing state may have freed one.
   if (event.type.startsWith("lane.") || (event.type === "state" && event.machine === "session"))
     scheduleLanes();
@@ -195,7 +215,8 @@ function onEvent(event: GatewayEvent): void {
     }
   }
   if (event.session !== app.selected) return;
-  timeline.add(event);
+  if (app.early) app.early.push({ id, event });
+  else timeline.add(event);
   switch (event.type) {
     case "state":
       if (event.machine === "session") {

@@ -50,6 +50,19 @@ export class EventFeed {
     return seq >= this.firstSeq && seq < this.next ? this.ring[seq % this.capacity] : undefined;
   }
 
+  /**
+   * The session's newest `limit` events still held, oldest first, each with its id (what a page shows
+   * of a session's recent past when it opens; the live stream goes on after the last id).
+   */
+  recent(session: string, limit: number): Array<{ id: string; event: TillerEvent }> {
+    const found: Array<{ id: string; event: TillerEvent }> = [];
+    for (let seq = this.next - 1; seq >= this.firstSeq && found.length < limit; seq--) {
+      const event = this.ring[seq % this.capacity]!;
+      if (event.session === session) found.push({ id: this.idOf(seq), event });
+    }
+    return found.reverse();
+  }
+
   /** Open event streams. */
   get listenerCount(): number {
     return this.listeners.size;

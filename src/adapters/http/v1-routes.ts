@@ -125,6 +125,21 @@ export function v1Routes(deps: V1Deps): Route[] {
     },
     {
       method: "GET",
+      path: "/v1/sessions/:key/events",
+      handler(context) {
+        const session = key(context);
+        const limitText = context.url.searchParams.get("limit");
+        const limit = limitText === null ? 200 : Number(limitText);
+        if (!Number.isInteger(limit) || limit < 1 || limit > feed.capacity)
+          throw invalid(
+            "limit",
+            `expected an integer from 1 to ${feed.capacity}, received ${JSON.stringify(limitText)}`,
+          );
+        sendJson(context.res, 200, { events: feed.recent(session, limit) });
+      },
+    },
+    {
+      method: "GET",
       path: "/v1/events",
       handler(context) {
         const sessionParam = context.url.searchParams.get("session");

@@ -90,6 +90,33 @@ describe("events stream", { timeout: 20_000 }, () => {
     const after = events.events.slice(events.events.indexOf(acked) + 1).map((event) => event.id);
     expect(replay.events.map((event) => event.id)).toEqual(after);
   });
+
+  it("lists a session's recent events for a page that opens late: the same ids the stream gave, oldest first", async () => {
+    const server = await start();
+    const events = follow(eventsOf(server, "web:late"));
+    await events.opened;
+    await server.post("web:late", { text: "hello", id: "l1" });
+    await server.post("web:busy", { text: "someone else", id: "b1" });
+    await events.waitFor((event) => event.event === "final.delivered");
+    interface Listed {
+      events?: Array<{ id: string; event: { type: string; session?: string } }>;
+      error?: { code: string; field: string };
+    }
+    const recent = async (query = "") => {
+      const response = await fetch(`${server.url}/v1/sessions/web%3Alate/events${query}`);
+      return { status: response.status, body: (await response.json()) as Listed };
+    };
+    const all = await recent();
+    expect(all.status).toBe(200);
+    const streamed = events.events.map((event) => [event.id, event.event]);
+    expect(all.body.events!.map((e) => [e.id, e.event.type])).toEqual(streamed);
+    expect(all.body.events!.every((e) => e.event.session === "web:late")).toBe(true);
+    const lastTwo = await recent("?limit=2");
+    expect(lastTwo.body.events!.map((e) => e.id)).toEqual(streamed.slice(-2).map(([id]) => id));
+    const bad = await recent("?limit=0");
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: "INVALID_INPUT", field: "limit" });
+  });
 });
 
 describe("stream clients", { timeout: 20_000 }, () => {
