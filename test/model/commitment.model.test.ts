@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createActor, fromPromise, type SnapshotFrom } from "xstate";
 import type { StatePath } from "xstate/graph";
 import { getShortestPaths, getSimplePaths } from "xstate/graph";
+import { parseConfig } from "../../src/config.js";
 import { commitmentMachine } from "../../src/machines/commitment.machine.js";
 import type {
   Commitment,
@@ -14,7 +15,8 @@ import type {
 } from "../../src/machines/commitment.types.js";
 import { normalizeText } from "../../src/policy/commitment-review.js";
 import {
-  commitmentFixture,
+  COMMITMENT_GRAPH_SUGGESTED,
+  commitmentTraversal,
   COMMITMENT_GRAPH_EXPIRES_AT as EXPIRES_AT,
 } from "../../src/testing/commitment-graph.js";
 import { type Deferred, deferred } from "../support/deferred.js";
@@ -35,86 +37,33 @@ type GraphEvent =
 type Path = StatePath<Snapshot, GraphEvent>;
 
 const MAX_PER_DAY = 3;
-const SUGGESTED = "Checking back on the competitor list: should I keep Acme, Globex and Initech?";
-const COMMITMENT: Commitment = commitmentFixture({ session: "slack:1", suggestedText: SUGGESTED });
-
+const SUGGESTED = COMMITMENT_GRAPH_SUGGESTED;
+// The kit's traversal (what `tiller paths commitment` enumerates), with two more review results: the
+// stored suggestion in other case and spacing, and a still-pending decision read from the transcript.
+const kit = commitmentTraversal(parseConfig({ commitments: { maxPerDay: MAX_PER_DAY } }));
 const review = (fields: Partial<ReviewOutput>): ReviewOutput => ({
   voided: false,
-  classification: "unclear",
+  classification: "still_pending_user",
   text: "",
   via: "model",
   at: 5000,
   sentInWindow: 0,
   ...fields,
 });
-
-const EVENTS: GraphEvent[] = [
-  { type: "commitment.due", now: 5000, sentInWindow: 0 },
-  { type: "commitment.due", now: 5000, sentInWindow: MAX_PER_DAY },
-  { type: "commitment.due", now: EXPIRES_AT, sentInWindow: 0 },
-  { type: "commitment.dismiss", why: "operator" },
+const EVENTS = [
+  ...(kit.events as GraphEvent[]),
   {
     type: "xstate.done.actor.review",
-    output: review({ classification: "still_pending_user", text: "Is Acme, Globex and Umbrella right?" }),
+    output: review({ text: SUGGESTED.toUpperCase().replace(/ /g, "  ") }),
   },
-  {
-    type: "xstate.done.actor.review",
-    output: review({ classification: "still_pending_agent", text: "Still on it." }),
-  },
-  {
-    type: "xstate.done.actor.review",
-    output: review({ classification: "still_pending_user", text: "Still open?", sentInWindow: MAX_PER_DAY }),
-  },
-  {
-    type: "xstate.done.actor.review",
-    output: review({
-      classification: "still_pending_user",
-      text: SUGGESTED.toUpperCase().replace(/ /g, "  "),
-    }),
-  },
-  {
-    type: "xstate.done.actor.review",
-    output: review({ classification: "still_pending_user", text: "Still open?", voided: true }),
-  },
-  {
-    type: "xstate.done.actor.review",
-    output: review({ classification: "still_pending_user", text: "From the transcript?", via: "transcript" }),
-  },
-  { type: "xstate.done.actor.review", output: review({ classification: "completed", via: "transcript" }) },
-  { type: "xstate.done.actor.review", output: review({ classification: "superseded", via: "model" }) },
-  { type: "xstate.done.actor.review", output: review({ classification: "unclear" }) },
-  { type: "xstate.done.actor.review", output: review({ classification: "unclear", at: EXPIRES_AT }) },
-  { type: "xstate.error.actor.review", error: new Error("model down") },
-  { type: "xstate.done.actor.send", output: { delivered: true, messageId: "d1", at: 6000 } },
-  { type: "xstate.done.actor.send", output: { delivered: false, reason: "channel down", at: 6000 } },
-  { type: "xstate.error.actor.send", error: new Error("store down") },
-];
-
-function possible(snapshot: Snapshot, event: GraphEvent): boolean {
-  if (snapshot.status !== "active") return false;
-  if (event.type.endsWith(".review")) return snapshot.matches("reviewing");
-  if (event.type.endsWith(".send")) return snapshot.matches("sending");
-  return true;
-}
-
-const stateKey = (snapshot: Snapshot) =>
-  JSON.stringify([
-    snapshot.status,
-    snapshot.value,
-    snapshot.context.now >= EXPIRES_AT,
-    snapshot.context.sentInWindow,
-  ]);
+  { type: "xstate.done.actor.review", output: review({ text: "From the transcript?", via: "transcript" }) },
+] satisfies GraphEvent[];
 
 const traversal = {
-  input: {
-    commitment: COMMITMENT,
-    now: 1000,
-    maxPerDay: MAX_PER_DAY,
-    sentInWindow: 0,
-  } satisfies CommitmentInput,
+  input: kit.input satisfies CommitmentInput,
   events: EVENTS as CommitmentEvent[],
-  serializeState: stateKey,
-  filterEvents: (snapshot: Snapshot, event: CommitmentEvent) => possible(snapshot, event as GraphEvent),
+  serializeState: kit.serializeState as (snapshot: Snapshot) => string,
+  filterEvents: kit.filterEvents as (snapshot: Snapshot, event: CommitmentEvent) => boolean,
   limit: 5_000,
 };
 
