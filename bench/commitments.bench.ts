@@ -1,17 +1,23 @@
 /**
  * Commitment figures: the cost of a heartbeat tick that takes 100 due commitments with 1k, 10k and 100k
  * pending over 10,000 sessions (it must stay flat: the due index is a heap, a tick never scans), the
- * heap a pending commitment costs the gateway, and the restart time to load 100k from a JSONL store.
+ * heap a pending commitment costs the gateway, the restart time to load 100k from a JSONL store, and on
+ * PostgreSQL the refresh a shared-store tick starts with, 10k pending and nothing changed: the change
+ * feed against a read of the whole table (uses TILLER_DATABASE_URL, else TILLER_TEST_DATABASE_URL, else
+ * 127.0.0.1:5432/test; those figures are skipped with a line saying so when none answers).
  * Run alone with `npx tsx bench/commitments.bench.ts`.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import type { ActorDeps } from "../src/actors/deps.js";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import { MemoryStore } from "../src/adapters/memory-store.js";
+import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import { SimulatedClock } from "../src/adapters/simulated-clock.js";
-import type { StoredCommitment } from "../src/adapters/store.js";
+import type { StoredCommitment, TranscriptStore } from "../src/adapters/store.js";
 import { CommitmentBook } from "../src/gateway/commitment-book.js";
 import { CommitmentHeartbeat } from "../src/gateway/commitment-heartbeat.js";
 import { silentLogger } from "../src/logger.js";
@@ -134,6 +140,60 @@ async function restartMs(pending: number): Promise<{ ms: number; fileMb: number 
 }
 
 /**
+ * One tick's refresh on a shared PostgreSQL store with `pending` commitments and nothing written since
+ * the last: the change feed (`loadCommitmentChanges`) against the whole-table read a store without it
+ * gets (`loadCommitments`, compared record by record with memory), median of 30 each.
+ */
+async function refreshFigures(pending: number): Promise<Figures> {
+  const url =
+    process.env.TILLER_DATABASE_URL ??
+    process.env.TILLER_TEST_DATABASE_URL ??
+    "postgres://postgres@127.0.0.1:5432/test";
+  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  admin.on("error", () => {});
+  try {
+    await admin.connect();
+  } catch {
+    const line = `skipped: no PostgreSQL answered at ${new URL(url).host} (set TILLER_DATABASE_URL)`;
+    console.log(`commitments refresh bench ${line}`);
+    return { "refresh.pg": line };
+  }
+  const schema = `bench_commitments_${randomBytes(4).toString("hex")}`;
+  const store = await PostgresStore.connect({ url, schema, poolSize: 2 });
+  try {
+    const all = population(pending);
+    for (let i = 0; i < all.length; i += 1_000) await store.saveCommitments(all.slice(i, i + 1_000));
+    const incremental = new CommitmentBook(store);
+    await incremental.load();
+    // The same store seen through the port's older methods only: every refresh reads the whole table.
+    const whole = { loadCommitments: () => store.loadCommitments() } as unknown as TranscriptStore;
+    const full = new CommitmentBook(whole);
+    await full.load();
+    const time = async (book: CommitmentBook, rows: number) => {
+      const samples: number[] = [];
+      for (let round = 0; round < 35; round++) {
+        const started = performance.now();
+        const read = await book.refresh();
+        samples.push((performance.now() - started) * 1000);
+        if (read !== rows) throw new Error(`a refresh read ${read} rows, not ${rows}`);
+      }
+      return median(samples.slice(5));
+    };
+    const changes = await time(incremental, 0);
+    const everything = await time(full, pending);
+    return {
+      "refresh.nothingChanged.at10k.us": round(changes, 0),
+      "refresh.fullRead.at10k.us": round(everything, 0),
+      "refresh.ratio.fullToChanges": round(everything / changes, 1),
+    };
+  } finally {
+    await store.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  }
+}
+
+/**
  * Measures the commitments and returns the figures.
  *
  * @example
@@ -149,6 +209,7 @@ export async function benchCommitments(): Promise<Figures> {
   const at100k = await tickMicros(100_000);
   const heap = await heapPerPending(100_000);
   const restart = await restartMs(100_000);
+  const refresh = await refreshFigures(10_000);
   return {
     "tick.100due.at1k.us": round(at1k, 0),
     "tick.100due.at10k.us": round(at10k, 0),
@@ -159,6 +220,7 @@ export async function benchCommitments(): Promise<Figures> {
     "heap.perPending.bytes.target": "< 1024",
     "restart.load100k.ms": round(restart.ms, 0),
     "restart.load100k.fileMB": round(restart.fileMb, 1),
+    ...refresh,
   };
 }
 

@@ -392,7 +392,10 @@ export interface TillerEventMap {
   "commitment.retried": InCommitment & { why: string; attempt: number };
   /** Its window passed without a still-pending review: nothing was sent. */
   "commitment.expired": InCommitment;
-  /** Its review could not start (the session's lane refused it); it stays pending. */
+  /**
+   * Its review could not start (the session's lane refused it, or on a shared store the session's
+   * `maxPerDay` is used by sends and sends in flight across the cluster); it stays pending.
+   */
   "commitment.deferred": InCommitment & { reason: string };
   /** A commitment's state could not be stored. */
   "commitment.storeFailed": { session?: string | undefined; id: string; error: string };

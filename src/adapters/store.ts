@@ -159,14 +159,24 @@ export interface TranscriptStore {
   /** The latest stored version of every commitment, in the order they were first stored. */
   loadCommitments?(): Promise<StoredCommitment[]>;
   /**
+   * The latest version of each commitment written after `after` (a cursor this method returned before;
+   * undefined: every stored commitment, in the order first stored), and the cursor to pass next time.
+   * Every write of any process after the returned cursor comes back at the next call. For stores that
+   * several processes share: each heartbeat tick then reads what changed, not every commitment.
+   * Optional: without it the gateway reads them all with `loadCommitments`.
+   */
+  loadCommitmentChanges?(after: string | undefined): Promise<CommitmentChanges>;
+  /**
    * Cluster-wide claim, for stores that several gateway processes share: takes the claim of a
    * commitment for this store's process when it is pending and due at `now` (gateway clock), has no
    * send in flight and no live claim of another process. Of processes claiming one at once, exactly one
    * gets it; a claim not ended by its holder's next save runs out after the store's lease. Resolves with
-   * the latest stored version either way. A store without it: each process reviews what it holds (one
-   * process per store).
+   * the latest stored version either way. With `limits.maxPerDay`, it is also refused (with
+   * `quotaFreesAt`) while the session's sends in the 24 h up to `now` plus its other commitments in
+   * flight reach the limit, counted cluster-wide. A store without it: each process reviews what it
+   * holds (one process per store).
    */
-  claimCommitment?(id: string, now: number): Promise<CommitmentClaim>;
+  claimCommitment?(id: string, now: number, limits?: CommitmentClaimLimits): Promise<CommitmentClaim>;
 
   /**
    * Cluster-wide dedupe of inbound message ids, for stores that several gateway processes share:
@@ -185,6 +195,29 @@ export interface CommitmentClaim {
   claimed: boolean;
   /** The latest stored version (undefined for an unknown id). */
   record: StoredCommitment | undefined;
+  /**
+   * Set when the claim was refused for the session's `maxPerDay`: the earliest time (gateway clock) a
+   * claim may succeed (`now` while sends in flight hold the quota, else when the oldest send in the
+   * window leaves it).
+   */
+  quotaFreesAt?: number;
+}
+
+/** What {@link TranscriptStore.claimCommitment} checks beyond the claim itself. */
+export interface CommitmentClaimLimits {
+  /**
+   * Sends per session per rolling 24 h (`commitments.maxPerDay`): refused while the session's sends in
+   * the window plus its commitments in flight (with a send intent, or a live claim) reach it.
+   */
+  maxPerDay?: number;
+}
+
+/** The outcome of {@link TranscriptStore.loadCommitmentChanges}. */
+export interface CommitmentChanges {
+  /** The latest version of each commitment written since the cursor given. */
+  records: StoredCommitment[];
+  /** Where the next call starts (opaque to the caller). */
+  cursor: string;
 }
 
 /** A commitment as the store keeps it: opaque JSON with an id (the gateway owns the shape). */

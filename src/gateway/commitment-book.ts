@@ -25,6 +25,8 @@ export class CommitmentBook {
   private readonly sends = new Map<string, number[]>();
   private chain: Promise<unknown> = Promise.resolve();
   private writing = 0;
+  /** Where the store's change feed was last read (stores with `loadCommitmentChanges`). */
+  private cursor: string | undefined;
 
   constructor(private readonly store: TranscriptStore) {}
 
@@ -41,7 +43,7 @@ export class CommitmentBook {
 
   /** Reads every stored commitment; pending ones are scheduled again. */
   async load(): Promise<Commitment[]> {
-    const stored = (await this.store.loadCommitments?.()) ?? [];
+    const stored = await this.read(false);
     const records = stored.map((record) => record as unknown as Commitment);
     for (const commitment of records) this.remember(commitment);
     return records;
@@ -83,11 +85,6 @@ export class CommitmentBook {
     return run;
   }
 
-  /**
-   * Whether this process may review the commitment now: always, on a store without a cluster-wide
-   * claim; else the store's claim decides, and memory takes the stored version it returns (another
-   * process may have retried, sent or ended it meanwhile).
-   */
   /** The store is shared by several processes (it claims commitments cluster-wide). */
   get isShared(): boolean {
     return typeof this.store.claimCommitment === "function";
@@ -96,30 +93,44 @@ export class CommitmentBook {
   /**
    * Takes into memory every stored version newer than the one held (another process made, retried,
    * sent or ended it), after this process's writes in flight: the store is the truth, memory follows.
+   * On a store with a change feed only what was written since the last read comes back (this
+   * process's own writes included); else every stored commitment. Resolves with the records read.
    */
-  refresh(): Promise<void> {
+  refresh(): Promise<number> {
     this.writing++;
     const run = this.chain.then(async () => {
-      for (const record of (await this.store.loadCommitments?.()) ?? []) {
+      const records = await this.read(true);
+      for (const record of records) {
         const commitment = record as unknown as Commitment;
         const held = this.byId.get(commitment.id);
         if (!held || JSON.stringify(held) !== JSON.stringify(commitment)) this.remember(commitment);
       }
+      return records.length;
     });
     this.chain = run.catch(() => undefined);
     void this.chain.then(() => this.writing--);
     return run;
   }
 
-  claim(id: string, now: number): Promise<boolean> {
+  /**
+   * Whether this process may review the commitment now: always, on a store without a cluster-wide
+   * claim; else the store's claim decides (refusing it, with `maxPerDay`, while the session's sends and
+   * sends in flight cluster-wide reach the limit), and memory takes the stored version it returns
+   * (another process may have retried, sent or ended it meanwhile).
+   */
+  claim(id: string, now: number, maxPerDay?: number): Promise<{ claimed: boolean; quotaFreesAt?: number }> {
     const claimCommitment = this.store.claimCommitment?.bind(this.store);
-    if (!claimCommitment) return Promise.resolve(true);
+    if (!claimCommitment) return Promise.resolve({ claimed: true });
     // After this process's writes before it, so the stored version it adopts is not older than them.
     this.writing++;
     const run = this.chain.then(async () => {
-      const { claimed, record } = await claimCommitment(id, now);
+      const { claimed, record, quotaFreesAt } = await claimCommitment(
+        id,
+        now,
+        maxPerDay === undefined ? undefined : { maxPerDay },
+      );
       if (record) this.remember(record as unknown as Commitment);
-      return claimed;
+      return quotaFreesAt === undefined ? { claimed } : { claimed, quotaFreesAt };
     });
     this.chain = run.catch(() => undefined);
     void this.chain.then(() => this.writing--);
@@ -139,6 +150,15 @@ export class CommitmentBook {
   quotaFreesAt(session: string, now: number): number {
     const oldest = this.sends.get(session)?.[0];
     return oldest === undefined ? now : oldest + DAY_MS;
+  }
+
+  /** Every stored commitment, or (`sinceLastRead`, on a store with a change feed) those written since. */
+  private async read(sinceLastRead: boolean): Promise<StoredCommitment[]> {
+    const changes = this.store.loadCommitmentChanges?.bind(this.store);
+    if (!changes) return (await this.store.loadCommitments?.()) ?? [];
+    const { records, cursor } = await changes(sinceLastRead ? this.cursor : undefined);
+    this.cursor = cursor;
+    return records;
   }
 
   private remember(commitment: Commitment): void {

@@ -27,8 +27,10 @@ export interface HeartbeatSettings {
  * actor ends or waits to retry, the outcome is stored and the actor stopped.
  *
  * On a store several processes share (one with `claimCommitment`), every tick first takes in what the
- * others stored, and a review starts only once this process claimed the commitment in the store, so
- * each is reviewed and sent by one process cluster-wide (docs/postgres.md).
+ * others stored (what changed since the last tick, on a store with a change feed), and a review starts
+ * only once this process claimed the commitment in the store, so each is reviewed and sent by one
+ * process cluster-wide (docs/postgres.md). The claim also counts the session's sends and sends in flight
+ * across the cluster against `maxPerDay`: a commitment refused for it waits until the quota frees.
  */
 export class CommitmentHeartbeat {
   private timer: TimerHandle | undefined;
@@ -169,7 +171,21 @@ export class CommitmentHeartbeat {
 
   private async claimed(id: string): Promise<boolean> {
     try {
-      if (await this.book.claim(id, this.deps.clock.now())) return true;
+      const now = this.deps.clock.now();
+      // One past its window only expires (nothing is sent): no quota to wait for.
+      const expired = now >= (this.book.get(id)?.expiresAt ?? Number.POSITIVE_INFINITY);
+      const claim = await this.book.claim(id, now, expired ? undefined : this.settings.maxPerDay);
+      if (claim.claimed) return true;
+      const commitment = this.book.get(id);
+      if (claim.quotaFreesAt !== undefined && commitment?.status === "pending") {
+        // Other processes sent (or are sending) the session's daily follow-ups: wait for the quota.
+        this.book.index.schedule(id, Math.max(now, claim.quotaFreesAt));
+        this.deps.emit("commitment.deferred", {
+          session: commitment.session,
+          id,
+          reason: "maxPerDay reached across the cluster (sent and in flight)",
+        });
+      }
     } catch (error) {
       this.deps.logger.warn({ id, error: errorMessage(error) }, "commitment.claimFailed");
       // Not adopted from the store: try it again at the next tick.

@@ -243,4 +243,25 @@ CREATE TABLE web_delivery_heads (
   last_seq    bigint NOT NULL
 );`,
   },
+  {
+    version: 8,
+    name: "commitment change feed and per-session send counts",
+    sql: `
+-- the commitments' change counter: a write takes the next value under this row's lock, held until it
+-- commits, so values become visible in the order they were taken and a reader that saw value N has
+-- seen every write numbered N or less (a sequence would not do: its values are taken before commit)
+CREATE TABLE commitment_changes (
+  id       smallint PRIMARY KEY CHECK (id = 1),
+  last_seq bigint NOT NULL
+);
+INSERT INTO commitment_changes (id, last_seq) VALUES (1, 1);
+-- the change_seq of the write that made the row's current version: a heartbeat reads only the rows
+-- above the last value it saw (rows stored before this migration all start at 1)
+ALTER TABLE commitments ADD COLUMN change_seq bigint NOT NULL DEFAULT 1;
+ALTER TABLE commitments ALTER COLUMN change_seq DROP DEFAULT;
+CREATE INDEX commitments_change ON commitments (change_seq);
+-- a session's sends in the rolling 24 h, counted by the claim against commitments.maxPerDay (its
+-- commitments in flight are found through commitments_key)
+CREATE INDEX commitments_sent ON commitments (session_key, sent_ms) WHERE sent_ms IS NOT NULL;`,
+  },
 ];

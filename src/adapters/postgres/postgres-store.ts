@@ -5,7 +5,9 @@ import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/tran
 import { KeyedQueue } from "../keyed-queue.js";
 import { assertSessionKey } from "../session-key.js";
 import type {
+  CommitmentChanges,
   CommitmentClaim,
+  CommitmentClaimLimits,
   ExpectedHead,
   RecordBody,
   ScheduleState,
@@ -79,7 +81,7 @@ export class PostgresStore implements TranscriptStore {
     if (typeof lease !== "number" || !(lease > 0))
       throw new ConfigError("commitmentLeaseMs", "a positive number of ms", lease);
     this.processId = options.processId ?? `s${nanoid(10)}`;
-    this.commitments = new CommitmentRows(pool, this.processId, lease);
+    this.commitments = new CommitmentRows(pool, this.processId, lease, this.schema);
   }
 
   /** Connects, applies pending migrations, and returns the store. */
@@ -242,8 +244,13 @@ export class PostgresStore implements TranscriptStore {
     return this.commitments.load();
   }
 
-  claimCommitment(id: string, now: number): Promise<CommitmentClaim> {
-    return this.commitments.claim(id, now);
+  /** The commitments written after `after` (every one when undefined), and the cursor for next time. */
+  loadCommitmentChanges(after: string | undefined): Promise<CommitmentChanges> {
+    return this.commitments.changes(after);
+  }
+
+  claimCommitment(id: string, now: number, limits?: CommitmentClaimLimits): Promise<CommitmentClaim> {
+    return this.commitments.claim(id, now, limits?.maxPerDay);
   }
 
   async claimMessageId(session: string, messageId: string, at: number, since: number): Promise<boolean> {
