@@ -116,6 +116,26 @@ describe("subagents on a cluster", () => {
     expect([...a.web.sent, ...b.web.sent].map((m) => m.text)).toEqual(["Answer after research"]);
   }, 30_000);
 
+  it("applies /stop sent to the child on another process there: the child is cancelled, the parent goes on", async () => {
+    const a = await processOn("xa", { pollMs: NO_POLL });
+    const b = await processOn("xb", { pollMs: NO_POLL });
+    const failures: string[] = [];
+    a.gateway.subscribe((event) => {
+      if (event.type === "subagent.ended") failures.push(String(event.status));
+    });
+    await a.gateway.receive(ask("m1", undefined, "web:x"));
+    await eventually("the child's tool to run", () => a.calls.some((c) => c.session === "web:x:sub:1"));
+    const ack = await b.gateway.receive(ask("x1", "/stop", "web:x:sub:1"));
+    expect(ack).toMatchObject({ owner: "xa" });
+    await eventually("the parent's reply", () => a.web.sent.some((m) => m.text === "Answer after research"));
+    expect(failures).toEqual(["aborted"]);
+    // The child never got to its answer; the parent's next model call saw its tool fail.
+    expect(a.calls.filter((c) => c.session === "web:x:sub:1")).toHaveLength(1);
+    const parentCalls = a.calls.filter((c) => c.session === "web:x");
+    expect(JSON.stringify(parentCalls.at(-1)!.context)).toContain("was cancelled");
+    expect(b.calls).toEqual([]);
+  }, 30_000);
+
   it("leaves a running child to its process: no other process takes it for an orphan", async () => {
     const a = await processOn("la", { pollMs: NO_POLL });
     // B looks for sessions with work and no live owner all the time.
