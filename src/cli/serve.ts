@@ -79,6 +79,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     capacity: config.lanes,
     leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
     dedupeWindowMs: config.limits.dedupeWindowMs,
+    keepDeliveries: config.web.keepDeliveries,
   });
   const closeCluster = async () => {
     await cluster?.close();
