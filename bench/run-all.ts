@@ -27,6 +27,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "commitments", file: "commitments.bench.ts", entry: "benchCommitments" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
   { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
+  { title: "delivery logs", file: "deliveries.bench.ts", entry: "benchDeliveries" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
   { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },

@@ -149,6 +149,23 @@ export const configSchema = z
       .strict()
       .default({ visibleReplies: "auto", visibleAcks: false, sendTimeoutMs: 30_000 }),
     /**
+     * The `web` channel of `tiller serve` (its deliveries stream, docs/http.md); `createGateway`
+     * ignores it, and a delivery log built in code takes `{ keep }` instead.
+     */
+    web: z
+      .object({
+        /**
+         * Deliveries kept per session for the deliveries stream: the newest this many are replayed,
+         * older ones are pruned from the store (docs/store.md). It must be larger than the deliveries
+         * a session can make between a send and its resend after a crash (a few), or that resend is
+         * stored, and shown, again.
+         * @default 1000
+         */
+        keepDeliveries: z.number().int().positive().default(1000),
+      })
+      .strict()
+      .default({ keepDeliveries: 1000 }),
+    /**
      * Capacity per workload lane (`main`, `cron`, `cron-nested`, `subagent`, any name); 0 pauses a lane,
      * but not `main`: every user turn runs in it, so `main: 0` would accept messages that never run.
      * @default { main: max(8, 4 × CPUs) }

@@ -24,7 +24,9 @@ export {
   type HttpServerOptions,
 } from "./adapters/http/create-http-server.js";
 export {
+  DEFAULT_KEEP_DELIVERIES,
   type DeliveryLog,
+  type DeliveryLogOptions,
   type DeliveryRecord,
   MemoryDeliveryLog,
 } from "./adapters/http/delivery-log.js";

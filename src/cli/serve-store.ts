@@ -25,6 +25,8 @@ export interface ServeStoreChoice {
   leaseMs?: number | undefined;
   /** Applied messages stay this long in the inbox for cluster-wide dedupe (the config's window). */
   dedupeWindowMs?: number;
+  /** Deliveries kept per session for the deliveries stream (the config's `web.keepDeliveries`). */
+  keepDeliveries?: number;
 }
 
 export interface ServeStore {
@@ -46,6 +48,7 @@ export interface ServeStore {
  */
 export async function openServeStore(choice: ServeStoreChoice): Promise<ServeStore> {
   const { storeDir, postgresUrl, schema, capacity } = choice;
+  const keep = choice.keepDeliveries !== undefined ? { keep: choice.keepDeliveries } : {};
   if (postgresUrl === undefined) {
     try {
       const store = await JsonlStore.openDir({ dir: storeDir });
@@ -53,7 +56,7 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
         store,
         lanes: undefined,
         cluster: undefined,
-        deliveries: new FileDeliveryLog(storeDir),
+        deliveries: new FileDeliveryLog(storeDir, keep),
         description: storeDir,
       };
     } catch (error) {
@@ -106,6 +109,7 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
       url: postgresUrl,
       applicationName: `tiller ${lanes.processId}`,
       ...(schema !== undefined ? { schema } : {}),
+      ...keep,
     });
     return {
       store,

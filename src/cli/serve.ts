@@ -81,6 +81,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     warnAfterMs: config.warnAfterMs,
     leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
     dedupeWindowMs: config.limits.dedupeWindowMs,
+    keepDeliveries: config.web.keepDeliveries,
   });
   const closeCluster = async () => {
     await cluster?.close();

@@ -1,18 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { type DeliveryLog, readDeliveriesAfter } from "../../src/adapters/http/delivery-log.js";
+import {
+  type DeliveryLog,
+  type DeliveryLogOptions,
+  type DeliveryRecord,
+  readDeliveriesAfter,
+} from "../../src/adapters/http/delivery-log.js";
 import { WebChannel } from "../../src/adapters/http/web-channel.js";
 
 /** How a contract run opens logs: `open` a new one on the same storage (a restart, or another process). */
 export interface DeliveryLogSubject {
   name: string;
-  open: () => Promise<DeliveryLog>;
+  open: (options?: DeliveryLogOptions) => Promise<DeliveryLog>;
   /** The storage outlives a log (file, PostgreSQL): a second log sees what the first stored. */
   durable: boolean;
 }
 
 /**
  * What every delivery log does (memory, files, PostgreSQL): ordered, distinct ids, replay after a
- * `messageId`, and a `deliveryId` stored once. Sessions are named per test so one storage serves all.
+ * `messageId`, a `deliveryId` stored once, and retention (the newest `keep` stay readable, with their
+ * ids). Sessions are named per test so one storage serves all.
  */
 export function deliveryLogContract(subject: DeliveryLogSubject): void {
   describe(`delivery log contract: ${subject.name}`, () => {
@@ -72,7 +78,93 @@ export function deliveryLogContract(subject: DeliveryLogSubject): void {
       await log.close();
     });
 
+    const appendAll = async (log: DeliveryLog, s: string, count: number, tag = "m") => {
+      const records: DeliveryRecord[] = [];
+      for (let i = 0; i < count; i++)
+        records.push(
+          await log.append(s, { kind: "reply", text: `${tag}${i}`, deliveryId: `${tag}:${s}:${i}` }),
+        );
+      return records;
+    };
+
+    it("keeps the newest `keep` after every append, in order, with their original ids", async () => {
+      const log = await subject.open({ keep: 3 });
+      const s = session();
+      const records: DeliveryRecord[] = [];
+      for (let i = 0; i < 14; i++) {
+        records.push(await log.append(s, { kind: "reply", text: `m${i}` }));
+        expect(await log.read(s)).toEqual(records.slice(-3));
+      }
+      // Pruning never renumbers: each id is still `<its position in the session>-…`.
+      expect(records.map((r) => Number.parseInt(r.messageId, 10))).toEqual(
+        Array.from({ length: 14 }, (_, i) => i + 1),
+      );
+      await log.close();
+    });
+
+    it("an `after` id that was pruned is unknown: the replay starts from the oldest kept delivery", async () => {
+      const log = await subject.open({ keep: 3 });
+      const s = session();
+      const records = await appendAll(log, s, 10);
+      const texts = (list: readonly DeliveryRecord[]) => list.map((r) => r.text);
+      expect(texts(await readDeliveriesAfter(log, s, undefined))).toEqual(["m7", "m8", "m9"]);
+      expect(texts(await readDeliveriesAfter(log, s, records[0]!.messageId))).toEqual(["m7", "m8", "m9"]);
+      expect(texts(await readDeliveriesAfter(log, s, records[6]!.messageId))).toEqual(["m7", "m8", "m9"]);
+      expect(texts(await readDeliveriesAfter(log, s, records[7]!.messageId))).toEqual(["m8", "m9"]);
+      expect(await readDeliveriesAfter(log, s, records[9]!.messageId)).toEqual([]);
+      await log.close();
+    });
+
+    it("a resend of a kept deliveryId returns the stored record; a pruned one is stored again", async () => {
+      const log = await subject.open({ keep: 3 });
+      const s = session();
+      const records = await appendAll(log, s, 10);
+      const resend = (i: number) =>
+        log.append(s, { kind: "reply", text: `again${i}`, deliveryId: `m:${s}:${i}` });
+      expect(await resend(9)).toEqual(records[9]);
+      expect(await resend(7)).toEqual(records[7]);
+      expect(await log.read(s)).toEqual(records.slice(-3));
+      const again = await resend(0);
+      expect(again.messageId.startsWith("11-")).toBe(true);
+      expect((await log.read(s)).map((r) => r.text)).toEqual(["m8", "m9", "again0"]);
+      await log.close();
+    });
+
+    it("with keep Infinity nothing is pruned", async () => {
+      const log = await subject.open({ keep: Number.POSITIVE_INFINITY });
+      const s = session();
+      const records = await appendAll(log, s, 12);
+      expect(await log.read(s)).toEqual(records);
+      expect(await readDeliveriesAfter(log, s, records[0]!.messageId)).toEqual(records.slice(1));
+      await log.close();
+    });
+
+    it("refuses a keep that is not a positive integer, naming the option", async () => {
+      for (const keep of [0, -1, 2.5, Number.NaN])
+        await expect(subject.open({ keep })).rejects.toMatchObject({ code: "CONFIG_INVALID", field: "keep" });
+    });
+
     if (subject.durable) {
+      it("after pruning, a second log keeps the newest, the seq and the kept deliveryIds", async () => {
+        const first = await subject.open({ keep: 3 });
+        const s = session();
+        const records = await appendAll(first, s, 11);
+        await first.close();
+        const second = await subject.open({ keep: 3 });
+        expect(await second.read(s)).toEqual(records.slice(-3));
+        expect(await second.append(s, { kind: "reply", text: "x", deliveryId: `m:${s}:10` })).toEqual(
+          records[10],
+        );
+        const next = await second.append(s, { kind: "reply", text: "twelfth" });
+        expect(next.messageId.startsWith("12-")).toBe(true);
+        expect(await second.read(s)).toEqual([...records.slice(-2), next]);
+        await second.close();
+        // A smaller keep on the same storage reads fewer; none is renumbered.
+        const third = await subject.open({ keep: 2 });
+        expect(await third.read(s)).toEqual([records[10], next]);
+        await third.close();
+      });
+
       it("a second log on the same storage sees the deliveries and the deliveryIds of the first", async () => {
         const first = await subject.open();
         const s = session();

@@ -2,7 +2,13 @@ import { nanoid } from "nanoid";
 import type pg from "pg";
 import type { DeliveryKind } from "../channel.js";
 import type { Clock, TimerHandle } from "../clock.js";
-import type { DeliveryBody, DeliveryLog, DeliveryRecord } from "../http/delivery-log.js";
+import {
+  type DeliveryBody,
+  type DeliveryLog,
+  type DeliveryLogOptions,
+  type DeliveryRecord,
+  keepOption,
+} from "../http/delivery-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
 import {
@@ -15,7 +21,7 @@ import {
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 
-export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions {
+export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, DeliveryLogOptions {
   /**
    * Looks this often (one query for every watched session) for deliveries a lost NOTIFY did not
    * announce, and wakes the streams of the sessions that have new ones. @default 1000
@@ -41,11 +47,19 @@ const NEXT_SEQ = `INSERT INTO web_delivery_heads (session_key, last_seq) VALUES 
   ON CONFLICT (session_key) DO UPDATE SET last_seq = web_delivery_heads.last_seq + 1 RETURNING last_seq`;
 const INSERT = `INSERT INTO web_deliveries (session_key, seq, message_id, delivery_id, kind, text, run_id, at_ms)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
-const ALL = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 ORDER BY seq`;
-// After a known message: the rows with a higher seq. An unknown one (or none) gives them all.
+// Only the newest `keep` ($2, NULL for all) are read: rows past them wait for the next prune.
+const KEPT = "COALESCE((SELECT last_seq FROM web_delivery_heads WHERE session_key = $1) - $2, 0)";
+const ALL = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND seq > ${KEPT} ORDER BY seq`;
+// After a known message: the kept rows with a higher seq. An unknown (or pruned) one, or none, gives
+// them all.
 const AFTER = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1
-  AND seq > COALESCE((SELECT seq FROM web_deliveries WHERE session_key = $1 AND message_id = $2), 0)
+  AND seq > GREATEST(COALESCE((SELECT seq FROM web_deliveries WHERE session_key = $1 AND message_id = $3), 0), ${KEPT})
   ORDER BY seq`;
+// Run by the append whose seq is a multiple of the prune step, under the head row's lock, so one
+// process at a time deletes a session's old rows; seq is never renumbered. At most 1000 rows at once:
+// a backlog (rows stored before retention, or a smaller keep) drains over the next prunes.
+const PRUNE = `DELETE FROM web_deliveries WHERE session_key = $1 AND seq IN (
+  SELECT seq FROM web_deliveries WHERE session_key = $1 AND seq <= $2 ORDER BY seq LIMIT 1000)`;
 
 // The poll: the watched sessions' last seq, one query however many streams are open.
 const HEADS = "SELECT session_key, last_seq FROM web_delivery_heads WHERE session_key = ANY($1::text[])";
@@ -85,10 +99,12 @@ export class PostgresDeliveryLog implements DeliveryLog {
     private readonly listener: LaneListener,
     private readonly clock: Clock,
     private readonly pollMs: number,
+    private readonly keep: number,
   ) {}
 
   static async connect(options: PostgresDeliveryLogOptions): Promise<PostgresDeliveryLog> {
     const schema = checkSchema(options.schema);
+    const keep = keepOption(options);
     const clock = options.clock ?? new SystemClock();
     const pool = createPool({
       ...options,
@@ -113,7 +129,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
       onNotify: (_channel, session) => (session === "" ? log?.wakeAll() : log?.wake(session)),
       onReconnect: () => log?.wakeAll(),
     });
-    log = new PostgresDeliveryLog(pool, schema, listener, clock, options.pollMs ?? 1000);
+    log = new PostgresDeliveryLog(pool, schema, listener, clock, options.pollMs ?? 1000, keep);
     try {
       await listener.start();
     } catch (error) {
@@ -130,11 +146,11 @@ export class PostgresDeliveryLog implements DeliveryLog {
   }
 
   async read(session: string): Promise<readonly DeliveryRecord[]> {
-    return (await this.pool.query<Row>(ALL, [session])).rows.map(toRecord);
+    return (await this.pool.query<Row>(ALL, [session, this.keptParam()])).rows.map(toRecord);
   }
 
   async readAfter(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]> {
-    return (await this.pool.query<Row>(AFTER, [session, after ?? null])).rows.map(toRecord);
+    return (await this.pool.query<Row>(AFTER, [session, this.keptParam(), after ?? null])).rows.map(toRecord);
   }
 
   watch(session: string, wake: () => void): () => void {
@@ -193,6 +209,9 @@ export class PostgresDeliveryLog implements DeliveryLog {
         record.runId ?? null,
         record.at,
       ]);
+      // Every `step` appends, the rows older than the newest `keep` go: at most keep + step rows stay.
+      if (seq % pruneStep(this.keep) === 0 && seq > this.keep)
+        await client.query(PRUNE, [session, seq - this.keep]);
       // Sent at commit: every process's streams of the session read the new row.
       await client.query("SELECT pg_notify($1, $2)", [
         deliveriesChannel(this.schema),
@@ -204,6 +223,10 @@ export class PostgresDeliveryLog implements DeliveryLog {
       throw error;
     });
     return outcome;
+  }
+
+  private keptParam(): number | null {
+    return Number.isFinite(this.keep) ? this.keep : null;
   }
 
   private wake(session: string): void {
@@ -251,6 +274,11 @@ class KnownDelivery extends Error {
   constructor(readonly record: DeliveryRecord) {
     super("delivery already stored");
   }
+}
+
+/** How many appends apart a session is pruned: a delete of at most 100 rows, amortized O(1). */
+function pruneStep(keep: number): number {
+  return Number.isFinite(keep) ? Math.min(keep, 100) : Number.POSITIVE_INFINITY;
 }
 
 /** NOTIFY payloads are limited (8000 bytes): a longer key wakes every stream (empty payload) instead. */

@@ -5,5 +5,13 @@ import { useTempDir } from "../../support/temp-dir.js";
 
 const dir = useTempDir("tiller-delivery-contract");
 
-deliveryLogContract({ name: "memory", durable: false, open: async () => new MemoryDeliveryLog() });
-deliveryLogContract({ name: "file", durable: true, open: async () => new FileDeliveryLog(dir.path) });
+deliveryLogContract({
+  name: "memory",
+  durable: false,
+  open: async (options) => new MemoryDeliveryLog(options),
+});
+deliveryLogContract({
+  name: "file",
+  durable: true,
+  open: async (options) => new FileDeliveryLog(dir.path, options),
+});

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { MemoryDeliveryLog } from "../../../src/adapters/http/delivery-log.js";
 import { startTestServer, type TestServer } from "../../support/http-gateway.js";
 import { SseRecorder } from "../../support/sse-recorder.js";
 
@@ -70,6 +71,23 @@ describe("deliveries stream", { timeout: 20_000 }, () => {
     await fromQuery.waitFor((event) => event.id === third!.id);
     expect(fromHeader.of("delivery").map((event) => event.id)).toEqual([second!.id, third!.id]);
     expect(fromQuery.of("delivery").map((event) => event.id)).toEqual([third!.id]);
+  });
+
+  it("replays only the newest `keep` deliveries; a pruned Last-Event-ID starts at the oldest kept", async () => {
+    const server = await start({ log: new MemoryDeliveryLog({ keep: 2 }) });
+    const live = follow(deliveriesOf(server, "web:k"));
+    await live.opened;
+    for (const [index, text] of ["one", "two", "three", "four"].entries()) {
+      await server.post("web:k", { text, id: `k${index}` });
+      await live.waitFor(() => live.of("delivery").length === index + 1);
+    }
+    const ids = live.of("delivery").map((event) => event.id);
+    const fresh = follow(deliveriesOf(server, "web:k"));
+    const pruned = follow(deliveriesOf(server, "web:k"), { lastEventId: ids[0]! });
+    await fresh.waitFor(() => fresh.of("delivery").length === 2);
+    await pruned.waitFor(() => pruned.of("delivery").length === 2);
+    expect(fresh.of("delivery").map((event) => event.id)).toEqual(ids.slice(2));
+    expect(pruned.of("delivery").map((event) => event.id)).toEqual(ids.slice(2));
   });
 });
 

@@ -4,7 +4,8 @@ import { deliveryLogContract } from "../../support/delivery-log-contract.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
 const db = usePostgresSchema("deliveries");
-const open = () => PostgresDeliveryLog.connect({ url: db.url, schema: db.schema, pollMs: 60_000 });
+const open = (options: { keep?: number } = {}) =>
+  PostgresDeliveryLog.connect({ url: db.url, schema: db.schema, pollMs: 60_000, ...options });
 
 deliveryLogContract({ name: "postgres", durable: true, open });
 
@@ -85,5 +86,86 @@ describe("the PostgreSQL delivery log across processes", () => {
       "found by the poll",
     ]);
     await reader.close();
+  });
+});
+
+describe("pruning web_deliveries", () => {
+  const rows = async (session: string) =>
+    (
+      await db.pool.query<{ seq: string }>(
+        `SELECT seq FROM ${db.schema}.web_deliveries WHERE session_key = $1 ORDER BY seq`,
+        [session],
+      )
+    ).rows.map((row) => Number(row.seq));
+  const head = async (session: string) =>
+    Number(
+      (
+        await db.pool.query<{ last_seq: string }>(
+          `SELECT last_seq FROM ${db.schema}.web_delivery_heads WHERE session_key = $1`,
+          [session],
+        )
+      ).rows[0]?.last_seq,
+    );
+
+  it("deletes old rows every few appends and never renumbers: seq stays gap-free and increasing", async () => {
+    const log = await open({ keep: 5 });
+    const session = "web:prune";
+    for (let i = 0; i < 37; i++) {
+      await log.append(session, { kind: "reply", text: `m${i}` });
+      const seqs = await rows(session);
+      // At most keep + step (5 + 5) rows stay, the newest ones, consecutive up to the head.
+      expect(seqs.length).toBeLessThanOrEqual(10);
+      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, k) => i + 2 - seqs.length + k));
+    }
+    expect(await head(session)).toBe(37);
+    expect((await log.read(session)).map((r) => r.text)).toEqual(["m32", "m33", "m34", "m35", "m36"]);
+    await log.close();
+  });
+
+  it("a backlog stored before retention is read as its newest `keep` and drained 1000 rows per prune", async () => {
+    const session = "web:backlog";
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.web_deliveries (session_key, seq, message_id, kind, text, at_ms)
+       SELECT $1, n, n || '-old', 'reply', 'm' || n, 0 FROM generate_series(1, 2500) AS n`,
+      [session],
+    );
+    await db.pool.query(`INSERT INTO ${db.schema}.web_delivery_heads VALUES ($1, 2500)`, [session]);
+    const log = await open({ keep: 5 });
+    expect((await log.read(session)).map((r) => r.messageId)).toEqual(
+      ["2496", "2497", "2498", "2499", "2500"].map((n) => `${n}-old`),
+    );
+    expect((await log.readAfter(session, "10-old")).map((r) => r.text)).toEqual([
+      "m2496",
+      "m2497",
+      "m2498",
+      "m2499",
+      "m2500",
+    ]);
+    for (let i = 0; i < 5; i++) await log.append(session, { kind: "reply", text: `new${i}` });
+    expect((await rows(session))[0]).toBe(1001); // seq 2505 pruned the oldest 1000
+    for (let i = 5; i < 10; i++) await log.append(session, { kind: "reply", text: `new${i}` });
+    expect((await rows(session))[0]).toBe(2001);
+    for (let i = 10; i < 15; i++) await log.append(session, { kind: "reply", text: `new${i}` });
+    expect(await rows(session)).toEqual([2511, 2512, 2513, 2514, 2515]);
+    await log.close();
+  });
+
+  it("several processes appending and pruning one session at once", async () => {
+    const logs = await Promise.all([open({ keep: 4 }), open({ keep: 4 }), open({ keep: 4 })]);
+    const session = "web:prune-race";
+    const records = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => logs[i % 3]!.append(session, { kind: "reply", text: `m${i}` })),
+    );
+    const seqs = records.map((r) => Number.parseInt(r.messageId, 10)).sort((a, b) => a - b);
+    expect(seqs).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    expect(await head(session)).toBe(60);
+    const stored = await rows(session);
+    expect(stored.at(-1)).toBe(60);
+    expect(stored.length).toBeLessThanOrEqual(8);
+    expect(stored).toEqual(Array.from({ length: stored.length }, (_, k) => 61 - stored.length + k));
+    const newest = records.filter((r) => Number.parseInt(r.messageId, 10) > 56);
+    newest.sort((a, b) => Number.parseInt(a.messageId, 10) - Number.parseInt(b.messageId, 10));
+    for (const log of logs) expect(await log.read(session)).toEqual(newest);
+    await Promise.all(logs.map((log) => log.close()));
   });
 });
