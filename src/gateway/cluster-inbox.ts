@@ -7,7 +7,13 @@ import type { Logger } from "../logger.js";
 import { parseControl } from "../policy/control.js";
 import { parseQueueMode, resolveQueueSetting } from "../policy/queue-mode.js";
 import type { Ack } from "./compose-ack.js";
-import { checkTrigger, type TriggerAck, type TriggerRequest, triggerAckOf } from "./trigger.js";
+import {
+  checkTrigger,
+  type TriggerAck,
+  type TriggerExtras,
+  type TriggerRequest,
+  triggerAckOf,
+} from "./trigger.js";
 import { type InboundMessage, validateInbound } from "./validate-inbound.js";
 
 export interface ClusterInboxDeps {
@@ -17,7 +23,7 @@ export interface ClusterInboxDeps {
   /** The one-process receive: applies a message to the session here, as a local message. */
   local(inbound: InboundMessage): Promise<Ack>;
   /** The one-process `trigger()`: starts a turn nobody typed in the session here. */
-  localTrigger(request: TriggerRequest): Promise<TriggerAck>;
+  localTrigger(request: TriggerRequest, extras?: TriggerExtras): Promise<TriggerAck>;
   /** Makes the session's stored state (turn, queue, settings) this process's, before its messages. */
   adopt(session: string): Promise<void>;
   /** Nothing runs or waits for the session here: its ownership may go. */
@@ -39,6 +45,12 @@ export interface ClusterInbox {
    * an id triggered on several processes (a schedule's slot, which every process fires) runs once.
    */
   trigger(request: TriggerRequest): Promise<TriggerAck>;
+  /**
+   * Starts a subagent's task in its child session here, the parent's process: the child's key becomes
+   * this process's (with a fence) through the inbox, so messages sent to it on any process reach it
+   * here, and it is given up once the child is idle. A child key another process owns is refused.
+   */
+  startChild(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
   /** The session went idle here: give it up (or apply what waits for it first). */
   idle(session: string): void;
   /** Starts applying forwarded messages and taking sessions over. */
@@ -66,6 +78,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   // the inbox (and every owner that applies it) keeps this process's order.
   const accepts = new KeyedQueue();
   const unsubscribe: Array<() => void> = [];
+  /** Inbox ids of the subagent tasks this process started, whose tools wait for them here. */
+  const children = new Set<string>();
   const serial = <T>(session: string, work: () => Promise<T>) => steps.run(session, work);
 
   /** Applies the session's waiting messages in order; returns the acks by inbox id. */
@@ -90,8 +104,19 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
    */
   async function applyOne(entry: InboxEntry): Promise<Ack | TriggerAck> {
     try {
-      if (entry.mode === TRIGGER_MODE)
-        return await deps.localTrigger(entry.body as unknown as TriggerRequest);
+      if (entry.mode === TRIGGER_MODE) {
+        const { extras, ...request } = entry.body as unknown as TriggerRequest & { extras?: TriggerExtras };
+        // A subagent's task runs only where its tool waits for it: a process that took the child over
+        // from a dead one (or a restarted one) has nobody to hand its final to.
+        if (request.trigger === "subagent" && !children.delete(entry.id))
+          return triggerAckOf(
+            request,
+            entry.messageId,
+            "rejected",
+            "the tool that started this subagent is gone",
+          );
+        return await deps.localTrigger(request, extras);
+      }
       return await deps.local(entry.body as unknown as InboundMessage);
     } catch (error) {
       if (!(error instanceof MessageRejectedError)) throw error;
@@ -208,22 +233,30 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     return acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined);
   }
 
-  async function trigger(request: TriggerRequest): Promise<TriggerAck> {
+  /** `trigger()`; with `child`, a subagent's task (see `startChild`). */
+  async function trigger(request: TriggerRequest, child?: TriggerExtras): Promise<TriggerAck> {
     // A draining process turns it away as one process does; a malformed request is refused before
     // anything is stored.
-    if (deps.isDraining()) return deps.localTrigger(request);
+    if (deps.isDraining()) return deps.localTrigger(request, child);
     const { message, id } = checkTrigger(request, config, deps.channelNames, () => undefined);
     const session = message.session;
-    const acceptance = await accepts.run(session, () =>
-      cluster.accept({
+    const acceptance = await accepts.run(session, async () => {
+      const accepted = await cluster.accept({
         session,
         messageId: id,
         mode: TRIGGER_MODE,
-        body: { ...request, id } as unknown as Record<string, unknown>,
-      }),
-    );
+        body: { ...request, id, ...(child ? { extras: child } : {}) } as unknown as Record<string, unknown>,
+      });
+      if (child && accepted.kind === "local") children.add(accepted.id);
+      return accepted;
+    });
     if (acceptance.kind === "duplicate")
       return triggerAckOf(request, id, "duplicate", "this trigger id was already run");
+    if (child && acceptance.kind === "remote") {
+      // A child runs beside its parent's tool or not at all (its final could not come back here).
+      await cluster.forget(acceptance.id);
+      return triggerAckOf(request, id, "rejected", `its session is owned by process ${acceptance.owner}`);
+    }
     if (acceptance.kind === "remote") {
       const answer = await cluster.awaitAck(acceptance.id, cluster.ackWaitMs);
       emit("message.forwarded", {
@@ -243,6 +276,12 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       };
     }
     const ack = (await applyHere(session, acceptance)) as TriggerAck | undefined;
+    if (!ack && child) {
+      // Not applied (this process drains): nobody else may run it.
+      children.delete(acceptance.id);
+      await cluster.forget(acceptance.id);
+      return triggerAckOf(request, id, "rejected", "the gateway is draining");
+    }
     return (
       ack ?? {
         ...triggerAckOf(request, id, "queued"),
@@ -253,7 +292,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
 
   return {
     receive,
-    trigger,
+    trigger: (request) => trigger(request),
+    startChild: (request, extras) => trigger(request, extras),
     idle(session) {
       serial(session, () => releaseIfIdle(session)).catch((error: unknown) =>
         deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed"),

@@ -30,6 +30,7 @@ import { createRunSubagent } from "./run-subagent.js";
 import { ScheduleRunner, type ScheduleView } from "./schedule-runner.js";
 import { SessionPersistence } from "./session-persistence.js";
 import { SessionRegistry } from "./session-registry.js";
+import { SubagentNumbers } from "./subagent-numbers.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 import { createTrigger, type TriggerAck, type TriggerRequest } from "./trigger.js";
 import { type InboundMessage, stateName } from "./validate-inbound.js";
@@ -183,6 +184,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const localReceive = createReceive({ ...admission, sharedDedupe: !options.cluster });
 
   const resumeDeps = { store, writer, config, persistence, registry, channelNames, emit };
+  const subagentNumbers = new SubagentNumbers(store);
   /** Nothing runs or waits for the session in this process. */
   function isIdle(session: string): boolean {
     const snapshot = registry.get(session)?.actor?.getSnapshot();
@@ -195,12 +197,14 @@ export function createGateway(options: GatewayOptions): Gateway {
         config,
         channelNames,
         local: localReceive,
-        localTrigger: (request) => trigger(request),
+        localTrigger: (request, extras) => trigger(request, extras),
         isIdle,
         async adopt(session) {
           const entry = registry.get(session);
           if (entry?.actor && !isIdle(session)) return;
-          // Another process may have run the session since this one last did: the store is the truth.
+          // Another process may have run the session since this one last did: the store is the truth
+          // (for its subagents' keys too).
+          subagentNumbers.forget(session);
           registry.stop(session);
           writer.forget(session);
           if (entry) {
@@ -267,11 +271,20 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const trigger = createTrigger(admission);
 
-  // Several processes: a turn nobody typed goes through the inbox too (a subagent's child session is
-  // its parent's process's own, so it starts here).
+  // Several processes: a turn nobody typed goes through the inbox too; a subagent's child starts on
+  // its parent's process, which owns the child's key while it runs.
   const publicTrigger = (request: TriggerRequest): Promise<TriggerAck> =>
     clusterInbox ? clusterInbox.trigger(request) : trigger(request);
-  const runSubagent = createRunSubagent({ deps, hub, registry, store, trigger, emit });
+  const runSubagent = createRunSubagent({
+    deps,
+    hub,
+    registry,
+    store,
+    numbers: subagentNumbers,
+    trigger: (request, extras) =>
+      clusterInbox ? clusterInbox.startChild(request, extras) : trigger(request, extras),
+    emit,
+  });
   const scheduleRunner = new ScheduleRunner({
     schedules: config.schedules,
     clock,

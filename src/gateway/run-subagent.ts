@@ -13,6 +13,9 @@ export interface SubagentDeps {
   hub: EventHub;
   registry: SessionRegistry;
   store: TranscriptStore;
+  /** The children's keys (the gateway's, so a session taken over can forget what it knew). */
+  numbers?: SubagentNumbers;
+  /** Starts the child's task here: in a cluster, through the inbox, making the child this process's. */
   trigger(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
   emit(type: string, fields: Record<string, unknown>): void;
 }
@@ -21,10 +24,11 @@ export interface SubagentDeps {
  * `ToolContext.runSubagent`: a child turn under `<parent>:sub:<n>` with the trigger `subagent`, in the
  * `subagent` lane (`cron-nested` under a scheduled turn, so an outer job holding the last cron slot
  * never waits for its own inner one). It resolves with the child's final, which is never sent to the
- * user; an abort of the parent's signal stops the child.
+ * user; an abort of the parent's signal stops the child. A child this process loses (its ownership
+ * in a cluster ran out) fails the tool instead of leaving it waiting.
  */
 export function createRunSubagent(ctx: SubagentDeps): ActorDeps["runSubagent"] {
-  const numbers = new SubagentNumbers(ctx.store);
+  const numbers = ctx.numbers ?? new SubagentNumbers(ctx.store);
   return async (parent, options: SubagentOptions) => {
     if (!options || typeof options.text !== "string" || options.text.length === 0) {
       throw new TillerError("MESSAGE_REJECTED", "runSubagent: text: expected a non-empty string");
@@ -44,6 +48,9 @@ export function createRunSubagent(ctx: SubagentDeps): ActorDeps["runSubagent"] {
             ...(typeof event.error === "string" ? { error: event.error } : {}),
           });
         }
+        // Another process may own the child now: its final will never come back here.
+        if (event.type === "session.lost" && event.session === child)
+          resolve({ status: "failed", final: "", error: "this process lost the child's session" });
       });
     });
     const stop = () => ctx.registry.get(child)?.actor?.send({ type: "session.stop" });

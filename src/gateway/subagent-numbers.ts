@@ -4,7 +4,10 @@ import type { TranscriptStore } from "../adapters/store.js";
  * Numbers the subagent sessions of each parent (`<parent>:sub:<n>`) so that a key is never reused,
  * across restarts too: the first child of a parent in a process counts on from the highest `n` the
  * store already has a session for. A child's session is in the store from its accepted trigger on (its
- * saved state holds the task), so every number handed out before a crash is seen after it.
+ * saved state holds the task), so every number handed out before a crash is seen after it. In a
+ * cluster, a parent may have run on another process since this one last numbered its children: taking
+ * the parent's session (over) calls {@link SubagentNumbers.forget}, and its next child counts on from a
+ * fresh listing.
  *
  * @example
  * ```ts
@@ -28,6 +31,12 @@ export class SubagentNumbers {
     const n = this.highest.get(parent)! + 1;
     this.highest.set(parent, n);
     return `${parent}:sub:${n}`;
+  }
+
+  /** Another process may have made children of `parent` since: its next number comes from the store. */
+  forget(parent: string): void {
+    this.highest.delete(parent);
+    this.stored = undefined;
   }
 }
 

@@ -5,7 +5,7 @@ import { markerDeliveryMode, type VisibleReplies, wantsRecovery } from "./delive
 import { isFinalIntent, unreceiptedIntents } from "./delivery-ledger.js";
 import type { QueueSettings } from "./queue-mode.js";
 import type { OwnedMessage } from "./turn-context.js";
-import { RECOVERED } from "./turn-context.js";
+import { RECOVERED, SUBAGENT_CUT_OFF } from "./turn-context.js";
 
 /**
  * What a session persists so that a restarted gateway resumes it exactly once (docs/store.md): the turn
@@ -38,18 +38,32 @@ export interface ResumePlan {
  *   the transcript are not stored twice);
  * - a turn whose final was stored keeps it: if it was undelivered and the crash came before its marker,
  *   the marker is appended now; a substantive one gets its recovery unless one is queued or done;
- * - a recovery cut off before it ended runs again, once.
+ * - a recovery cut off before it ended runs again, once;
+ * - a subagent's task (its turn, or one still queued) never runs again: the tool that waited for its
+ *   final died with the process, and the parent's cut-off turn, which runs again, starts a new child.
  */
 export function planResume(
   state: PersistedSession,
   records: readonly TranscriptRecord[],
   visibleReplies: VisibleReplies,
 ): ResumePlan {
-  const queue = [...state.queue];
-  const summaries = [...state.summaries];
   const repairs: RecordBody[] = [];
   const notes: string[] = [];
-  const pending = state.pending;
+  const cutOff = [...(state.pending ? [state.pending] : []), ...state.queue].filter(isSubagentTask);
+  for (const item of cutOff) {
+    const ids = item.kind === "recovery" ? [] : item.messages.map((message) => message.id);
+    // Stored, so the key stays taken (numbering reads the store's keys) and the story says why.
+    repairs.push({
+      role: "custom",
+      customType: SUBAGENT_CUT_OFF,
+      display: false,
+      details: { messageIds: ids, ...(item === state.pending ? { runId: state.runId } : {}) },
+    });
+    notes.push(`subagent task ${ids.join(", ")} was cut off; it does not run again (its parent's turn does)`);
+  }
+  const queue = state.queue.filter((item) => !isSubagentTask(item));
+  const summaries = [...state.summaries];
+  const pending = state.pending && isSubagentTask(state.pending) ? null : state.pending;
   // A run id may repeat in a transcript (stores written when ids restarted at #1 in every process, or a
   // custom `newRunId`): only records after this turn's own can belong to it.
   const recovered = {
@@ -215,4 +229,10 @@ export function planResume(
   queue.length = 0;
   queue.push(...resends, ...recoveries, ...kept);
   return { queue, summaries, repairs, notes };
+}
+
+/** A turn (or queued item) that is a subagent's task, started by a tool of its parent's turn. */
+function isSubagentTask(item: PendingTurn | QueueItem): boolean {
+  if (item.kind === "recovery" || item.messages.length === 0) return false;
+  return item.messages.every((message) => message.trigger === "subagent");
 }

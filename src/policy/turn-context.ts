@@ -37,6 +37,8 @@ export const TURN_NOTE = "tiller.note";
 export const NOTICED = "tiller.noticed";
 /** A stranded final that a recovery later delivered. */
 export const RECOVERED = "tiller.recovered";
+/** A subagent's turn a crash cut off: it never runs again (its parent's turn starts a new child). */
+export const SUBAGENT_CUT_OFF = "tiller.subagent-cut-off";
 
 const UNDELIVERED_NOTE = "[note: the assistant reply above was never shown to the user]";
 const RECOVERED_NOTE = "[note: the undelivered reply above was delivered to the user later]";

@@ -105,3 +105,35 @@ describe("planResume: messages that joined a turn after its final", () => {
     expect(planResume(state([], pending), records, "auto").queue).toEqual([]);
   });
 });
+
+describe("planResume: a subagent's task", () => {
+  const task = (id: string): OwnedMessage => ({ ...message(id), trigger: "subagent" });
+
+  it("never runs a cut-off task again nor recovers its stored final: nobody waits for it", () => {
+    // The child's final was stored (never delivered: it goes back to its tool) just before the crash.
+    const records = [user("p:sub:1:task"), final("s#1", false, LONG_FINAL)];
+    const pending = { kind: "turn" as const, messages: [task("p:sub:1:task")], summaries: [] };
+    const plan = planResume(state([], pending), records, "auto");
+    expect(plan.queue).toEqual([]);
+    expect(plan.repairs).toEqual([
+      {
+        role: "custom",
+        customType: "tiller.subagent-cut-off",
+        display: false,
+        details: { messageIds: ["p:sub:1:task"], runId: "s#1" },
+      },
+    ]);
+  });
+
+  it("drops a queued task but keeps a message someone sent to the child", () => {
+    const plan = planResume(
+      state([{ kind: "followup", messages: [task("p:sub:1:task")] }, ...followups("u1")]),
+      [],
+      "auto",
+    );
+    expect(plan.queue).toEqual(followups("u1"));
+    expect(plan.repairs.map((repair) => repair.role === "custom" && repair.customType)).toEqual([
+      "tiller.subagent-cut-off",
+    ]);
+  });
+});

@@ -28,12 +28,18 @@ export function useClusteredGateways(db: TestSchema) {
   return async function clusteredGateway(processId: string, options: ClusteredGatewayOptions) {
     const clock = new SystemClock();
     const web = new LoopbackChannel();
-    const store = await PostgresStore.connect({ url: db.url, schema: db.schema, processId });
     const cluster = await createClusterSessions({
       url: db.url,
       schema: db.schema,
       processId,
       ...options.timing,
+    });
+    // State saves between turns carry the session's ownership token, as `tiller serve` wires them.
+    const store = await PostgresStore.connect({
+      url: db.url,
+      schema: db.schema,
+      processId,
+      fences: { fenceFor: () => undefined, ownerFenceFor: (session) => cluster.ownershipFence(session) },
     });
     const gateway = createGateway({
       model: options.model(clock),
@@ -49,6 +55,6 @@ export function useClusteredGateways(db: TestSchema) {
       () => cluster.close(),
       () => gateway.stop(),
     );
-    return { gateway, web, clock };
+    return { gateway, web, clock, cluster, store };
   };
 }
