@@ -177,6 +177,13 @@ export interface TranscriptStore {
    * holds (one process per store).
    */
   claimCommitment?(id: string, now: number, limits?: CommitmentClaimLimits): Promise<CommitmentClaim>;
+  /**
+   * With `claimCommitment`: claims a pending commitment that carries a send intent written under a
+   * claim that has run out (its process died in the middle of the send) or under this store's own
+   * claim, so that this process settles it (sent, receipt unknown: never sent again). A live claim of
+   * another process is refused: its send may still be on its way.
+   */
+  claimCutOffSend?(id: string, now: number): Promise<CommitmentClaim>;
 
   /**
    * Cluster-wide dedupe of inbound message ids, for stores that several gateway processes share:

@@ -27,6 +27,8 @@ export class CommitmentBook {
   private writing = 0;
   /** Where the store's change feed was last read (stores with `loadCommitmentChanges`). */
   private cursor: string | undefined;
+  /** Pending commitments that carry a send intent (a send on its way, or cut off by a crash). */
+  readonly sending = new Set<string>();
 
   constructor(private readonly store: TranscriptStore) {}
 
@@ -113,6 +115,27 @@ export class CommitmentBook {
   }
 
   /**
+   * Whether this process may settle a send cut off on its way (a pending commitment with a send
+   * intent): always on a store of one process; on a shared store only once the store gave it this
+   * process's claim (the sender's claim ran out, or was this process's own), so a send another
+   * process still has on its way is left to its receipt.
+   */
+  claimCutOff(id: string, now: number): Promise<boolean> {
+    if (!this.isShared) return Promise.resolve(true);
+    const claimCutOffSend = this.store.claimCutOffSend?.bind(this.store);
+    if (!claimCutOffSend) return Promise.resolve(false);
+    this.writing++;
+    const run = this.chain.then(async () => {
+      const { claimed, record } = await claimCutOffSend(id, now);
+      if (record) this.remember(record as unknown as Commitment);
+      return claimed;
+    });
+    this.chain = run.catch(() => undefined);
+    void this.chain.then(() => this.writing--);
+    return run;
+  }
+
+  /**
    * Whether this process may review the commitment now: always, on a store without a cluster-wide
    * claim; else the store's claim decides (refusing it, with `maxPerDay`, while the session's sends and
    * sends in flight cluster-wide reach the limit), and memory takes the stored version it returns
@@ -164,6 +187,8 @@ export class CommitmentBook {
   private remember(commitment: Commitment): void {
     const previous = this.byId.get(commitment.id);
     this.byId.set(commitment.id, commitment);
+    if (commitment.status === "pending" && commitment.sending) this.sending.add(commitment.id);
+    else this.sending.delete(commitment.id);
     if (previous && previous.dedupeKey !== commitment.dedupeKey) this.forgetKey(previous);
     if (commitment.status === "pending") {
       let keys = this.pendingKeys.get(commitment.session);

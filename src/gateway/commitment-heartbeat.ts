@@ -13,6 +13,11 @@ export interface HeartbeatSettings {
   everyMs: number;
   maxPerTick: number;
   maxPerDay: number;
+  /**
+   * Settles a send another process cut off (it died between the send intent and the receipt), once
+   * the store lets this process claim it; called on a shared store at every tick.
+   */
+  settleCutOff?: (id: string) => Promise<void>;
   /** XState inspection of every commitment actor. */
   inspect?: (event: InspectionEvent) => void;
 }
@@ -74,12 +79,26 @@ export class CommitmentHeartbeat {
         .catch((error: unknown) =>
           this.deps.logger.warn({ error: errorMessage(error) }, "commitment.refreshFailed"),
         )
+        .then(() => this.settleCutOffs())
         .then(() => {
           if (this.stopped) return;
           this.tick();
           this.arm();
         });
     }, at - this.deps.clock.now());
+  }
+
+  /** Sends cut off on another process (or on this one before a restart), none of them running here. */
+  private async settleCutOffs(): Promise<void> {
+    const settle = this.settings.settleCutOff;
+    if (!settle) return;
+    for (const id of [...this.book.sending]) {
+      if (this.stopped) return;
+      if (this.actors.has(id)) continue;
+      await settle(id).catch((error: unknown) =>
+        this.deps.logger.warn({ id, error: errorMessage(error) }, "commitment.settleFailed"),
+      );
+    }
   }
 
   stop(): void {

@@ -132,8 +132,35 @@ export function createCommitments(options: CommitmentsDeps) {
       }),
     },
   });
+  /**
+   * A send cut off on its way (its process died between the send intent and the receipt): the channel
+   * may or may not have taken it, so it is never sent again (at most once) and counts as sent. On a
+   * shared store only once the sender's claim ran out: until then its send may still be on its way.
+   */
+  async function settleCutOff(id: string): Promise<void> {
+    if (!(await book.claimCutOff(id, clock.now()))) return;
+    const commitment = book.get(id);
+    if (commitment?.status !== "pending" || !commitment.sending) return;
+    const { sending, ...rest } = commitment;
+    const at = clock.now();
+    await book.put({
+      ...rest,
+      status: "sent",
+      sent: { at: sending.at, text: sending.text, receipt: "unknown" },
+      updatedAt: at,
+      endedAt: at,
+    });
+    emit("commitment.sendInterrupted", {
+      session: commitment.session,
+      id: commitment.id,
+      receipt: "unknown",
+      text: sending.text,
+    });
+  }
+
   const heartbeat = new CommitmentHeartbeat(deps, book, machine, {
     everyMs,
+    settleCutOff,
     maxPerTick: config.commitments.maxPerTick ?? 3,
     maxPerDay,
     ...(options.inspect ? { inspect: options.inspect } : {}),
@@ -235,26 +262,8 @@ export function createCommitments(options: CommitmentsDeps) {
     /** Loads stored commitments, settles sends a crash cut off, and arms the heartbeat. */
     async start(): Promise<void> {
       if (!book.isDurable) return;
-      const loaded = await book.load();
-      for (const commitment of loaded) {
-        if (commitment.status !== "pending" || !commitment.sending) continue;
-        // The channel may or may not have taken it: never send again (at most once), count it as sent.
-        const { sending, ...rest } = commitment;
-        const at = clock.now();
-        await book.put({
-          ...rest,
-          status: "sent",
-          sent: { at: sending.at, text: sending.text, receipt: "unknown" },
-          updatedAt: at,
-          endedAt: at,
-        });
-        emit("commitment.sendInterrupted", {
-          session: commitment.session,
-          id: commitment.id,
-          receipt: "unknown",
-          text: sending.text,
-        });
-      }
+      await book.load();
+      for (const id of [...book.sending]) await settleCutOff(id);
       if (enabled) heartbeat.arm();
     },
     stop(): void {

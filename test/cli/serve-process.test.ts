@@ -40,7 +40,16 @@ describe("tiller serve", () => {
     const events = follow(`${first.url}/v1/events?session=web%3Ak`);
     await events.opened;
     await post(first.url, "web:k", "what now?", "k2");
-    await events.waitFor((event) => event.event === "final.delivered");
+    // The session is idle again after that turn's final (not just delivered), so the task starts a
+    // turn of its own.
+    const final = await events.waitFor((event) => event.event === "final.delivered");
+    await events.waitFor(
+      (event) =>
+        events.events.indexOf(event) > events.events.indexOf(final) &&
+        event.event === "state" &&
+        event.data.machine === "session" &&
+        event.data.value === "idle",
+    );
     const task = await post(first.url, "web:k", "please run a task", "k3");
     expect(task.body.ack.disposition).toBe("started");
     await events.waitFor((event) => event.event === "tool.started");

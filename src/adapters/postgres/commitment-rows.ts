@@ -181,6 +181,28 @@ export class CommitmentRows {
     });
   }
 
+  /**
+   * Claims a pending commitment whose send intent was written under a claim that has run out (its
+   * process died mid-send: the channel may or may not have taken it), or under this process's own
+   * claim, so that this process may settle it. A live claim of another process is left alone: its
+   * send may still be on its way and its receipt is the truth.
+   */
+  async claimCutOff(id: string, now: number): Promise<CommitmentClaim> {
+    const { rows } = await this.pool.query<{ claimed: string | null; current: string | null }>(
+      `WITH pick AS (
+         SELECT id FROM commitments
+          WHERE id = $1 AND status = 'pending' AND sending
+            AND (claimed_by IS NULL OR claimed_by = $2 OR claimed_until_ms <= $3)
+          FOR UPDATE SKIP LOCKED),
+       taken AS (
+         UPDATE commitments c SET claimed_by = $2, claimed_until_ms = $3::float8 + $4::float8
+           FROM pick WHERE c.id = pick.id RETURNING c.body)
+       SELECT (SELECT body FROM taken) AS claimed, (SELECT body FROM commitments WHERE id = $1) AS current`,
+      [id, this.processId, now, this.leaseMs],
+    );
+    return claimOf(rows[0]);
+  }
+
   private async take(db: pg.Pool | pg.PoolClient, id: string, now: number): Promise<CommitmentClaim> {
     const { rows } = await db.query<{ claimed: string | null; current: string | null }>(
       `WITH pick AS (
@@ -194,12 +216,7 @@ export class CommitmentRows {
        SELECT (SELECT body FROM taken) AS claimed, (SELECT body FROM commitments WHERE id = $1) AS current`,
       [id, this.processId, now, this.leaseMs],
     );
-    const row = rows[0];
-    const body = row?.claimed ?? row?.current ?? null;
-    return {
-      claimed: row?.claimed !== null && row?.claimed !== undefined,
-      record: body === null ? undefined : (JSON.parse(body) as StoredCommitment),
-    };
+    return claimOf(rows[0]);
   }
 
   private check(row: Encoded, stored: StoredRow | undefined): void {
@@ -246,6 +263,15 @@ function encode(record: StoredCommitment): Encoded {
     sending: sending !== undefined && sending !== null,
     sendingAt: number(sending?.at),
     sentMs: number(sent?.at),
+  };
+}
+
+/** A claim's answer: claimed (the body it took) or not, and the latest stored version either way. */
+function claimOf(row: { claimed: string | null; current: string | null } | undefined): CommitmentClaim {
+  const body = row?.claimed ?? row?.current ?? null;
+  return {
+    claimed: row?.claimed !== null && row?.claimed !== undefined,
+    record: body === null ? undefined : (JSON.parse(body) as StoredCommitment),
   };
 }
 

@@ -253,6 +253,10 @@ export class PostgresStore implements TranscriptStore {
     return this.commitments.claim(id, now, limits?.maxPerDay);
   }
 
+  claimCutOffSend(id: string, now: number): Promise<CommitmentClaim> {
+    return this.commitments.claimCutOff(id, now);
+  }
+
   async claimMessageId(session: string, messageId: string, at: number, since: number): Promise<boolean> {
     checkKey(session);
     // The session's ids older than the window go on the way (its rows stay few).

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
+import type { OutboundMessage } from "../../../src/adapters/channel.js";
 import type { ModelReply } from "../../../src/adapters/model.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
@@ -18,7 +19,7 @@ import { usePostgresSchema } from "../../support/postgres.js";
 
 const db = usePostgresSchema("claim");
 afterAll(async () => {
-  for (const suffix of ["a", "b", "c", "d"])
+  for (const suffix of ["a", "b", "c", "d", "e"])
     await db.pool.query(`DROP SCHEMA IF EXISTS ${db.schema}_${suffix} CASCADE`);
 });
 const SESSIONS = ["web:1", "web:2", "web:3", "web:4", "web:5", "web:6"];
@@ -63,6 +64,20 @@ async function processOn(
   return { ...g, reviews };
 }
 
+/** A channel whose commitment sends wait until `release()` (a send still on its way). */
+class ReleasableChannel extends StallingChannel {
+  readonly waiting: Array<() => void> = [];
+  override async send(message: OutboundMessage) {
+    if (message.kind !== "commitment") return super.send(message);
+    this.sent.push(message);
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return { messageId: "out-1" };
+  }
+  release(): void {
+    for (const resume of this.waiting.splice(0)) resume();
+  }
+}
+
 const commitmentSends = (channel: { sent: Array<{ kind: string; deliveryId?: string }> }) =>
   channel.sent.filter((sent) => sent.kind === "commitment").map((sent) => sent.deliveryId);
 
@@ -102,7 +117,7 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     for (const g of gateways) await g.gateway.stop();
   });
 
-  it("never sends a commitment whose claimer died after writing its send intent", async () => {
+  it("never sends a commitment whose claimer died after writing its send intent, and settles it once the claim ran out", async () => {
     const schema = `${db.schema}_b`;
     const [id] = await seed(schema, ["web:1"]);
     const text = "Do you still need the room?";
@@ -115,20 +130,44 @@ describe("commitments on one PostgreSQL, several gateways", () => {
     await a.idle(HOUR + 1000);
     expect(commitmentSends(stalling)).toEqual([`commitment:${id}`]);
     expect(await statuses(schema)).toMatchObject([{ status: "pending", sending: true, claimed_by: "pa" }]);
-    // kill -9 of A: its clock stops. B keeps ticking well past A's lease and never takes it.
+    // kill -9 of A: its clock stops. While A's claim (3 h) may still be alive, B leaves the send alone.
+    await b.idle(3 * HOUR + 1000);
+    expect(b.ofType("commitment.sendInterrupted")).toEqual([]);
+    expect(await statuses(schema)).toMatchObject([{ status: "pending", sending: true, claimed_by: "pa" }]);
+    // Once it ran out, B settles it without a restart: sent, receipt unknown, never sent again.
     await b.idle(30 * HOUR);
     expect(commitmentSends(b.channel)).toEqual([]);
     expect(b.reviews()).toEqual([]);
-    expect(b.gateway.commitments.list()[0]).toMatchObject({ status: "pending", sending: { text } });
-    // A process starting later settles the interrupted send as sent with an unknown receipt.
-    const c = await processOn(schema, "pc", () => decision("still_pending_user", text), {
-      clock: new SimulatedClock(b.clock.now()),
+    expect(b.ofType("commitment.sendInterrupted")).toMatchObject([{ id, receipt: "unknown", text }]);
+    expect(b.gateway.commitments.list()[0]).toMatchObject({
+      status: "sent",
+      sent: { text, receipt: "unknown" },
     });
-    await c.idle(c.clock.now() + 30 * HOUR);
-    expect(commitmentSends(c.channel)).toEqual([]);
-    expect(await statuses(schema)).toMatchObject([{ status: "sent", sending: false }]);
+    expect(await statuses(schema)).toMatchObject([{ status: "sent", sending: false, claimed_by: null }]);
     await b.gateway.stop();
-    await c.gateway.stop();
+  });
+
+  it("leaves a send another live process has on its way to that send's receipt, even at its own start", async () => {
+    const schema = `${db.schema}_e`;
+    const [id] = await seed(schema, ["web:1"]);
+    const text = "Do you still need the room?";
+    const slow = new ReleasableChannel();
+    const a = await processOn(schema, "pa", () => decision("still_pending_user", text), { channel: slow });
+    await a.idle(HOUR + 1000);
+    expect(slow.waiting).toHaveLength(1);
+    // B starts (and ticks) while A's send is on its way: it must not call it cut off.
+    const b = await processOn(schema, "pb", () => decision("still_pending_user", text), {
+      clock: new SimulatedClock(a.clock.now()),
+    });
+    await b.idle(b.clock.now() + 2 * HOUR);
+    expect(b.ofType("commitment.sendInterrupted")).toEqual([]);
+    slow.release();
+    await a.idle(a.clock.now() + 1000);
+    expect(a.ofType("commitment.sent")).toMatchObject([{ id }]);
+    const { rows } = await db.pool.query<{ body: string }>(`SELECT body FROM ${schema}.commitments`);
+    expect(JSON.parse(rows[0]!.body)).toMatchObject({ status: "sent", sent: { receipt: "committed" } });
+    await a.gateway.stop();
+    await b.gateway.stop();
   });
 
   it("takes a dead claimer's commitment again once its lease ran out, and sends it once", async () => {
