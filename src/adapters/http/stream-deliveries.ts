@@ -1,4 +1,4 @@
-import { type DeliveryRecord, readDeliveriesAfter } from "./delivery-log.js";
+import { type DeliveryRecord, deliverySeq, readDeliveriesAfter } from "./delivery-log.js";
 import type { SseStream } from "./sse-stream.js";
 import type { WebChannel } from "./web-channel.js";
 
@@ -7,7 +7,8 @@ import type { WebChannel } from "./web-channel.js";
  * when it is absent or unknown, so a client never misses one), then each new one as it is stored, here
  * or (on a shared log) by another process. The stream reads the log after a cursor, one batch at a
  * time, and reads again only once the batch is written, so a slow client waits on its socket, never on
- * a growing buffer.
+ * a growing buffer. A client whose cursor was pruned (it fell more than the log keeps behind) is
+ * told what it missed by a `pruned` event before the oldest kept delivery.
  */
 export async function streamDeliveries(
   sse: SseStream,
@@ -55,6 +56,8 @@ export async function streamDeliveries(
     try {
       batch = await readDeliveriesAfter(web.log, session, cursor);
       index = 0;
+      const gap = prunedBetween(cursor, batch[0]);
+      if (gap) sse.send({ event: "pruned", data: gap });
     } catch {
       // Read again at the next wake-up (the next delivery; a shared log's poll), not in a loop.
       batch = [];
@@ -70,4 +73,20 @@ export async function streamDeliveries(
   // Subscribed before the first read, so a delivery stored meanwhile is not missed.
   sse.onClose(web.watch(session, wake));
   await read();
+}
+
+/**
+ * The deliveries a client missed because they were pruned: those between its cursor and the first
+ * one it is sent next (ids count on by one per delivery: `<seq>-<random>`). Undefined when nothing is
+ * missing, or when the cursor is not a delivery id of this log's form.
+ */
+function prunedBetween(
+  cursor: string | undefined,
+  next: DeliveryRecord | undefined,
+): { after: string; next: string; missed: number } | undefined {
+  if (cursor === undefined || next === undefined) return undefined;
+  const from = deliverySeq(cursor);
+  const to = deliverySeq(next.messageId);
+  if (!Number.isInteger(from) || !Number.isInteger(to) || to <= from + 1) return undefined;
+  return { after: cursor, next: next.messageId, missed: to - from - 1 };
 }

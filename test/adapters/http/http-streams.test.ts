@@ -88,6 +88,10 @@ describe("deliveries stream", { timeout: 20_000 }, () => {
     await pruned.waitFor(() => pruned.of("delivery").length === 2);
     expect(fresh.of("delivery").map((event) => event.id)).toEqual(ids.slice(2));
     expect(pruned.of("delivery").map((event) => event.id)).toEqual(ids.slice(2));
+    // The client that fell behind is told what it missed, before the oldest kept delivery.
+    expect(pruned.events.map((event) => event.event)).toEqual(["pruned", "delivery", "delivery"]);
+    expect(pruned.of("pruned")[0]!.data).toEqual({ after: ids[0], next: ids[2], missed: 1 });
+    expect(fresh.of("pruned")).toEqual([]);
   });
 });
 
