@@ -86,8 +86,9 @@ export class MemoryStore implements TranscriptStore {
     return log!.head();
   }
 
-  async sessions(): Promise<string[]> {
-    return [...new Set([...this.logs.keys(), ...this.states.keys()])].sort();
+  async sessions(prefix?: string): Promise<string[]> {
+    const keys = [...new Set([...this.logs.keys(), ...this.states.keys()])].sort();
+    return prefix === undefined ? keys : keys.filter((key) => key.startsWith(prefix));
   }
 
   async saveState(session: string, state: unknown): Promise<void> {

@@ -132,8 +132,11 @@ export interface TranscriptStore {
    */
   rotate(session: string, expect: ExpectedHead): Promise<TranscriptHead>;
 
-  /** Session keys with a transcript or state in this store. */
-  sessions(): Promise<string[]>;
+  /**
+   * Session keys with a transcript or state in this store, sorted; with `prefix`, only those that
+   * start with it (a store that cannot filter may return more: callers check the prefix themselves).
+   */
+  sessions(prefix?: string): Promise<string[]>;
 
   /** Durable per-session resume state (JSON); `null` deletes it. Atomic: old or new, never torn. */
   saveState(session: string, state: unknown): Promise<void>;

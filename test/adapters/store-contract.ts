@@ -228,6 +228,15 @@ export function storeContract(
       expect(await store.sessions()).toEqual(["both", "with-state", "with-transcript"]);
     });
 
+    it("lists only the sessions whose key starts with a prefix, when asked", async () => {
+      for (const key of ["web:1", "web:1:sub:1", "web:1:sub:2", "web:10:sub:1", "slack:web:1:sub:3"])
+        await store.open(key);
+      await store.saveState("web:1:sub:3", { x: 1 });
+      expect(await store.sessions("web:1:sub:")).toEqual(["web:1:sub:1", "web:1:sub:2", "web:1:sub:3"]);
+      expect(await store.sessions("%")).toEqual([]);
+      expect(await store.sessions("")).toEqual(await store.sessions());
+    });
+
     it("returns copies: mutating inputs or results never changes what is stored", async () => {
       const head = await store.open("A");
       const body = {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import type { ScriptedRule } from "../../src/adapters/scripted-model.js";
 import type { ToolDefinition } from "../../src/adapters/tool.js";
+import { SubagentNumbers } from "../../src/gateway/subagent-numbers.js";
 import { gatewayOn } from "../support/gateway-on.js";
 
 // Subagent sessions: explain() of the parent's message lists them, and their keys are never reused,
@@ -66,5 +67,26 @@ describe("subagent sessions", () => {
     expect(await store.read("web:1:sub:2")).toEqual(before);
     const third = await store.read("web:1:sub:3");
     expect(third.filter((r) => r.role === "user").map((r) => r.text)).toEqual(["look up tides"]);
+  });
+
+  it("numbers a parent taken over from another process on from its children in the store, listing only those", async () => {
+    const store = new MemoryStore();
+    const listings: Array<string | undefined> = [];
+    const sessions = store.sessions.bind(store);
+    store.sessions = (prefix?: string) => {
+      listings.push(prefix);
+      return sessions(prefix);
+    };
+    await store.open("web:a:sub:1");
+    const numbers = new SubagentNumbers(store);
+    expect(await numbers.next("web:a")).toBe("web:a:sub:2");
+    expect(await numbers.next("web:b")).toBe("web:b:sub:1");
+    // web:a ran on another process meanwhile, which made children 3 to 5; this process takes it back.
+    for (const n of [3, 4, 5]) await store.open(`web:a:sub:${n}`);
+    numbers.forget("web:a");
+    expect(await numbers.next("web:a")).toBe("web:a:sub:6");
+    expect(await numbers.next("web:b")).toBe("web:b:sub:2");
+    // One listing of every key, then one of web:a's children only.
+    expect(listings).toEqual([undefined, "web:a:sub:"]);
   });
 });

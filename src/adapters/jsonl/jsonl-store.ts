@@ -193,7 +193,7 @@ export class JsonlStore implements TranscriptStore {
     return head;
   }
 
-  async sessions(): Promise<string[]> {
+  async sessions(prefix?: string): Promise<string[]> {
     await this.checkOpen();
     const keys = new Set<string>();
     for (const name of await readdir(this.dir)) {
@@ -208,7 +208,7 @@ export class JsonlStore implements TranscriptStore {
         key = await this.track(readFileKey(join(this.dir, name), base));
         if (key !== undefined) this.keysByName.set(base, key);
       }
-      if (key !== undefined) keys.add(key);
+      if (key !== undefined && (prefix === undefined || key.startsWith(prefix))) keys.add(key);
     }
     return [...keys].sort();
   }

@@ -193,10 +193,18 @@ export class PostgresStore implements TranscriptStore {
     );
   }
 
-  async sessions(): Promise<string[]> {
-    const { rows } = await this.pool.query<{ session_key: string }>(
-      "SELECT session_key FROM sessions UNION SELECT session_key FROM session_state",
-    );
+  async sessions(prefix?: string): Promise<string[]> {
+    const { rows } =
+      prefix === undefined
+        ? await this.pool.query<{ session_key: string }>(
+            "SELECT session_key FROM sessions UNION SELECT session_key FROM session_state",
+          )
+        : // Only the matching keys cross the wire (a subagent's parent lists its children this way).
+          await this.pool.query<{ session_key: string }>(
+            `SELECT session_key FROM sessions WHERE starts_with(session_key, $1)
+             UNION SELECT session_key FROM session_state WHERE starts_with(session_key, $1)`,
+            [prefix],
+          );
     // Sorted as the other stores sort (UTF-16 code units), not by the database's collation.
     return rows.map((row) => row.session_key).sort();
   }
