@@ -1,6 +1,8 @@
 /** Helpers the gateway benches share: figures, statistics, gc(), CPU time and a channel that keeps nothing. */
+
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import pg from "pg";
 import type { Channel, DeliveryReceipt } from "../src/adapters/channel.js";
 
 export type Figures = Record<string, number | string>;
@@ -48,4 +50,23 @@ export class NullChannel implements Channel {
   async send(): Promise<DeliveryReceipt> {
     return { messageId: `out-${++this.counter}` };
   }
+}
+
+/**
+ * The PostgreSQL a bench uses (`TILLER_DATABASE_URL`, else `TILLER_TEST_DATABASE_URL`, else the local
+ * server) and a connected admin client; or, when none answers within a second, why the bench skips.
+ */
+export async function benchDatabase(): Promise<{ url: string; admin: pg.Client } | { skipped: string }> {
+  const url =
+    process.env.TILLER_DATABASE_URL ??
+    process.env.TILLER_TEST_DATABASE_URL ??
+    "postgres://postgres@127.0.0.1:5432/test";
+  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  admin.on("error", () => {});
+  try {
+    await admin.connect();
+  } catch {
+    return { skipped: `no PostgreSQL answered at ${new URL(url).host} (set TILLER_DATABASE_URL)` };
+  }
+  return { url, admin };
 }

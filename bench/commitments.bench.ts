@@ -11,7 +11,6 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import type { ActorDeps } from "../src/actors/deps.js";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import { MemoryStore } from "../src/adapters/memory-store.js";
@@ -23,7 +22,7 @@ import { CommitmentHeartbeat } from "../src/gateway/commitment-heartbeat.js";
 import { silentLogger } from "../src/logger.js";
 import { commitmentMachine } from "../src/machines/commitment.machine.js";
 import type { Commitment } from "../src/machines/commitment.types.js";
-import { ensureGc, type Figures, median, round } from "./bench-support.js";
+import { benchDatabase, ensureGc, type Figures, median, round } from "./bench-support.js";
 
 const SESSIONS = 10_000;
 const DUE = 100;
@@ -145,19 +144,12 @@ async function restartMs(pending: number): Promise<{ ms: number; fileMb: number 
  * gets (`loadCommitments`, compared record by record with memory), median of 30 each.
  */
 async function refreshFigures(pending: number): Promise<Figures> {
-  const url =
-    process.env.TILLER_DATABASE_URL ??
-    process.env.TILLER_TEST_DATABASE_URL ??
-    "postgres://postgres@127.0.0.1:5432/test";
-  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  admin.on("error", () => {});
-  try {
-    await admin.connect();
-  } catch {
-    const line = `skipped: no PostgreSQL answered at ${new URL(url).host} (set TILLER_DATABASE_URL)`;
-    console.log(`commitments refresh bench ${line}`);
-    return { "refresh.pg": line };
+  const database = await benchDatabase();
+  if ("skipped" in database) {
+    console.log(`commitments refresh bench skipped: ${database.skipped}`);
+    return { "refresh.pg": `skipped: ${database.skipped}` };
   }
+  const { url, admin } = database;
   const schema = `bench_commitments_${randomBytes(4).toString("hex")}`;
   const store = await PostgresStore.connect({ url, schema, poolSize: 2 });
   try {

@@ -8,12 +8,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { type DeliveryLog, MemoryDeliveryLog } from "../src/adapters/http/delivery-log.js";
 import { FileDeliveryLog } from "../src/adapters/http/file-delivery-log.js";
 import { PostgresDeliveryLog } from "../src/adapters/postgres/postgres-delivery-log.js";
 import { sessionFileName } from "../src/adapters/session-key.js";
-import { envNumber, type Figures, percentile, round } from "./bench-support.js";
+import { benchDatabase, envNumber, type Figures, percentile, round } from "./bench-support.js";
 
 const MEMORY_APPENDS = envNumber("TILLER_BENCH_DELIVERY_MEMORY", 200_000);
 const FILE_APPENDS = envNumber("TILLER_BENCH_DELIVERY_FILE", 3000);
@@ -79,17 +78,9 @@ async function file(): Promise<Figures> {
 }
 
 async function postgres(): Promise<Figures> {
-  const url =
-    process.env.TILLER_DATABASE_URL ??
-    process.env.TILLER_TEST_DATABASE_URL ??
-    "postgres://postgres@127.0.0.1:5432/test";
-  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  admin.on("error", () => {});
-  try {
-    await admin.connect();
-  } catch {
-    return { "postgres.skipped": `no PostgreSQL answered at ${new URL(url).host}` };
-  }
+  const database = await benchDatabase();
+  if ("skipped" in database) return { "postgres.skipped": database.skipped };
+  const { url, admin } = database;
   const figures: Figures = {};
   try {
     for (const [label, keep] of [

@@ -13,7 +13,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import type { ModelProvider } from "../src/adapters/model.js";
 import { createClusterLanes } from "../src/adapters/postgres/cluster-lanes.js";
@@ -22,7 +21,7 @@ import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import type { ToolDefinition } from "../src/adapters/tool.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
-import { type Figures, percentile, round } from "./bench-support.js";
+import { benchDatabase, type Figures, percentile, round } from "./bench-support.js";
 import { CountingChannel, instantModel, playWorkload } from "./cluster-workload.js";
 
 const PROCESSES = 3;
@@ -34,19 +33,12 @@ const LEASE_MS = 2000;
 const STEERS = 60;
 
 export async function benchPostgres(): Promise<Figures> {
-  const url =
-    process.env.TILLER_DATABASE_URL ??
-    process.env.TILLER_TEST_DATABASE_URL ??
-    "postgres://postgres@127.0.0.1:5432/test";
-  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  admin.on("error", () => {});
-  try {
-    await admin.connect();
-  } catch {
-    const line = `skipped: no PostgreSQL answered at ${new URL(url).host} (set TILLER_DATABASE_URL)`;
-    console.log(`postgres bench ${line}`);
-    return { skipped: line };
+  const database = await benchDatabase();
+  if ("skipped" in database) {
+    console.log(`postgres bench skipped: ${database.skipped}`);
+    return { skipped: `skipped: ${database.skipped}` };
   }
+  const { url, admin } = database;
   const schema = `bench_${randomBytes(4).toString("hex")}`;
   try {
     return {

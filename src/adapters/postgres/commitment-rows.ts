@@ -7,6 +7,26 @@ import { inTransaction } from "./connection.js";
 
 const DAY_MS = 24 * 3_600_000;
 
+/**
+ * A claim of commitment `$1` for process `$2` at `$3` (gateway clock) with a lease of `$4` ms: taken
+ * `FOR UPDATE SKIP LOCKED` when `which` holds and no live claim of another process does, so of
+ * processes claiming at once exactly one wins and none waits. Answers the body it claimed (or null)
+ * and the latest stored body.
+ */
+const claimSql = (which: string) => `WITH pick AS (
+  SELECT id FROM commitments
+   WHERE id = $1 AND status = 'pending' AND ${which}
+     AND (claimed_by IS NULL OR claimed_by = $2 OR claimed_until_ms <= $3)
+   FOR UPDATE SKIP LOCKED),
+taken AS (
+  UPDATE commitments c SET claimed_by = $2, claimed_until_ms = $3::float8 + $4::float8
+    FROM pick WHERE c.id = pick.id RETURNING c.body)
+SELECT (SELECT body FROM taken) AS claimed, (SELECT body FROM commitments WHERE id = $1) AS current`;
+/** For its review: due, and no send of it in flight. */
+const REVIEW_CLAIM = claimSql("NOT sending AND due_ms <= $3");
+/** To settle a send cut off on its way: its intent is there (the claim test does the rest). */
+const CUT_OFF_CLAIM = claimSql("sending");
+
 interface StoredRow {
   id: string;
   status: string | null;
@@ -187,35 +207,27 @@ export class CommitmentRows {
    * claim, so that this process may settle it. A live claim of another process is left alone: its
    * send may still be on its way and its receipt is the truth.
    */
-  async claimCutOff(id: string, now: number): Promise<CommitmentClaim> {
-    const { rows } = await this.pool.query<{ claimed: string | null; current: string | null }>(
-      `WITH pick AS (
-         SELECT id FROM commitments
-          WHERE id = $1 AND status = 'pending' AND sending
-            AND (claimed_by IS NULL OR claimed_by = $2 OR claimed_until_ms <= $3)
-          FOR UPDATE SKIP LOCKED),
-       taken AS (
-         UPDATE commitments c SET claimed_by = $2, claimed_until_ms = $3::float8 + $4::float8
-           FROM pick WHERE c.id = pick.id RETURNING c.body)
-       SELECT (SELECT body FROM taken) AS claimed, (SELECT body FROM commitments WHERE id = $1) AS current`,
-      [id, this.processId, now, this.leaseMs],
-    );
-    return claimOf(rows[0]);
+  claimCutOff(id: string, now: number): Promise<CommitmentClaim> {
+    return this.takeWhere(this.pool, CUT_OFF_CLAIM, id, now);
   }
 
-  private async take(db: pg.Pool | pg.PoolClient, id: string, now: number): Promise<CommitmentClaim> {
-    const { rows } = await db.query<{ claimed: string | null; current: string | null }>(
-      `WITH pick AS (
-         SELECT id FROM commitments
-          WHERE id = $1 AND status = 'pending' AND NOT sending AND due_ms <= $3
-            AND (claimed_by IS NULL OR claimed_by = $2 OR claimed_until_ms <= $3)
-          FOR UPDATE SKIP LOCKED),
-       taken AS (
-         UPDATE commitments c SET claimed_by = $2, claimed_until_ms = $3::float8 + $4::float8
-           FROM pick WHERE c.id = pick.id RETURNING c.body)
-       SELECT (SELECT body FROM taken) AS claimed, (SELECT body FROM commitments WHERE id = $1) AS current`,
-      [id, this.processId, now, this.leaseMs],
-    );
+  private take(db: pg.Pool | pg.PoolClient, id: string, now: number): Promise<CommitmentClaim> {
+    return this.takeWhere(db, REVIEW_CLAIM, id, now);
+  }
+
+  /** Takes the claim of row `id` for this process when `sql` picks it; the latest version either way. */
+  private async takeWhere(
+    db: pg.Pool | pg.PoolClient,
+    sql: string,
+    id: string,
+    now: number,
+  ): Promise<CommitmentClaim> {
+    const { rows } = await db.query<{ claimed: string | null; current: string | null }>(sql, [
+      id,
+      this.processId,
+      now,
+      this.leaseMs,
+    ]);
     return claimOf(rows[0]);
   }
 
