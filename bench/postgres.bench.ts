@@ -1,5 +1,6 @@
 /**
- * PostgreSQL figures: claim latency of the cluster lanes (run() to the task's start, a free slot),
+ * PostgreSQL figures: claim latency of the cluster lanes (run() to the task's start, a free slot), and
+ * with 50,000 rows waiting (the claim as the lanes run it against a full pass over the queue),
  * turns per second of three gateway processes on one database against one process on the JSONL store
  * (the same workload, in the same run, as a ratio), the takeover time after kill -9 against the
  * lease (of a lane slot, and of a whole session whose turn is resumed elsewhere), and the steer latency
@@ -22,6 +23,7 @@ import type { ToolDefinition } from "../src/adapters/tool.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
 import { benchDatabase, type Figures, percentile, round } from "./bench-support.js";
+import { claimBacklog } from "./claim-backlog.js";
 import { CountingChannel, instantModel, playWorkload } from "./cluster-workload.js";
 
 const PROCESSES = 3;
@@ -43,6 +45,7 @@ export async function benchPostgres(): Promise<Figures> {
   try {
     return {
       ...(await claimLatency(url, schema)),
+      ...(await claimBacklog(url, schema, 50_000)),
       ...(await turnsPerSecond(url, schema)),
       ...(await takeover(url, schema)),
       ...(await steerLatency(url, `${schema}_s`)),

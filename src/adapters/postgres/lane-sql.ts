@@ -18,9 +18,9 @@ export const LOCK_LANE = "SELECT pg_advisory_xact_lock(hashtext($1))";
  * waited (0 turns aging off), never above foreground (0). Read on the database's clock, so every
  * process ages a row alike.
  */
-const LEVEL = (agingMs: string) => `CASE WHEN ${agingMs} > 0
-   THEN greatest(0, r.priority - floor(extract(epoch FROM clock_timestamp() - r.enqueued_at) * 1000 / ${agingMs}))
-   ELSE r.priority END`;
+const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
+   THEN greatest(0, ${row}.priority - floor(extract(epoch FROM clock_timestamp() - ${row}.enqueued_at) * 1000 / ${agingMs}))
+   ELSE ${row}.priority END`;
 
 /**
  * Grants the lane's free slots, under LOCK_LANE. A session's head is its first waiting row in any lane
@@ -49,6 +49,50 @@ pick AS (
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
        lease_until = clock_timestamp() + $3 * interval '1 millisecond'
  WHERE id IN (SELECT id FROM pick)
+RETURNING id, owner, local_id, fence, session_key`;
+
+/** The oldest `$4` waiting rows of one priority class of lane `$1` (read through lane_runs_queued_class). */
+const CLASS_WINDOW = (priority: number) =>
+  `(SELECT id, session_key, owner, priority, enqueued_at FROM lane_runs
+     WHERE lane = $1 AND state = 'queued' AND priority = ${priority} ORDER BY id LIMIT $4)`;
+
+/**
+ * The claim's quick path (CLAIM chooses the same rows, reading every waiting row of the lane): only
+ * the oldest `$4` rows of each priority class are candidates, read through an index. Within a class a
+ * row's aged level never beats an older row's, so the class's later rows all rank after its last
+ * candidate (`edges`); the caller grants `ids` when that proves them the lane's best, and runs
+ * CLAIM otherwise. Candidates are checked as CLAIM checks heads: the session's best waiting row in any
+ * lane, no run of the session active, its process alive. `$3`: the aging period (ms).
+ */
+export const CLAIM_WINDOW = `
+WITH cap AS (
+  SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
+                  - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free),
+cand AS (${CLASS_WINDOW(0)} UNION ALL ${CLASS_WINDOW(1)} UNION ALL ${CLASS_WINDOW(2)}),
+leveled AS (SELECT c.id, c.session_key, c.owner, c.priority, ${LEVEL("$3::float8", "c")} AS level FROM cand c),
+eligible AS (
+  SELECT l.id, l.level FROM leveled l
+   WHERE NOT EXISTS (SELECT 1 FROM lane_runs o
+                      WHERE o.session_key = l.session_key AND o.state = 'queued' AND o.id <> l.id
+                        AND (${LEVEL("$3::float8", "o")}, o.id) < (l.level, l.id))
+     AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = l.session_key AND a.state = 'active')
+     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = l.owner AND p.alive_until > clock_timestamp())
+   ORDER BY l.level, l.id
+   LIMIT (SELECT free FROM cap)),
+edges AS (
+  SELECT DISTINCT ON (priority) priority, level, id, count(*) OVER (PARTITION BY priority) AS n
+    FROM leveled ORDER BY priority, id DESC)
+SELECT (SELECT free FROM cap)::int AS free,
+       coalesce((SELECT array_agg(id::text ORDER BY level, id) FROM eligible), '{}') AS ids,
+       coalesce((SELECT array_agg(level::int ORDER BY level, id) FROM eligible), '{}') AS levels,
+       coalesce((SELECT json_agg(json_build_object('n', n, 'level', level, 'id', id::text)) FROM edges), '[]')
+         AS edges`;
+
+/** Grants the rows the quick path chose (still waiting: one dequeued meanwhile is left out). */
+export const GRANT = `
+UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
+       lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+ WHERE id = ANY($1::bigint[]) AND state = 'queued'
 RETURNING id, owner, local_id, fence, session_key`;
 
 /** Wakes the processes whose tasks a claim granted (delivered when the claim commits). */

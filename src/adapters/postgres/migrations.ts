@@ -264,4 +264,11 @@ CREATE INDEX commitments_change ON commitments (change_seq);
 -- commitments in flight are found through commitments_key)
 CREATE INDEX commitments_sent ON commitments (session_key, sent_ms) WHERE sent_ms IS NOT NULL;`,
   },
+  {
+    version: 9,
+    name: "waiting lane rows by priority class",
+    sql: `
+-- the claim's quick path reads the oldest waiting rows of each priority class of a lane
+CREATE INDEX lane_runs_queued_class ON lane_runs (lane, priority, id) WHERE state = 'queued';`,
+  },
 ];
