@@ -35,9 +35,20 @@ export function usePostgresSchema(prefix: string): TestSchema {
     await pool.query(`CREATE SCHEMA ${schema}`);
   });
   afterAll(async () => {
-    await pool?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    // A connection of a process the suite just killed may still hold locks for a moment: a drop that
+    // deadlocks with it, or waits for it too long, is tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await pool?.query(`SET lock_timeout = '5s'; DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        break;
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt >= 5 || (code !== "40P01" && code !== "55P03")) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
     await pool?.end();
-  });
+  }, 60_000);
   return {
     url,
     schema,

@@ -32,6 +32,8 @@ export function useServeProcesses(prefix: string) {
   });
   afterAll(async () => {
     for (const running of live) running.proc.kill("SIGKILL");
+    // Gone before the suite's other hooks run (a schema dropped under a live process deadlocks).
+    await Promise.all([...live].map((running) => running.exited));
     await rm(dir, { recursive: true, force: true });
   });
   return {
