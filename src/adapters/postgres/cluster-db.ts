@@ -28,28 +28,6 @@ interface GrantRow {
   session_key: string;
 }
 
-/**
- * Whether the quick path's choice is the lane's best: a class whose window was full has later rows,
- * all ranking after its last candidate, so the choice stands only if it filled every free slot with
- * rows that rank before that candidate.
- */
-export function provenBest(
-  free: number,
-  ids: readonly string[],
-  levels: readonly number[],
-  edges: ReadonlyArray<{ n: number; level: number; id: string }>,
-  window: number,
-): boolean {
-  if (free === 0) return true;
-  const full = edges.filter((edge) => Number(edge.n) >= window);
-  if (full.length === 0) return true;
-  if (ids.length < free) return false;
-  const last = { level: levels.at(-1)!, id: BigInt(ids.at(-1)!) };
-  return full.every(
-    (edge) => last.level < edge.level || (last.level === edge.level && last.id < BigInt(edge.id)),
-  );
-}
-
 const UNIQUE_VIOLATION = "23505";
 
 /** The channel a process LISTENs on for its grants (an identifier: at most 63 bytes). */
@@ -113,25 +91,14 @@ export class ClusterDb {
    * every waiting row. Both choose the same rows; the quick one costs the same however long the queue.
    */
   private async grantBest(client: pg.PoolClient, lane: string, defaultCapacity: number) {
-    // Named: prepared once per connection, so the planner does not run on every pass.
     const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
-    const { rows } = await client.query<{
-      free: number;
-      ids: string[];
-      levels: number[];
-      edges: Array<{ n: number; level: number; id: string }>;
-    }>({
-      name: "tiller.claimWindow",
-      text: sql.CLAIM_WINDOW,
-      values: [lane, defaultCapacity, this.agingMs, window],
+    // Named: prepared once per connection, so the planner does not run on every pass.
+    const { rows } = await client.query<GrantRow & { proven: boolean }>({
+      name: "tiller.claimQuick",
+      text: sql.CLAIM_QUICK,
+      values: [lane, defaultCapacity, this.agingMs, window, this.leaseMs],
     });
-    const { free, ids, levels, edges } = rows[0]!;
-    if (provenBest(free, ids, levels, edges, window)) {
-      if (ids.length === 0) return [];
-      return (
-        await client.query<GrantRow>({ name: "tiller.grant", text: sql.GRANT, values: [ids, this.leaseMs] })
-      ).rows;
-    }
+    if (rows[0]?.proven) return rows.filter((row) => row.id !== null);
     return (
       await client.query<GrantRow>({
         name: "tiller.claim",

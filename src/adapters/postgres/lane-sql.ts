@@ -58,13 +58,16 @@ const CLASS_WINDOW = (priority: number) =>
 
 /**
  * The claim's quick path (CLAIM chooses the same rows, reading every waiting row of the lane): only
- * the oldest `$4` rows of each priority class are candidates, read through an index. Within a class a
- * row's aged level never beats an older row's, so the class's later rows all rank after its last
- * candidate (`edges`); the caller grants `ids` when that proves them the lane's best, and runs
- * CLAIM otherwise. Candidates are checked as CLAIM checks heads: the session's best waiting row in any
- * lane, no run of the session active, its process alive. `$3`: the aging period (ms).
+ * the oldest `$4` rows of each priority class are candidates, read through an index, and checked as
+ * CLAIM checks heads (the session's best waiting row in any lane, no run of the session active, its
+ * process alive). Within a class a row's aged level never beats an older row's, so the class's later
+ * rows all rank after its last candidate (`edges`): the choice is proven the lane's best when no
+ * class's window was full, or when it fills every free slot with rows ranking before the last
+ * candidate of every full one. Proven, the rows are granted in this statement (one round trip);
+ * else nothing is, and the caller runs CLAIM. Answers one row with `proven` and no grant, or one per
+ * grant. `$3`: the aging period (ms); `$5`: the lease (ms).
  */
-export const CLAIM_WINDOW = `
+export const CLAIM_QUICK = `
 WITH cap AS (
   SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
                   - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free),
@@ -79,21 +82,24 @@ eligible AS (
      AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = l.owner AND p.alive_until > clock_timestamp())
    ORDER BY l.level, l.id
    LIMIT (SELECT free FROM cap)),
-edges AS (
-  SELECT DISTINCT ON (priority) priority, level, id, count(*) OVER (PARTITION BY priority) AS n
-    FROM leveled ORDER BY priority, id DESC)
-SELECT (SELECT free FROM cap)::int AS free,
-       coalesce((SELECT array_agg(id::text ORDER BY level, id) FROM eligible), '{}') AS ids,
-       coalesce((SELECT array_agg(level::int ORDER BY level, id) FROM eligible), '{}') AS levels,
-       coalesce((SELECT json_agg(json_build_object('n', n, 'level', level, 'id', id::text)) FROM edges), '[]')
-         AS edges`;
-
-/** Grants the rows the quick path chose (still waiting: one dequeued meanwhile is left out). */
-export const GRANT = `
-UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-       lease_until = clock_timestamp() + $2 * interval '1 millisecond'
- WHERE id = ANY($1::bigint[]) AND state = 'queued'
-RETURNING id, owner, local_id, fence, session_key`;
+full_edges AS (
+  SELECT level, id FROM (
+    SELECT DISTINCT ON (priority) priority, level, id, count(*) OVER (PARTITION BY priority) AS n
+      FROM leveled ORDER BY priority, id DESC) edges
+   WHERE n >= $4),
+last AS (SELECT level, id FROM eligible ORDER BY level DESC, id DESC LIMIT 1),
+decision AS (
+  SELECT (SELECT free FROM cap) = 0
+      OR NOT EXISTS (SELECT 1 FROM full_edges)
+      OR ((SELECT count(*) FROM eligible) >= (SELECT free FROM cap)
+          AND NOT EXISTS (SELECT 1 FROM full_edges e, last l WHERE (l.level, l.id) >= (e.level, e.id)))
+       AS proven),
+granted AS (
+  UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
+         lease_until = clock_timestamp() + $5 * interval '1 millisecond'
+   WHERE id IN (SELECT id FROM eligible) AND state = 'queued' AND (SELECT proven FROM decision)
+  RETURNING id, owner, local_id, fence, session_key)
+SELECT d.proven, g.id, g.owner, g.local_id, g.fence, g.session_key FROM decision d LEFT JOIN granted g ON true`;
 
 /** Wakes the processes whose tasks a claim granted (delivered when the claim commits). */
 export const NOTIFY_OWNERS = "SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c";
