@@ -22,9 +22,4 @@ export class KeyedQueue {
   async idle(): Promise<void> {
     await Promise.allSettled([...this.tails.values()]);
   }
-
-  /** How many keys have work queued or running. */
-  get size(): number {
-    return this.tails.size;
-  }
 }

@@ -73,8 +73,7 @@ export class CommitmentBook {
     id: string,
     change: (current: Commitment | undefined) => Commitment | undefined,
   ): Promise<Commitment> {
-    this.writing++;
-    const run = this.chain.then(async () => {
+    return this.afterWrites(async () => {
       const current = this.byId.get(id);
       const next = change(current);
       if (!next) return current as Commitment;
@@ -82,9 +81,6 @@ export class CommitmentBook {
       this.remember(next);
       return next;
     });
-    this.chain = run.catch(() => undefined);
-    void this.chain.then(() => this.writing--);
-    return run;
   }
 
   /** The store is shared by several processes (it claims commitments cluster-wide). */
@@ -99,8 +95,7 @@ export class CommitmentBook {
    * process's own writes included); else every stored commitment. Resolves with the records read.
    */
   refresh(): Promise<number> {
-    this.writing++;
-    const run = this.chain.then(async () => {
+    return this.afterWrites(async () => {
       const records = await this.read(true);
       for (const record of records) {
         const commitment = record as unknown as Commitment;
@@ -109,9 +104,6 @@ export class CommitmentBook {
       }
       return records.length;
     });
-    this.chain = run.catch(() => undefined);
-    void this.chain.then(() => this.writing--);
-    return run;
   }
 
   /**
@@ -124,15 +116,11 @@ export class CommitmentBook {
     if (!this.isShared) return Promise.resolve(true);
     const claimCutOffSend = this.store.claimCutOffSend?.bind(this.store);
     if (!claimCutOffSend) return Promise.resolve(false);
-    this.writing++;
-    const run = this.chain.then(async () => {
+    return this.afterWrites(async () => {
       const { claimed, record } = await claimCutOffSend(id, now);
       if (record) this.remember(record as unknown as Commitment);
       return claimed;
     });
-    this.chain = run.catch(() => undefined);
-    void this.chain.then(() => this.writing--);
-    return run;
   }
 
   /**
@@ -145,8 +133,7 @@ export class CommitmentBook {
     const claimCommitment = this.store.claimCommitment?.bind(this.store);
     if (!claimCommitment) return Promise.resolve({ claimed: true });
     // After this process's writes before it, so the stored version it adopts is not older than them.
-    this.writing++;
-    const run = this.chain.then(async () => {
+    return this.afterWrites(async () => {
       const { claimed, record, quotaFreesAt } = await claimCommitment(
         id,
         now,
@@ -155,9 +142,6 @@ export class CommitmentBook {
       if (record) this.remember(record as unknown as Commitment);
       return quotaFreesAt === undefined ? { claimed } : { claimed, quotaFreesAt };
     });
-    this.chain = run.catch(() => undefined);
-    void this.chain.then(() => this.writing--);
-    return run;
   }
 
   /** Sends of the session in the 24 h up to `now`. */
@@ -182,6 +166,15 @@ export class CommitmentBook {
     const { records, cursor } = await changes(sinceLastRead ? this.cursor : undefined);
     this.cursor = cursor;
     return records;
+  }
+
+  /** Runs `work` after every store call queued before it (calls run one at a time, in call order). */
+  private afterWrites<T>(work: () => Promise<T>): Promise<T> {
+    this.writing++;
+    const run = this.chain.then(work);
+    this.chain = run.catch(() => undefined);
+    void this.chain.then(() => this.writing--);
+    return run;
   }
 
   private remember(commitment: Commitment): void {

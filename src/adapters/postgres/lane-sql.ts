@@ -22,6 +22,16 @@ const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
    THEN greatest(0, ${row}.priority - floor(extract(epoch FROM clock_timestamp() - ${row}.enqueued_at) * 1000 / ${agingMs}))
    ELSE ${row}.priority END`;
 
+/** The lane `$1`'s free slots (`$2`: its capacity when none is stored), as the CTE `cap`. */
+const FREE_SLOTS = `cap AS (
+  SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
+                  - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free)`;
+
+/** A waiting row `row` may start: no run of its session is active and its process is alive. */
+const RUNNABLE = (row: string) => `NOT EXISTS (SELECT 1 FROM lane_runs a
+                  WHERE a.session_key = ${row}.session_key AND a.state = 'active')
+     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = ${row}.owner AND p.alive_until > clock_timestamp())`;
+
 /**
  * Grants the lane's free slots, under LOCK_LANE. A session's head is its first waiting row in any lane
  * by priority level (aged, see LEVEL), then enqueue order (as in a session lane of the in-process
@@ -30,9 +40,7 @@ const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
  * then by enqueue order. Each grant takes a new fencing token and a lease. `$4`: the aging period (ms).
  */
 export const CLAIM = `
-WITH cap AS (
-  SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
-                  - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free),
+WITH ${FREE_SLOTS},
 heads AS (
   SELECT DISTINCT ON (r.session_key) r.id, r.lane, r.session_key, r.owner, ${LEVEL("$4::float8")} AS level
     FROM lane_runs r
@@ -42,8 +50,7 @@ heads AS (
 pick AS (
   SELECT h.id FROM heads h
    WHERE h.lane = $1
-     AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = h.session_key AND a.state = 'active')
-     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = h.owner AND p.alive_until > clock_timestamp())
+     AND ${RUNNABLE("h")}
    ORDER BY h.level, h.id
    LIMIT (SELECT free FROM cap))
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
@@ -68,9 +75,7 @@ const CLASS_WINDOW = (priority: number) =>
  * grant. `$3`: the aging period (ms); `$5`: the lease (ms).
  */
 export const CLAIM_QUICK = `
-WITH cap AS (
-  SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
-                  - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free),
+WITH ${FREE_SLOTS},
 cand AS (${CLASS_WINDOW(0)} UNION ALL ${CLASS_WINDOW(1)} UNION ALL ${CLASS_WINDOW(2)}),
 leveled AS (SELECT c.id, c.session_key, c.owner, c.priority, ${LEVEL("$3::float8", "c")} AS level FROM cand c),
 eligible AS (
@@ -78,8 +83,7 @@ eligible AS (
    WHERE NOT EXISTS (SELECT 1 FROM lane_runs o
                       WHERE o.session_key = l.session_key AND o.state = 'queued' AND o.id <> l.id
                         AND (${LEVEL("$3::float8", "o")}, o.id) < (l.level, l.id))
-     AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = l.session_key AND a.state = 'active')
-     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = l.owner AND p.alive_until > clock_timestamp())
+     AND ${RUNNABLE("l")}
    ORDER BY l.level, l.id
    LIMIT (SELECT free FROM cap)),
 full_edges AS (
