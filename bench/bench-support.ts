@@ -3,7 +3,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import pg from "pg";
-import type { Channel, DeliveryReceipt } from "../src/adapters/channel.js";
+import type { Channel, DeliveryReceipt } from "../src/ports/channel.js";
 
 export type Figures = Record<string, number | string>;
 

@@ -5,7 +5,7 @@
  * early on a slow machine.
  */
 import { MemoryStore } from "../src/adapters/memory-store.js";
-import type { ModelProvider, ModelReply } from "../src/adapters/model.js";
+import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { settle } from "../src/adapters/simulated-clock.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
 import { createGateway, type Gateway } from "../src/gateway/create-gateway.js";

@@ -15,8 +15,8 @@
  * Run alone with `npx tsx bench/recheck.bench.ts`.
  */
 import { pathToFileURL } from "node:url";
-import type { Channel, DeliveryReceipt } from "../src/adapters/channel.js";
-import type { ModelProvider, ModelReply } from "../src/adapters/model.js";
+import type { Channel, DeliveryReceipt } from "../src/ports/channel.js";
+import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";

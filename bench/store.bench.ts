@@ -11,8 +11,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import { decodeIndex } from "../src/adapters/jsonl/transcript-index.js";
-import { sessionFileName } from "../src/adapters/session-key.js";
-import type { RecordBody } from "../src/adapters/store.js";
+import { sessionFileName } from "../src/ports/session-key.js";
+import type { RecordBody } from "../src/ports/store.js";
 import { round } from "./bench-support.js";
 
 const run = promisify(execFile);

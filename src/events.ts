@@ -25,9 +25,9 @@
  * ```
  */
 
-import type { DeliveryKind } from "./adapters/channel.js";
-import type { ModelUsage } from "./adapters/model.js";
-import type { Ack } from "./gateway/compose-ack.js";
+import type { DeliveryKind } from "./ports/channel.js";
+import type { ModelUsage } from "./ports/model.js";
+import type { Ack } from "./gateway/inbound/compose-ack.js";
 import type { DetectorName, RunError } from "./machines/run.types.js";
 import type { DeliveryMode } from "./policy/delivery.js";
 import type { Priority } from "./policy/lane-priority.js";

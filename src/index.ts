@@ -15,27 +15,27 @@
  * ```
  */
 
-export type { Channel, DeliveryReceipt, OutboundMessage } from "./adapters/channel.js";
-export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
+export type { Channel, DeliveryReceipt, OutboundMessage } from "./ports/channel.js";
+export { type Clock, sleep, type TimerHandle } from "./ports/clock.js";
 export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";
 export {
   createHttpServer,
   type HttpServer,
   type HttpServerOptions,
-} from "./adapters/http/create-http-server.js";
+} from "./http/create-http-server.js";
 export {
   DEFAULT_KEEP_DELIVERIES,
   type DeliveryLog,
   type DeliveryLogOptions,
   type DeliveryRecord,
   MemoryDeliveryLog,
-} from "./adapters/http/delivery-log.js";
-export { FileDeliveryLog } from "./adapters/http/file-delivery-log.js";
-export { HttpError } from "./adapters/http/http-error.js";
-export { type Route, type RouteContext, Router } from "./adapters/http/router.js";
-export { WebChannel } from "./adapters/http/web-channel.js";
+} from "./ports/delivery-log.js";
+export { FileDeliveryLog } from "./adapters/jsonl/file-delivery-log.js";
+export { HttpError } from "./http/http-error.js";
+export { type Route, type RouteContext, Router } from "./http/router.js";
+export { WebChannel } from "./adapters/channels/web-channel.js";
 export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
-export { LoopbackChannel } from "./adapters/loopback-channel.js";
+export { LoopbackChannel } from "./adapters/channels/loopback-channel.js";
 export { MemoryStore } from "./adapters/memory-store.js";
 export type {
   ModelMessage,
@@ -44,7 +44,7 @@ export type {
   ModelRequest,
   ModelUsage,
   ToolCallRequest,
-} from "./adapters/model.js";
+} from "./ports/model.js";
 export { createOpenAIModel, type OpenAIModel } from "./adapters/openai/create-openai-model.js";
 export type { OpenAIModelOptions, OpenAISettings } from "./adapters/openai/options.js";
 export { toChatMessages } from "./adapters/openai/to-chat-messages.js";
@@ -52,7 +52,7 @@ export {
   type ClusterLanes,
   type ClusterLanesOptions,
   createClusterLanes,
-} from "./adapters/postgres/cluster-lanes.js";
+} from "./lanes/cluster/cluster-lanes.js";
 export {
   type ClusterSessions,
   type ClusterSessionsOptions,
@@ -66,11 +66,11 @@ export {
 } from "./adapters/postgres/postgres-delivery-log.js";
 export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
-export type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "./adapters/session-cluster.js";
+export type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "./ports/session-cluster.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
-export * from "./adapters/store.js";
+export * from "./ports/store.js";
 export { SystemClock } from "./adapters/system-clock.js";
-export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./adapters/tool.js";
+export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./ports/tool.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export {
   ConfigError,
@@ -95,13 +95,13 @@ export {
   type TillerEventOf,
   type TillerEventType,
 } from "./events.js";
-export type { CommitmentStory } from "./gateway/commitment-story.js";
-export type { CommitmentFilter, FinishedTurn, ProposalOutcome } from "./gateway/commitments.js";
-export type { Ack } from "./gateway/compose-ack.js";
+export type { CommitmentStory } from "./gateway/commitments/commitment-story.js";
+export type { CommitmentFilter, FinishedTurn, ProposalOutcome } from "./gateway/commitments/commitments.js";
+export type { Ack } from "./gateway/inbound/compose-ack.js";
 export { createGateway } from "./gateway/create-gateway.js";
 export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
-export type { MessageExplanation } from "./gateway/message-log.js";
-export type { InboundMessage } from "./gateway/validate-inbound.js";
+export type { MessageExplanation } from "./gateway/explain/message-log.js";
+export type { InboundMessage } from "./gateway/inbound/validate-inbound.js";
 export {
   createLaneScheduler,
   type LaneScheduler,

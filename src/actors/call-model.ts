@@ -1,8 +1,8 @@
 import { fromPromise } from "xstate";
-import { DeadlineError, withDeadline } from "../adapters/clock.js";
-import type { ModelReply } from "../adapters/model.js";
-import { latestUserText } from "../adapters/model.js";
-import type { ToolSpec } from "../adapters/tool.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
+import type { ModelReply } from "../ports/model.js";
+import { latestUserText } from "../ports/model.js";
+import type { ToolSpec } from "../ports/tool.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { TillerEventFields } from "../events.js";
 import type { CallModelInput, CallModelOutput, RunError } from "../machines/run.machine.js";

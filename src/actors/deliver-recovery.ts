@@ -1,4 +1,4 @@
-import { UNDELIVERED_FINAL } from "../adapters/store.js";
+import { UNDELIVERED_FINAL } from "../ports/store.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
 import { COULD_NOT_DELIVER_NOTICE, markerDeliveryMode } from "../policy/delivery.js";
 import { RECOVERED } from "../policy/turn-context.js";

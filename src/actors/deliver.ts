@@ -1,5 +1,5 @@
 import { fromPromise } from "xstate";
-import { type RecordBody, UNDELIVERED_FINAL } from "../adapters/store.js";
+import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import { errorMessage } from "../errors.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
 import { LANE_TIMEOUT_REASON } from "../machines/session.types.js";

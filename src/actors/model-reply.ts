@@ -1,4 +1,4 @@
-import type { ModelReply, ModelUsage } from "../adapters/model.js";
+import type { ModelReply, ModelUsage } from "../ports/model.js";
 import { describe, TillerError } from "../errors.js";
 import type { ToolCallRequest } from "../policy/turn-context.js";
 

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { fromPromise } from "xstate";
-import { DeadlineError, withDeadline } from "../adapters/clock.js";
-import { latestUserText, type ModelMessage } from "../adapters/model.js";
-import type { TranscriptRecord } from "../adapters/store.js";
-import type { ToolSpec } from "../adapters/tool.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
+import { latestUserText, type ModelMessage } from "../ports/model.js";
+import type { TranscriptRecord } from "../ports/store.js";
+import type { ToolSpec } from "../ports/tool.js";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { Classification, Commitment, ReviewOutput } from "../machines/commitment.types.js";

@@ -1,5 +1,5 @@
 import { fromPromise } from "xstate";
-import { DeadlineError, withDeadline } from "../adapters/clock.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";

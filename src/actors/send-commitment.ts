@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
 import { errorMessage } from "../errors.js";
-import type { CommitmentBook } from "../gateway/commitment-book.js";
+import type { CommitmentBook } from "../gateway/commitments/commitment-book.js";
 import type { Commitment, SendInput, SendOutput } from "../machines/commitment.types.js";
 import { CHECK_IN_RUN_PREFIX } from "../policy/commitment-review.js";
 import { send } from "./deliver.js";

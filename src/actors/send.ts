@@ -1,6 +1,6 @@
-import { type DeliveryKind, isCommitted } from "../adapters/channel.js";
-import { DeadlineError, withDeadline } from "../adapters/clock.js";
-import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../adapters/store.js";
+import { type DeliveryKind, isCommitted } from "../ports/channel.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
+import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
 import { errorMessage } from "../errors.js";
 import type { ActorDeps } from "./deps.js";
 

@@ -1,12 +1,12 @@
-import { type Clock, sleep } from "./clock.js";
+import { type Clock, sleep } from "../ports/clock.js";
 import {
   latestUserText,
   type ModelMessage,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
-} from "./model.js";
-import type { ToolDefinition } from "./tool.js";
+} from "../ports/model.js";
+import type { ToolDefinition } from "../ports/tool.js";
 
 /** The demo's slow tool: long enough to write while it runs (steer, `/stop`, `/queue`). */
 export const DEMO_TOOL = "demo_task";

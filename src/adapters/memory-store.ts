@@ -1,6 +1,6 @@
 import { nanoid } from "nanoid";
 import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./jsonl/transcript-log.js";
-import { assertSessionKey } from "./session-key.js";
+import { assertSessionKey } from "../ports/session-key.js";
 import type {
   ExpectedHead,
   RecordBody,
@@ -9,7 +9,7 @@ import type {
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
-} from "./store.js";
+} from "../ports/store.js";
 
 /**
  * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale

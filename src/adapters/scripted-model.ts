@@ -1,6 +1,6 @@
-import { type Clock, sleep } from "./clock.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "./model.js";
-import { latestUserText } from "./model.js";
+import { type Clock, sleep } from "../ports/clock.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../ports/model.js";
+import { latestUserText } from "../ports/model.js";
 
 /** A commitment review's run id: `commitment:<id>#<attempt>`. */
 const REVIEW_PREFIX = "commitment:";

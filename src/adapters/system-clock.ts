@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from "./clock.js";
+import type { Clock, TimerHandle } from "../ports/clock.js";
 
 const MAX_DELAY = 2 ** 31 - 1;
 

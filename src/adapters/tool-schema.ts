@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { z } from "zod";
 import { ConfigError } from "../errors.js";
-import type { JsonSchema, ToolDefinition, ToolSpec } from "./tool.js";
+import type { JsonSchema, ToolDefinition, ToolSpec } from "../ports/tool.js";
 
 /** The schema of a tool that declares no `parameters`: an object with any properties. */
 export const OPEN_OBJECT_SCHEMA: JsonSchema = Object.freeze({ type: "object", additionalProperties: true });

@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
-import type { StoredCommitment } from "../adapters/store.js";
+import type { StoredCommitment } from "../ports/store.js";
 import { COMMITMENT_STATUSES, type Commitment } from "../machines/commitment.types.js";
 import { UsageError } from "../testing/paths-command.js";
 

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { ScheduleSummary } from "../adapters/http/schedule-routes.js";
+import type { ScheduleSummary } from "../http/schedule-routes.js";
 import { errorMessage } from "../errors.js";
 import { UsageError } from "./serve-setup.js";
 

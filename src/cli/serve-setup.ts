@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parse as parseYaml } from "yaml";
-import type { ToolDefinition } from "../adapters/tool.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import { type GatewayConfig, parseConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
 

@@ -1,6 +1,6 @@
-import type { Channel } from "../adapters/channel.js";
-import type { ModelProvider } from "../adapters/model.js";
-import type { ToolDefinition } from "../adapters/tool.js";
+import type { Channel } from "../ports/channel.js";
+import type { ModelProvider } from "../ports/model.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import { ConfigError } from "../errors.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { TimerHandle } from "../adapters/clock.js";
+import type { TimerHandle } from "../ports/clock.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import { type Aging, PriorityWaitList, type QueueLinks, type Waiting, type WaitList } from "./wait-list.js";
 

@@ -1,5 +1,5 @@
 import type { Actor, InspectionEvent } from "xstate";
-import type { Clock } from "../adapters/clock.js";
+import type { Clock } from "../ports/clock.js";
 import type { LaneEvent, TillerEvent } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";

@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from "../adapters/clock.js";
+import type { Clock, TimerHandle } from "../ports/clock.js";
 import type { LaneWait } from "../events.js";
 import type { Entry } from "./entry.js";
 import { waitFields } from "./wait-fields.js";

@@ -1,4 +1,4 @@
-import type { TranscriptRecord } from "../adapters/store.js";
+import type { TranscriptRecord } from "../ports/store.js";
 import type { Classification, Commitment } from "../machines/commitment.types.js";
 
 /**

@@ -3,7 +3,7 @@ import {
   DELIVERY_RECEIPT,
   type DeliveryKindName,
   type TranscriptRecord,
-} from "../adapters/store.js";
+} from "../ports/store.js";
 import { RECOVERED } from "./turn-context.js";
 
 /**

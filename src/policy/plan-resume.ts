@@ -1,5 +1,5 @@
-import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
-import { UNDELIVERED_FINAL } from "../adapters/store.js";
+import type { RecordBody, TranscriptRecord } from "../ports/store.js";
+import { UNDELIVERED_FINAL } from "../ports/store.js";
 import type { PendingTurn, QueueItem } from "../machines/session.types.js";
 import { markerDeliveryMode, type VisibleReplies, wantsRecovery } from "./delivery.js";
 import { isFinalIntent, unreceiptedIntents } from "./delivery-ledger.js";

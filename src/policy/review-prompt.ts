@@ -1,4 +1,4 @@
-import type { ModelMessage } from "../adapters/model.js";
+import type { ModelMessage } from "../ports/model.js";
 import type { Commitment } from "../machines/commitment.types.js";
 import { CLASSIFICATIONS } from "../machines/commitment.types.js";
 

@@ -1,4 +1,4 @@
-import { hasLoneSurrogate } from "../adapters/session-key.js";
+import { hasLoneSurrogate } from "../ports/session-key.js";
 import { MessageRejectedError } from "../errors.js";
 
 /**

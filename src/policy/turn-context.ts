@@ -1,6 +1,6 @@
-import type { ModelMessage, ToolCallRequest } from "../adapters/model.js";
-import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
-import { UNDELIVERED_FINAL } from "../adapters/store.js";
+import type { ModelMessage, ToolCallRequest } from "../ports/model.js";
+import type { RecordBody, TranscriptRecord } from "../ports/store.js";
+import { UNDELIVERED_FINAL } from "../ports/store.js";
 import type { Sender } from "./sender.js";
 
 export type { ModelMessage, ToolCallRequest };

@@ -1,5 +1,5 @@
 import type { InspectionEvent } from "xstate";
-import { stateName } from "../gateway/validate-inbound.js";
+import { stateName } from "../gateway/inbound/validate-inbound.js";
 import type { RecordedStates } from "./check-expectations.js";
 
 /**

@@ -1,5 +1,5 @@
 import { type EventObject, getNextSnapshot } from "xstate";
-import { stateName } from "../gateway/validate-inbound.js";
+import { stateName } from "../gateway/inbound/validate-inbound.js";
 import { commitmentMachine } from "../machines/commitment.machine.js";
 import type { Scenario } from "../scenario/schema.js";
 import { COMMITMENT_GRAPH_SUGGESTED, type CommitmentGraphSnapshot } from "./commitment-graph.js";

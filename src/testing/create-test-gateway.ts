@@ -1,9 +1,9 @@
-import { LoopbackChannel, type LoopbackDelivery } from "../adapters/loopback-channel.js";
+import { LoopbackChannel, type LoopbackDelivery } from "../adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../adapters/memory-store.js";
-import type { ModelProvider } from "../adapters/model.js";
+import type { ModelProvider } from "../ports/model.js";
 import { ScriptedModel, type ScriptedRule } from "../adapters/scripted-model.js";
 import { SimulatedClock } from "../adapters/simulated-clock.js";
-import type { ToolDefinition } from "../adapters/tool.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import { type GatewayConfigInput, parseConfig } from "../config.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway, type Gateway, type InboundMessage } from "../gateway/create-gateway.js";

@@ -2,7 +2,7 @@ import { type AnyStateMachine, type EventObject, getInitialSnapshot, getNextSnap
 import { getAdjacencyMap, getShortestPaths, type StatePath } from "xstate/graph";
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from "../config.js";
 import { ConfigError } from "../errors.js";
-import { stateName } from "../gateway/validate-inbound.js";
+import { stateName } from "../gateway/inbound/validate-inbound.js";
 import { laneEntryMachine } from "../machines/lane-entry.machine.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { parseQueueMode } from "../policy/queue-mode.js";

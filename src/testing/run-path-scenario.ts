@@ -1,5 +1,5 @@
 import { getNextSnapshot } from "xstate";
-import { stateName } from "../gateway/validate-inbound.js";
+import { stateName } from "../gateway/inbound/validate-inbound.js";
 import type { ScenarioExpect } from "../scenario/expect-schema.js";
 import type { Scenario } from "../scenario/schema.js";
 import type { MachinePath } from "./machine-paths.js";

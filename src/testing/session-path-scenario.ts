@@ -1,6 +1,6 @@
 import { getNextSnapshot, type SnapshotFrom } from "xstate";
 import { type GatewayConfigInput, parseConfig } from "../config.js";
-import { stateName } from "../gateway/validate-inbound.js";
+import { stateName } from "../gateway/inbound/validate-inbound.js";
 import type { ScenarioExpect } from "../scenario/expect-schema.js";
 import type { Scenario } from "../scenario/schema.js";
 import type { MachinePath } from "./machine-paths.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEMO_NOTICE, DEMO_TOOL, DemoModel, demoTool } from "../../src/adapters/demo-model.js";
-import type { ModelMessage, ModelRequest } from "../../src/adapters/model.js";
+import type { ModelMessage, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 
 function request(

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { RecordBody, TranscriptRecord, TranscriptStore } from "../../src/adapters/store.js";
-import { UNDELIVERED_FINAL } from "../../src/adapters/store.js";
+import type { RecordBody, TranscriptRecord, TranscriptStore } from "../../src/ports/store.js";
+import { UNDELIVERED_FINAL } from "../../src/ports/store.js";
 import { StaleWriterError, TillerError } from "../../src/errors.js";
 
 export interface StoreFixture {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { Acceptance, InboxEntry, SessionCluster } from "../../src/adapters/session-cluster.js";
+import type { Acceptance, InboxEntry, SessionCluster } from "../../src/ports/session-cluster.js";
 import { parseConfig } from "../../src/config.js";
 import type { TillerEvent } from "../../src/events.js";
-import { createClusterInbox } from "../../src/gateway/cluster-inbox.js";
-import type { Ack } from "../../src/gateway/compose-ack.js";
-import { triggerAckOf } from "../../src/gateway/trigger.js";
-import type { InboundMessage } from "../../src/gateway/validate-inbound.js";
+import { createClusterInbox } from "../../src/gateway/inbound/cluster-inbox.js";
+import type { Ack } from "../../src/gateway/inbound/compose-ack.js";
+import { triggerAckOf } from "../../src/gateway/inbound/trigger.js";
+import type { InboundMessage } from "../../src/gateway/inbound/validate-inbound.js";
 import { silentLogger } from "../../src/logger.js";
 
 // The cluster receive path against an in-memory cluster: what the ack says when the message is

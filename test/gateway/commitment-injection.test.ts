@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ModelMessage } from "../../src/adapters/model.js";
+import type { ModelMessage } from "../../src/ports/model.js";
 import { commitmentGateway, decision, HOUR, recordingModel } from "../support/commitment-gateway.js";
 
 // Untrusted text in a commitment (it came from a conversation, a tool or an extractor) that tries to

@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelReply } from "../../src/adapters/model.js";
+import type { ModelReply } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { RecordBody, StoredCommitment } from "../../src/adapters/store.js";
+import type { RecordBody, StoredCommitment } from "../../src/ports/store.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";

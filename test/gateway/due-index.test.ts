@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DueIndex } from "../../src/gateway/due-index.js";
+import { DueIndex } from "../../src/gateway/commitments/due-index.js";
 
 // The due index against a plain sorted model: whatever the schedules, moves and removals, takeDue
 // returns what is due, earliest first, each id at most once, and leaves refused ones scheduled.

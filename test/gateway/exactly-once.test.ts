@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import { DELIVERY_INTENT } from "../../src/adapters/store.js";
+import { DELIVERY_INTENT } from "../../src/ports/store.js";
 import { gatewayOn, HangingChannel } from "../support/gateway-on.js";
 
 // Exactly once across crashes: a durable intent before each send, its receipt after, and a restart that

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider, ModelReply } from "../../src/adapters/model.js";
+import type { ModelProvider, ModelReply } from "../../src/ports/model.js";
 import { gatewayOn } from "../support/gateway-on.js";
 
 // The message tool names each send after the turn's messages and its place among the turn's sends, so a

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../src/adapters/clock.js";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
+import { sleep } from "../../src/ports/clock.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TillerEvent, TillerEventOf } from "../../src/events.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import { clockTool, gatewayOn } from "../support/gateway-on.js";
 
 // What a restart must keep: session overrides, acknowledged interrupts, duplicate detection across

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";

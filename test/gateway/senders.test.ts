@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
-import type { ModelRequest } from "../../src/adapters/model.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import type { ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ToolContext } from "../../src/adapters/tool.js";
+import type { ToolContext } from "../../src/ports/tool.js";
 import { MessageRejectedError } from "../../src/errors.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import { ConfigError } from "../../src/errors.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";

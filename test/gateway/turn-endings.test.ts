@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
-import type { ModelProvider } from "../../src/adapters/model.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import type { ModelProvider } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TillerEvent } from "../../src/events.js";

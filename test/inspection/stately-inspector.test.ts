@@ -1,7 +1,7 @@
 import { createInspector, type StatelyInspectionEvent } from "@statelyai/inspect";
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../src/adapters/clock.js";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import { sleep } from "../../src/ports/clock.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";

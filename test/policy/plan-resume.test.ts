@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TranscriptRecord } from "../../src/adapters/store.js";
+import type { TranscriptRecord } from "../../src/ports/store.js";
 import type { QueueItem } from "../../src/machines/session.types.js";
 import { type PersistedSession, planResume } from "../../src/policy/plan-resume.js";
 import type { OwnedMessage } from "../../src/policy/turn-context.js";

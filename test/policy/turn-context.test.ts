@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { TranscriptRecord } from "../../src/adapters/store.js";
-import { UNDELIVERED_FINAL } from "../../src/adapters/store.js";
+import type { TranscriptRecord } from "../../src/ports/store.js";
+import { UNDELIVERED_FINAL } from "../../src/ports/store.js";
 import { historyToModel, type ModelMessage, windowToModel } from "../../src/policy/turn-context.js";
 
 let seq = 0;

@@ -11,11 +11,11 @@
  * left the process). Then it waits forever, until the test kills it with SIGKILL.
  */
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
-import { latestUserText } from "../../src/adapters/model.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import { latestUserText } from "../../src/ports/model.js";
 import { SystemClock } from "../../src/adapters/system-clock.js";
-import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import { mulberry32 } from "../support/random.js";

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DELIVERY_INTENT } from "../../src/adapters/store.js";
+import { DELIVERY_INTENT } from "../../src/ports/store.js";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 import { LONG, MARKER, RECOVERED } from "../support/delivery.js";
 import {

@@ -1,10 +1,10 @@
-import type { Channel, OutboundMessage } from "../../src/adapters/channel.js";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import type { Channel, OutboundMessage } from "../../src/ports/channel.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/adapters/model.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TranscriptStore } from "../../src/adapters/store.js";
-import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { TranscriptStore } from "../../src/ports/store.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";

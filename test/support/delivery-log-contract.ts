@@ -4,8 +4,8 @@ import {
   type DeliveryLogOptions,
   type DeliveryRecord,
   readDeliveriesAfter,
-} from "../../src/adapters/http/delivery-log.js";
-import { WebChannel } from "../../src/adapters/http/web-channel.js";
+} from "../../src/ports/delivery-log.js";
+import { WebChannel } from "../../src/adapters/channels/web-channel.js";
 
 /** How a contract run opens logs: `open` a new one on the same storage (a restart, or another process). */
 export interface DeliveryLogSubject {

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { DELIVERY_INTENT } from "../../src/adapters/store.js";
+import { DELIVERY_INTENT } from "../../src/ports/store.js";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 import { customs, eventsOf, type StoredRecord } from "./scenario.js";
 

@@ -1,12 +1,12 @@
-import type { Channel } from "../../src/adapters/channel.js";
-import { sleep } from "../../src/adapters/clock.js";
-import { LoopbackChannel } from "../../src/adapters/loopback-channel.js";
+import type { Channel } from "../../src/ports/channel.js";
+import { sleep } from "../../src/ports/clock.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import type { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider } from "../../src/adapters/model.js";
+import type { ModelProvider } from "../../src/ports/model.js";
 import { ScriptedModel, type ScriptedRule } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TranscriptStore } from "../../src/adapters/store.js";
-import type { ToolDefinition } from "../../src/adapters/tool.js";
+import type { TranscriptStore } from "../../src/ports/store.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { GatewayConfigInput } from "../../src/config.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { TranscriptRecord } from "../../src/adapters/store.js";
+import type { TranscriptRecord } from "../../src/ports/store.js";
 import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";

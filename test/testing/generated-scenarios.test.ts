@@ -3,7 +3,7 @@ import { readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { ModelProvider, ModelRequest } from "../../src/adapters/model.js";
+import type { ModelProvider, ModelRequest } from "../../src/ports/model.js";
 import { loadScenario } from "../../src/scenario/load.js";
 import { runScenario } from "../../src/scenario/runner.js";
 import { machinePaths } from "../../src/testing/machine-paths.js";

@@ -1,5 +1,5 @@
 import { truncate } from "node:fs/promises";
-import type { StoredCommitment } from "../store.js";
+import type { StoredCommitment } from "../../ports/store.js";
 import { appendDurable, replaceDurable } from "./durable-file.js";
 import { corruptError, encodeLine, parseLine, readLines } from "./jsonl-file.js";
 

@@ -6,7 +6,7 @@
  */
 import { open } from "node:fs/promises";
 import { TillerError } from "../../errors.js";
-import { sessionFileName } from "../session-key.js";
+import { sessionFileName } from "../../ports/session-key.js";
 import { crc32, crc32Run } from "./crc32.js";
 import { readChunked, readIfExists } from "./durable-file.js";
 

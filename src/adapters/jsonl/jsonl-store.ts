@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../../errors.js";
 import { checkCommitmentId } from "../memory-store.js";
-import { assertSessionKey, sessionFileName } from "../session-key.js";
+import { assertSessionKey, sessionFileName } from "../../ports/session-key.js";
 import type {
   ExpectedHead,
   RecordBody,
@@ -12,7 +12,7 @@ import type {
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
-} from "../store.js";
+} from "../../ports/store.js";
 import { COMMITMENTS_FILE, CommitmentLog } from "./commitment-log.js";
 import { crc32Run } from "./crc32.js";
 import { DirLock } from "./dir-lock.js";

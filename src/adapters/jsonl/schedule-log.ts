@@ -1,6 +1,6 @@
 import { truncate } from "node:fs/promises";
 import { join } from "node:path";
-import type { ScheduleState } from "../store.js";
+import type { ScheduleState } from "../../ports/store.js";
 import { appendDurable, readIfExists, replaceDurable } from "./durable-file.js";
 
 /** The file name: neither `.jsonl` nor `.state.json`, so it is never taken for a session. */

@@ -1,6 +1,6 @@
 import { ConfigError, StaleWriterError } from "../../errors.js";
-import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord } from "../store.js";
-import { UNDELIVERED_FINAL } from "../store.js";
+import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord } from "../../ports/store.js";
+import { UNDELIVERED_FINAL } from "../../ports/store.js";
 import type { LogIndexState } from "./transcript-index.js";
 
 const ROLES = new Set(["user", "assistant", "toolCall", "toolResult", "custom"]);

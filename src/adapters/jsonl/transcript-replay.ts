@@ -4,8 +4,8 @@
  * and parsed.
  */
 import type { TillerError } from "../../errors.js";
-import type { TranscriptRecord } from "../store.js";
-import { UNDELIVERED_FINAL } from "../store.js";
+import type { TranscriptRecord } from "../../ports/store.js";
+import { UNDELIVERED_FINAL } from "../../ports/store.js";
 import {
   corruptError,
   isHeader,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { expectation } from "../../config.js";
 import { ConfigError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../../ports/clock.js";
 
 /** Options of {@link createOpenAIModel}; only `baseURL` and `model` are required. */
 export interface OpenAIModelOptions {

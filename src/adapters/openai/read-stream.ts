@@ -1,6 +1,6 @@
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { describe, ModelError } from "../../errors.js";
-import type { ModelReply, ModelUsage, ToolCallRequest } from "../model.js";
+import type { ModelReply, ModelUsage, ToolCallRequest } from "../../ports/model.js";
 
 /** What a stream has delivered so far; the caller reads it when the stream fails. */
 export interface StreamProgress {

@@ -3,8 +3,8 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
-import type { ModelMessage } from "../model.js";
-import type { ToolSpec } from "../tool.js";
+import type { ModelMessage } from "../../ports/model.js";
+import type { ToolSpec } from "../../ports/tool.js";
 
 export interface ChatMapping {
   /** A system prompt placed first. */

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
-import type { Clock, TimerHandle } from "../clock.js";
-import type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "../session-cluster.js";
+import type { Clock, TimerHandle } from "../../ports/clock.js";
+import type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "../../ports/session-cluster.js";
 import { SystemClock } from "../system-clock.js";
 import {
   checkSchema,

@@ -2,7 +2,7 @@ import type pg from "pg";
 import { TillerError } from "../../errors.js";
 import { stateJson } from "../jsonl/transcript-log.js";
 import { checkCommitmentId } from "../memory-store.js";
-import type { CommitmentChanges, CommitmentClaim, StoredCommitment } from "../store.js";
+import type { CommitmentChanges, CommitmentClaim, StoredCommitment } from "../../ports/store.js";
 import { inTransaction } from "./connection.js";
 
 const DAY_MS = 24 * 3_600_000;

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Clock, TimerHandle } from "../clock.js";
+import type { Clock, TimerHandle } from "../../ports/clock.js";
 
 export interface LaneListenerOptions {
   config: pg.ClientConfig;

@@ -1,14 +1,14 @@
 import { nanoid } from "nanoid";
 import type pg from "pg";
-import type { DeliveryKind } from "../channel.js";
-import type { Clock, TimerHandle } from "../clock.js";
+import type { DeliveryKind } from "../../ports/channel.js";
+import type { Clock, TimerHandle } from "../../ports/clock.js";
 import {
   type DeliveryBody,
   type DeliveryLog,
   type DeliveryLogOptions,
   type DeliveryRecord,
   keepOption,
-} from "../http/delivery-log.js";
+} from "../../ports/delivery-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
 import {

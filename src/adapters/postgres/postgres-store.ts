@@ -3,7 +3,7 @@ import type pg from "pg";
 import { ConfigError, LeaseLostError, MessageRejectedError } from "../../errors.js";
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
-import { assertSessionKey } from "../session-key.js";
+import { assertSessionKey } from "../../ports/session-key.js";
 import type {
   CommitmentChanges,
   CommitmentClaim,
@@ -15,8 +15,8 @@ import type {
   TranscriptHead,
   TranscriptRecord,
   TranscriptStore,
-} from "../store.js";
-import { UNDELIVERED_FINAL } from "../store.js";
+} from "../../ports/store.js";
+import { UNDELIVERED_FINAL } from "../../ports/store.js";
 import { type ClusterView, readClusterView } from "./cluster-view.js";
 import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clusterRoute } from "../../../src/adapters/http/cluster-route.js";
+import { clusterRoute } from "../../../src/http/cluster-route.js";
 import { startTestServer } from "../../support/http-gateway.js";
 
 describe("GET /v1/cluster", () => {

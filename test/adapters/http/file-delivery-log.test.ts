@@ -1,9 +1,9 @@
 import { appendFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { FileDeliveryLog } from "../../../src/adapters/http/file-delivery-log.js";
-import { WebChannel } from "../../../src/adapters/http/web-channel.js";
-import { sessionFileName } from "../../../src/adapters/session-key.js";
+import { FileDeliveryLog } from "../../../src/adapters/jsonl/file-delivery-log.js";
+import { WebChannel } from "../../../src/adapters/channels/web-channel.js";
+import { sessionFileName } from "../../../src/ports/session-key.js";
 import { useTempDir } from "../../support/temp-dir.js";
 
 describe("the web channel's deliveries log", () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { MemoryDeliveryLog } from "../../../src/adapters/http/delivery-log.js";
+import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
 import { startTestServer, type TestServer } from "../../support/http-gateway.js";
 import { SseRecorder } from "../../support/sse-recorder.js";
 

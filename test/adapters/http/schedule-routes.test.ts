@@ -1,9 +1,9 @@
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpServer } from "../../../src/adapters/http/create-http-server.js";
-import { MemoryDeliveryLog } from "../../../src/adapters/http/delivery-log.js";
-import type { ScheduleSummary } from "../../../src/adapters/http/schedule-routes.js";
-import { WebChannel } from "../../../src/adapters/http/web-channel.js";
+import { createHttpServer } from "../../../src/http/create-http-server.js";
+import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
+import type { ScheduleSummary } from "../../../src/http/schedule-routes.js";
+import { WebChannel } from "../../../src/adapters/channels/web-channel.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
 import { schedulesCommand } from "../../../src/cli/schedules.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/adapters/clock.js";
-import { createStateFeed } from "../../../src/adapters/http/state-feed.js";
-import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
+import { sleep } from "../../../src/ports/clock.js";
+import { createStateFeed } from "../../../src/http/state-feed.js";
+import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
 import type { TillerEventOf } from "../../../src/events.js";

@@ -11,7 +11,7 @@
  */
 import { createInterface } from "node:readline";
 import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
-import type { RecordBody, TranscriptHead } from "../../../src/adapters/store.js";
+import type { RecordBody, TranscriptHead } from "../../../src/ports/store.js";
 import { mulberry32 } from "../../support/random.js";
 
 /** Each run writes to 3 of these, so a restart rereads only part of the accumulated directory. */

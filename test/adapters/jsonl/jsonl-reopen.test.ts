@@ -3,9 +3,9 @@ import { join } from "node:path";
 import * as zlib from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
-import { sessionFileName } from "../../../src/adapters/session-key.js";
-import type { RecordBody, TranscriptRecord } from "../../../src/adapters/store.js";
-import { UNDELIVERED_FINAL } from "../../../src/adapters/store.js";
+import { sessionFileName } from "../../../src/ports/session-key.js";
+import type { RecordBody, TranscriptRecord } from "../../../src/ports/store.js";
+import { UNDELIVERED_FINAL } from "../../../src/ports/store.js";
 import { useTempDir } from "../../support/temp-dir.js";
 
 /** A store line as any writer of the format produces it, checksummed with zlib's CRC-32. */

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
-import { assertSessionKey, sessionFileName } from "../../../src/adapters/session-key.js";
-import type { RecordBody, TranscriptRecord } from "../../../src/adapters/store.js";
+import { assertSessionKey, sessionFileName } from "../../../src/ports/session-key.js";
+import type { RecordBody, TranscriptRecord } from "../../../src/ports/store.js";
 import { mulberry32 } from "../../support/random.js";
 import { storeContract } from "../store-contract.js";
 

@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
 import { decodeIndex, encodeIndex } from "../../../src/adapters/jsonl/transcript-index.js";
 import { loadTranscript } from "../../../src/adapters/jsonl/transcript-load.js";
-import { sessionFileName } from "../../../src/adapters/session-key.js";
-import type { RecordBody, TranscriptRecord } from "../../../src/adapters/store.js";
-import { UNDELIVERED_FINAL } from "../../../src/adapters/store.js";
+import { sessionFileName } from "../../../src/ports/session-key.js";
+import type { RecordBody, TranscriptRecord } from "../../../src/ports/store.js";
+import { UNDELIVERED_FINAL } from "../../../src/ports/store.js";
 import { useTempDir } from "../../support/temp-dir.js";
 
 const user = (n: number): RecordBody => ({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
+import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
 import { createOpenAIModel } from "../../../src/adapters/openai/create-openai-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
-import type { ToolDefinition } from "../../../src/adapters/tool.js";
+import type { ToolDefinition } from "../../../src/ports/tool.js";
 import type { TillerEvent } from "../../../src/events.js";
 import { createGateway } from "../../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../../src/logger.js";

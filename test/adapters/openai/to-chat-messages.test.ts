@@ -1,8 +1,8 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/adapters/clock.js";
-import { LoopbackChannel } from "../../../src/adapters/loopback-channel.js";
-import type { ModelMessage, ModelRequest } from "../../../src/adapters/model.js";
+import { sleep } from "../../../src/ports/clock.js";
+import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
+import type { ModelMessage, ModelRequest } from "../../../src/ports/model.js";
 import { NO_RESULT, toChatMessages } from "../../../src/adapters/openai/to-chat-messages.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";

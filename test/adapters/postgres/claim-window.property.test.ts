@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import * as sql from "../../../src/adapters/postgres/lane-sql.js";
+import * as sql from "../../../src/lanes/cluster/claim-sql.js";
 import { migrate } from "../../../src/adapters/postgres/migrate.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 

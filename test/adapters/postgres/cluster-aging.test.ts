@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/adapters/clock.js";
-import type { ClusterLanes } from "../../../src/adapters/postgres/cluster-lanes.js";
+import { sleep } from "../../../src/ports/clock.js";
+import type { ClusterLanes } from "../../../src/lanes/cluster/cluster-lanes.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
 import type { TillerEventOf } from "../../../src/events.js";
 import type { RunOptions } from "../../../src/lanes/lane-scheduler.types.js";

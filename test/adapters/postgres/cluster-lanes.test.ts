@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/adapters/clock.js";
-import { ClusterDb } from "../../../src/adapters/postgres/cluster-db.js";
+import { sleep } from "../../../src/ports/clock.js";
+import { ClusterDb } from "../../../src/lanes/cluster/cluster-db.js";
 import { createPool } from "../../../src/adapters/postgres/connection.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ModelProvider, ModelRequest } from "../../../src/adapters/model.js";
+import type { ModelProvider, ModelRequest } from "../../../src/ports/model.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
 import type { SystemClock } from "../../../src/adapters/system-clock.js";
-import type { ToolDefinition } from "../../../src/adapters/tool.js";
+import type { ToolDefinition } from "../../../src/ports/tool.js";
 import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually, ownerOf } from "../../support/serve-cluster.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { ModelRequest } from "../../../src/adapters/model.js";
+import type { ModelRequest } from "../../../src/ports/model.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
-import type { ToolDefinition } from "../../../src/adapters/tool.js";
+import type { ToolDefinition } from "../../../src/ports/tool.js";
 import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually } from "../../support/serve-cluster.js";

@@ -1,0 +1,208 @@
+import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } from "../ports/store.js";
+
+/**
+ * The gateway's one writer per session: remembers each transcript's head (session id and revision) and
+ * presents it on every append, so a writer that fell behind a reset is refused by the store.
+ * Tracks writes in flight, so a simulation knows when real I/O is still pending.
+ *
+ * Keeps the context window of sessions it is told are live (`keepWindow`): each turn starts from the
+ * window, and re-reading it from the store would cost every turn time in the window's length. The cache
+ * only ever holds what the store acknowledged, in seq order; any doubt (a reset, a rotation, a gap) drops
+ * it and the next read goes to the store again.
+ *
+ * @example
+ * ```ts
+ * const writer = new TranscriptWriter(store);
+ * await writer.append("telegram:42", [{ role: "user", text: "hi", messageId: "m1" }]);
+ * ```
+ */
+export class TranscriptWriter {
+  private readonly heads = new Map<string, Promise<TranscriptHead>>();
+  /** Heads once they resolved. */
+  private readonly opened = new Map<string, TranscriptHead>();
+  private readonly lastSeqs = new Map<string, number>();
+  /** Per run: how many journal items are stored (or being stored). */
+  private readonly journalStored = new Map<string, number>();
+  private inFlight = 0;
+  /** Windows of live sessions, as the store returned them (shared: callers must not change them). */
+  private readonly windows = new Map<string, TranscriptRecord[]>();
+  /** seq a cached window continues from when it holds no record yet. */
+  private readonly windowStartSeq = new Map<string, number>();
+  /** Sessions whose window is worth keeping; others are read from the store each time. */
+  private readonly kept = new Set<string>();
+  /** Appends in flight per session: a window read while one is pending may miss it, so is not kept. */
+  private readonly appending = new Map<string, number>();
+
+  constructor(readonly store: TranscriptStore) {}
+
+  get isBusy(): boolean {
+    return this.inFlight > 0;
+  }
+
+  async append(session: string, records: RecordBody[]): Promise<TranscriptRecord[]> {
+    if (records.length === 0) return [];
+    this.appending.set(session, (this.appending.get(session) ?? 0) + 1);
+    try {
+      return await this.track(async () => {
+        const head = await this.head(session);
+        const stored = await this.store.append(session, records, head);
+        const last = stored.at(-1);
+        if (last) this.lastSeqs.set(session, last.seq);
+        this.extendWindow(session, stored);
+        return stored;
+      });
+    } catch (error) {
+      this.dropWindow(session);
+      throw error;
+    } finally {
+      const left = (this.appending.get(session) ?? 1) - 1;
+      if (left === 0) this.appending.delete(session);
+      else this.appending.set(session, left);
+    }
+  }
+
+  /** The session's current context window; the records are shared and must not be changed. */
+  async readWindow(session: string): Promise<readonly TranscriptRecord[]> {
+    const cached = this.windows.get(session);
+    if (cached) return cached;
+    return this.track(async () => {
+      const head = await this.head(session);
+      const pendingBefore = this.appending.has(session);
+      const records = await this.store.readWindow(session);
+      if (this.kept.has(session) && !pendingBefore && !this.appending.has(session)) {
+        this.windows.set(session, records);
+        // No append is pending, so the transcript ends at the last seq this writer stored (or opened at).
+        this.windowStartSeq.set(session, Math.max(head.lastSeq, this.lastSeq(session)));
+      }
+      return records;
+    });
+  }
+
+  /** Every record of the session (all revisions), from the store; counted as I/O in flight. */
+  read(session: string): Promise<TranscriptRecord[]> {
+    return this.track(() => this.store.read(session));
+  }
+
+  /** The window without waiting, when it is cached (a live session between turns). */
+  cachedWindow(session: string): readonly TranscriptRecord[] | undefined {
+    return this.windows.get(session);
+  }
+
+  /** Keep (or stop keeping) the session's window in memory: the gateway does while its actor lives. */
+  keepWindow(session: string, keep: boolean): void {
+    if (keep) this.kept.add(session);
+    else {
+      this.kept.delete(session);
+      this.dropWindow(session);
+    }
+  }
+
+  async reset(session: string): Promise<void> {
+    this.dropWindow(session);
+    await this.track(async () => {
+      const head = await this.head(session);
+      const next = this.store.reset(session, head);
+      this.heads.set(session, next);
+      this.opened.set(session, await next);
+    });
+  }
+
+  /**
+   * Appends a run's journal items from `offset` on, skipping any this writer already stored for the
+   * run: an actor stopped after its write (an interrupt) never reported it, and the run's end must
+   * not store the same items twice.
+   */
+  async appendJournal(session: string, runId: string, offset: number, items: RecordBody[]): Promise<void> {
+    const stored = this.journalStored.get(runId) ?? 0;
+    const fresh = items.slice(Math.max(0, stored - offset));
+    if (fresh.length === 0) return;
+    this.journalStored.set(runId, offset + items.length);
+    try {
+      await this.append(session, fresh);
+    } catch (error) {
+      this.journalStored.set(runId, stored);
+      throw error;
+    }
+  }
+
+  /** The run ended: its journal bookkeeping is no longer needed. */
+  endJournal(runId: string): void {
+    this.journalStored.delete(runId);
+  }
+
+  /** Saves a session's resume state (atomic in the store); counted as I/O in flight. */
+  async saveState(session: string, state: unknown): Promise<void> {
+    await this.track(() => this.store.saveState(session, state));
+  }
+
+  /** seq of the last record this writer appended for the session (0 when none). */
+  lastSeq(session: string): number {
+    return this.lastSeqs.get(session) ?? 0;
+  }
+
+  /** seq of the transcript's last record as far as this process knows: its appends, or the head it opened. */
+  length(session: string): number {
+    return Math.max(this.lastSeqs.get(session) ?? 0, this.opened.get(session)?.lastSeq ?? 0);
+  }
+
+  /** The lifecycle revision of the transcript as opened or reset by this writer (0 when not opened). */
+  revision(session: string): number {
+    return this.opened.get(session)?.revision ?? 0;
+  }
+
+  /** Compaction: a new context window starts at the end of the transcript; history stays readable. */
+  async rotate(session: string): Promise<void> {
+    this.dropWindow(session);
+    await this.track(async () => {
+      const head = await this.head(session);
+      const next = this.store.rotate(session, head);
+      this.heads.set(session, next);
+      this.opened.set(session, await next);
+    });
+  }
+
+  /** Drops cached heads (after a restart the store is the truth). */
+  forget(session: string): void {
+    this.heads.delete(session);
+    this.dropWindow(session);
+  }
+
+  private dropWindow(session: string): void {
+    this.windows.delete(session);
+    this.windowStartSeq.delete(session);
+  }
+
+  /** Adds acknowledged records to a cached window, or drops the window when they do not continue it. */
+  private extendWindow(session: string, stored: TranscriptRecord[]): void {
+    const window = this.windows.get(session);
+    if (!window || stored.length === 0) return;
+    const last = window.at(-1)?.seq ?? this.windowStartSeq.get(session);
+    if (last === undefined || stored[0]!.seq !== last + 1) {
+      this.dropWindow(session);
+      return;
+    }
+    window.push(...stored);
+  }
+
+  private head(session: string): Promise<TranscriptHead> {
+    let head = this.heads.get(session);
+    if (!head) {
+      head = this.store.open(session);
+      this.heads.set(session, head);
+      head.then(
+        (value) => this.opened.set(session, value),
+        () => this.heads.delete(session),
+      );
+    }
+    return head;
+  }
+
+  private async track<T>(work: () => Promise<T>): Promise<T> {
+    this.inFlight++;
+    try {
+      return await work();
+    } finally {
+      this.inFlight--;
+    }
+  }
+}

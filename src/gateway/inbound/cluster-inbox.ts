@@ -1,0 +1,317 @@
+import { KeyedQueue } from "../../adapters/keyed-queue.js";
+import type { InboxEntry, SessionCluster } from "../../ports/session-cluster.js";
+import { type GatewayConfig, queueLayers } from "../../config.js";
+import { MessageRejectedError } from "../../errors.js";
+import type { EmitEvent } from "../../events.js";
+import type { Logger } from "../../logger.js";
+import { parseControl } from "../../policy/control.js";
+import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
+import type { Ack } from "./compose-ack.js";
+import {
+  checkTrigger,
+  type TriggerAck,
+  type TriggerExtras,
+  type TriggerRequest,
+  triggerAckOf,
+} from "./trigger.js";
+import { type InboundMessage, validateInbound } from "./validate-inbound.js";
+
+export interface ClusterInboxDeps {
+  cluster: SessionCluster;
+  config: GatewayConfig;
+  channelNames: readonly string[];
+  /** The one-process receive: applies a message to the session here, as a local message. */
+  local(inbound: InboundMessage): Promise<Ack>;
+  /** The one-process `trigger()`: starts a turn nobody typed in the session here. */
+  localTrigger(request: TriggerRequest, extras?: TriggerExtras): Promise<TriggerAck>;
+  /** Makes the session's stored state (turn, queue, settings) this process's, before its messages. */
+  adopt(session: string): Promise<void>;
+  /** Nothing runs or waits for the session here: its ownership may go. */
+  isIdle(session: string): boolean;
+  /** Resolves once the session's newest state is durable. */
+  settle(session: string): Promise<void>;
+  /** Another process may own the session now: its live state here goes (the store is the truth). */
+  forgetLive(session: string): void;
+  isDraining(): boolean;
+  emit: EmitEvent;
+  logger: Logger;
+}
+
+export interface ClusterInbox {
+  receive(inbound: InboundMessage): Promise<Ack>;
+  /**
+   * `trigger()` for a gateway of several processes: the turn is a row of the session's inbox, like a
+   * message, so it runs where the session is owned (a steer sent to any process reaches it there) and
+   * an id triggered on several processes (a schedule's slot, which every process fires) runs once.
+   */
+  trigger(request: TriggerRequest): Promise<TriggerAck>;
+  /**
+   * Starts a subagent's task in its child session here, the parent's process: the child's key becomes
+   * this process's (with a fence) through the inbox, so messages sent to it on any process reach it
+   * here, and it is given up once the child is idle. A child key another process owns is refused.
+   */
+  startChild(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
+  /** The session went idle here: give it up (or apply what waits for it first). */
+  idle(session: string): void;
+  /** Starts applying forwarded messages and taking sessions over. */
+  start(): void;
+  stop(): void;
+}
+
+/**
+ * `receive()` for a gateway of several processes (docs/postgres.md): the message is committed to the
+ * cluster's inbox first (a duplicate id is a duplicate cluster-wide), then applied by the session's
+ * owner as a local message of its mode: here when this process owns the session (or becomes its
+ * owner), else by the owner, which is woken and whose ack comes back. An owner that does not answer in
+ * time leaves the message queued durably for the session. The machines do not change.
+ *
+ * Everything a process does for one session (apply, take over, give up) runs one step at a time, in
+ * inbox order.
+ */
+/** The inbox mode of a turn nobody typed (its body is the trigger request). */
+const TRIGGER_MODE = "trigger";
+
+export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
+  const { cluster, config, emit } = deps;
+  const steps = new KeyedQueue();
+  // Messages of one session are committed to the inbox in the order receive() was called here, so
+  // the inbox (and every owner that applies it) keeps this process's order.
+  const accepts = new KeyedQueue();
+  const unsubscribe: Array<() => void> = [];
+  /** Inbox ids of the subagent tasks this process started, whose tools wait for them here. */
+  const children = new Set<string>();
+  const serial = <T>(session: string, work: () => Promise<T>) => steps.run(session, work);
+
+  /** Applies the session's waiting messages in order; returns the acks by inbox id. */
+  async function drainNow(session: string): Promise<Map<string, Ack | TriggerAck>> {
+    const acks = new Map<string, Ack | TriggerAck>();
+    // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
+    if (deps.isDraining()) return acks;
+    for (const entry of await cluster.waiting(session)) {
+      const ack = await applyOne(entry);
+      acks.set(entry.id, ack);
+      // A message the session turned away may be sent again: only the receiver here can say so.
+      if (ack.disposition === "rejected" && entry.receivedBy === cluster.processId)
+        await cluster.forget(entry.id);
+      else await cluster.applied(entry, ack);
+    }
+    return acks;
+  }
+
+  /**
+   * Applies one row as a local message. A row this process cannot take (its config refuses the
+   * message) is answered as rejected rather than left to be tried on every poll.
+   */
+  async function applyOne(entry: InboxEntry): Promise<Ack | TriggerAck> {
+    try {
+      if (entry.mode === TRIGGER_MODE) {
+        const { extras, ...request } = entry.body as unknown as TriggerRequest & { extras?: TriggerExtras };
+        // A subagent's task runs only where its tool waits for it: a process that took the child over
+        // from a dead one (or a restarted one) has nobody to hand its final to.
+        if (request.trigger === "subagent" && !children.delete(entry.id))
+          return triggerAckOf(
+            request,
+            entry.messageId,
+            "rejected",
+            "the tool that started this subagent is gone",
+          );
+        return await deps.localTrigger(request, extras);
+      }
+      return await deps.local(entry.body as unknown as InboundMessage);
+    } catch (error) {
+      if (!(error instanceof MessageRejectedError)) throw error;
+      return {
+        session: entry.session,
+        messageId: entry.messageId,
+        disposition: "rejected",
+        mode: "steer",
+        modeSource: "default",
+        reason: error.message,
+        text: `Not accepted: ${error.message}.`,
+      };
+    }
+  }
+
+  /** Gives the session up once nothing runs here and its state is durable; applies late arrivals. */
+  async function releaseIfIdle(session: string): Promise<void> {
+    for (;;) {
+      // A draining process keeps its sessions until it stops (stopping gives them all up).
+      if (deps.isDraining() || !deps.isIdle(session)) return;
+      await deps.settle(session);
+      if (!deps.isIdle(session)) return;
+      if (await cluster.release(session)) return;
+      // Messages arrived meanwhile: apply them first. None for this process: it no longer owns it.
+      if ((await drainNow(session)).size === 0) return;
+    }
+  }
+
+  function wake(session: string, adopted: boolean): void {
+    serial(session, async () => {
+      if (deps.isDraining()) return;
+      if (adopted) await deps.adopt(session);
+      await drainNow(session);
+      await releaseIfIdle(session);
+    }).catch((error: unknown) =>
+      deps.logger.warn({ session, error: String(error) }, "cluster: applying waiting messages failed"),
+    );
+  }
+
+  async function receive(inbound: InboundMessage): Promise<Ack> {
+    // A draining process turns messages away as one process does (nothing reaches the inbox).
+    if (deps.isDraining()) return deps.local(inbound);
+    const message = validateInbound(inbound, config, deps.channelNames);
+    const session = message.session;
+    const isControl = parseControl(message.text) !== undefined;
+    const acceptance = await accepts.run(session, () =>
+      cluster.accept({
+        session,
+        messageId: message.id,
+        mode: isControl ? "control" : (message.mode ?? "default"),
+        body: { ...message } as unknown as Record<string, unknown>,
+      }),
+    );
+    const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
+    const setting = resolveQueueSetting({ inline, ...queueLayers(config, message.channel) });
+    const base = { session, messageId: message.id, mode: setting.mode, modeSource: setting.modeSource };
+    if (acceptance.kind === "duplicate") {
+      const ack: Ack = {
+        ...base,
+        disposition: "duplicate",
+        text: "Already received this message; it is not run again.",
+      };
+      emit("message.acked", { ...ack, ...(message.sender ? { sender: message.sender } : {}) });
+      return ack;
+    }
+    if (acceptance.kind === "remote") {
+      const { owner, id } = acceptance;
+      const answer = await cluster.awaitAck(id, cluster.ackWaitMs);
+      emit("message.forwarded", { session, messageId: message.id, owner, confirmed: answer !== undefined });
+      if (answer) {
+        const owned = answer.ack as unknown as Ack;
+        if (owned.disposition === "rejected") await cluster.forget(id);
+        // The owner it was sent to, or a process that took the session over meanwhile (maybe this one).
+        if (answer.by === cluster.processId) return owned;
+        return {
+          ...owned,
+          owner: answer.by,
+          text: `${owned.text} (Handled by process ${answer.by}, which runs this session.)`,
+        };
+      }
+      return {
+        ...base,
+        disposition: "queued",
+        waitsFor: "own-turn",
+        owner,
+        text:
+          `Stored: this session is busy on process ${owner}, which has not confirmed yet; ` +
+          "your message waits for it there and is answered once, by that process or by the one that takes the session over.",
+      };
+    }
+    const ack = (await applyHere(session, acceptance)) as Ack | undefined;
+    if (ack) return ack;
+    // Nothing applied it (this process drains): it waits in the inbox for the next owner.
+    return {
+      ...base,
+      disposition: "queued",
+      waitsFor: "own-turn",
+      text: "Stored: it waits for this session and is answered once, by the process that takes it next.",
+    };
+  }
+
+  /** Applies what waits for a session this process owns (now); the ack of row `id`, once applied. */
+  async function applyHere(
+    session: string,
+    acceptance: { id: string; adopted: boolean },
+  ): Promise<Ack | TriggerAck | undefined> {
+    const acks = await serial(session, async () => {
+      if (acceptance.adopted) await deps.adopt(session);
+      const applied = await drainNow(session);
+      await releaseIfIdle(session);
+      return applied;
+    });
+    // Applied by a wake-up that ran first: its ack is in the inbox.
+    return acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined);
+  }
+
+  /** `trigger()`; with `child`, a subagent's task (see `startChild`). */
+  async function trigger(request: TriggerRequest, child?: TriggerExtras): Promise<TriggerAck> {
+    // A draining process turns it away as one process does; a malformed request is refused before
+    // anything is stored.
+    if (deps.isDraining()) return deps.localTrigger(request, child);
+    const { message, id } = checkTrigger(request, config, deps.channelNames, () => undefined);
+    const session = message.session;
+    const acceptance = await accepts.run(session, async () => {
+      const accepted = await cluster.accept({
+        session,
+        messageId: id,
+        mode: TRIGGER_MODE,
+        body: { ...request, id, ...(child ? { extras: child } : {}) } as unknown as Record<string, unknown>,
+      });
+      if (child && accepted.kind === "local") children.add(accepted.id);
+      return accepted;
+    });
+    if (acceptance.kind === "duplicate")
+      return triggerAckOf(request, id, "duplicate", "this trigger id was already run");
+    if (child && acceptance.kind === "remote") {
+      // A child runs beside its parent's tool or not at all (its final could not come back here).
+      await cluster.forget(acceptance.id);
+      return triggerAckOf(request, id, "rejected", `its session is owned by process ${acceptance.owner}`);
+    }
+    if (acceptance.kind === "remote") {
+      const answer = await cluster.awaitAck(acceptance.id, cluster.ackWaitMs);
+      emit("message.forwarded", {
+        session,
+        messageId: id,
+        owner: acceptance.owner,
+        confirmed: answer !== undefined,
+      });
+      if (answer) {
+        const owned = answer.ack as unknown as TriggerAck;
+        if (owned.disposition === "rejected") await cluster.forget(acceptance.id);
+        return owned;
+      }
+      return {
+        ...triggerAckOf(request, id, "queued"),
+        text: `Stored: the session is busy on process ${acceptance.owner}; this ${request.trigger} turn waits for it there and runs once.`,
+      };
+    }
+    const ack = (await applyHere(session, acceptance)) as TriggerAck | undefined;
+    if (!ack && child) {
+      // Not applied (this process drains): nobody else may run it.
+      children.delete(acceptance.id);
+      await cluster.forget(acceptance.id);
+      return triggerAckOf(request, id, "rejected", "the gateway is draining");
+    }
+    return (
+      ack ?? {
+        ...triggerAckOf(request, id, "queued"),
+        text: `Stored: this ${request.trigger} turn waits for the process that takes the session next.`,
+      }
+    );
+  }
+
+  return {
+    receive,
+    trigger: (request) => trigger(request),
+    startChild: (request, extras) => trigger(request, extras),
+    idle(session) {
+      serial(session, () => releaseIfIdle(session)).catch((error: unknown) =>
+        deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed"),
+      );
+    },
+    start() {
+      if (unsubscribe.length > 0) return;
+      unsubscribe.push(cluster.onWake(wake));
+      const lost = cluster.onLost?.((session) => {
+        serial(session, async () => {
+          deps.forgetLive(session);
+          emit("session.lost", { session });
+        }).catch(() => {});
+      });
+      if (lost) unsubscribe.push(lost);
+    },
+    stop() {
+      for (const off of unsubscribe.splice(0)) off();
+    },
+  };
+}

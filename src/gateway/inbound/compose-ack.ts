@@ -1,0 +1,168 @@
+import type { RunContext } from "../../machines/run.machine.js";
+import type { Disposition, SessionDecision } from "../../machines/session.types.js";
+import type { QueueMode, SettingSource } from "../../policy/queue-mode.js";
+
+/**
+ * The acknowledgement of one inbound message (docs/architecture.md): what happened to it, truthfully. It never
+ * claims that work stopped unless it did.
+ */
+export interface Ack {
+  session: string;
+  messageId: string;
+  disposition: Disposition;
+  mode: QueueMode;
+  modeSource: SettingSource;
+  /** A short text a person can read. */
+  text: string;
+  reason?: string;
+  /** For steered and interrupting messages: the run that will see (or was stopped for) the message. */
+  runId?: string;
+  /** Where it waits: the next decision point of the run, the queue, or a collect window. */
+  waitsFor?:
+    | "next-model-call"
+    | "tool-to-finish"
+    | "finalize-recheck"
+    | "own-turn"
+    | "quiet-window"
+    | "turn-start";
+  /** The action running when the message arrived, and whether it can be cancelled. */
+  runningTool?: { name: string; cancellable: boolean };
+  /** Effects of the running turn that already happened (completed tool calls). */
+  completedEffects?: string[];
+  /** Messages dropped by the queue cap to admit this one. */
+  dropped?: string[];
+  /** Position in the session's queue (1 = next). */
+  queuePosition?: number;
+  /**
+   * `false` when the message could not be stored durably (the store failed even after retries): it is
+   * being handled, but a restart before its answer would lose it. Absent otherwise.
+   */
+  durable?: false;
+  /** The trigger of the background turn the session was busy with when the message arrived (`cron`, ...). */
+  busyWith?: string;
+  /**
+   * Several processes: the process that owns the session and applied the message (or holds it, for a
+   * `queued` ack it has not confirmed), when that is not the process that received it.
+   */
+  owner?: string;
+}
+
+export interface RunView {
+  state: string;
+  context: Pick<RunContext, "pendingCalls" | "toolIndex" | "completedTools" | "input">;
+}
+
+/** Composes the ack from the session's decision and, for a running turn, what the run is doing now. */
+export function composeAck(
+  session: string,
+  decision: SessionDecision,
+  run: RunView | undefined,
+  queuePosition?: number,
+): Ack {
+  const base: Ack = {
+    session,
+    messageId: decision.messageId,
+    disposition: decision.disposition,
+    mode: decision.setting.mode,
+    modeSource: decision.setting.modeSource,
+    text: "",
+    ...(decision.reason ? { reason: decision.reason } : {}),
+    ...(decision.dropped ? { dropped: decision.dropped } : {}),
+  };
+  const tool = run ? runningTool(run) : undefined;
+  const effects = run?.context.completedTools ?? [];
+  const effectsText = effects.length > 0 ? ` Already done in this turn: ${unique(effects).join(", ")}.` : "";
+  switch (decision.disposition) {
+    case "started":
+      return { ...base, text: "Got it, working on it." };
+    case "steered": {
+      if (!run) {
+        return { ...base, waitsFor: "turn-start", text: "Got it. It joins the reply I am about to start." };
+      }
+      const fields = { runId: decision.runId ?? run.context.input.runId, completedEffects: effects };
+      if (tool && run.state.endsWith(".aborting")) {
+        // The run was stopped and only waits for the tool: it takes no further step, so the message is
+        // answered after it, not "before any further step".
+        return {
+          ...base,
+          ...fields,
+          runningTool: tool,
+          waitsFor: "own-turn",
+          text:
+            `Got it. The current reply is being stopped; ${tool.name} cannot be cancelled and finishes first, ` +
+            `then I answer this.${effectsText}`,
+        };
+      }
+      if (tool) {
+        const stop = tool.cancellable ? "can be cancelled" : "cannot be cancelled";
+        return {
+          ...base,
+          ...fields,
+          runningTool: tool,
+          waitsFor: "tool-to-finish",
+          text:
+            `Got it. ${tool.name} is running (it ${stop}); I will read your message as soon as it finishes, ` +
+            `before any further step.${effectsText}`,
+        };
+      }
+      return {
+        ...base,
+        ...fields,
+        waitsFor: "next-model-call",
+        text: `Got it. I will take this into account at my next step.${effectsText}`,
+      };
+    }
+    case "queued":
+      return {
+        ...base,
+        waitsFor: "own-turn",
+        ...(queuePosition ? { queuePosition } : {}),
+        text: decision.reason
+          ? `Noted: ${decision.reason}.`
+          : `Queued: I will answer this after the current reply${queuePosition && queuePosition > 1 ? ` (${queuePosition - 1} ahead)` : ""}.`,
+      };
+    case "collected":
+      return {
+        ...base,
+        waitsFor: "quiet-window",
+        text: "Noted. I will answer your messages together once you pause.",
+      };
+    case "interrupted": {
+      const fields = { ...(run ? { runId: run.context.input.runId } : {}), completedEffects: effects };
+      if (tool && !tool.cancellable) {
+        return {
+          ...base,
+          ...fields,
+          runningTool: tool,
+          waitsFor: "tool-to-finish",
+          text: `Stopping the current reply. ${tool.name} cannot be cancelled, so it finishes first; then I answer this.${effectsText}`,
+        };
+      }
+      return {
+        ...base,
+        ...fields,
+        ...(tool ? { runningTool: tool } : {}),
+        text: `Stopping the current reply${tool ? ` (cancelling ${tool.name})` : ""} to answer this.${effectsText}`,
+      };
+    }
+    case "rejected":
+      return { ...base, text: `Not accepted: ${decision.reason ?? "rejected"}.` };
+    case "duplicate":
+      return { ...base, text: "Already received this message; it is not run again." };
+    case "dropped":
+      return { ...base, text: `Not run: ${decision.reason ?? "dropped"}.` };
+    case "control":
+      return { ...base, text: decision.reason ?? "Done." };
+  }
+}
+
+function runningTool(run: RunView): { name: string; cancellable: boolean } | undefined {
+  if (!run.state.startsWith("toolBatch.toolRunning")) return undefined;
+  const call = run.context.pendingCalls[run.context.toolIndex];
+  if (!call) return undefined;
+  return { name: call.name, cancellable: run.context.input.cancellableTools.includes(call.name) };
+}
+
+function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}

@@ -1,0 +1,202 @@
+import type { ActorDeps } from "../../actors/deps.js";
+import { send } from "../../actors/send.js";
+import { type GatewayConfig, queueLayers } from "../../config.js";
+import type { EmitEvent } from "../../events.js";
+import type { SessionDecision } from "../../machines/session.types.js";
+import { admit } from "../../policy/admission.js";
+import { isTypedTrigger } from "../../policy/lane-priority.js";
+import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
+import type { Sender } from "../../policy/sender.js";
+import { applyControl, runViewOf } from "./apply-control.js";
+import { type Ack, composeAck, type RunView } from "./compose-ack.js";
+import type { SessionMemory, SessionPersistence } from "../sessions/session-persistence.js";
+import type { SessionRegistry } from "../sessions/session-registry.js";
+import { claimInbound, releaseInbound } from "./shared-dedupe.js";
+import { type InboundMessage, pruneSeen, validateInbound } from "./validate-inbound.js";
+
+export interface ReceiveDeps {
+  config: GatewayConfig;
+  deps: ActorDeps;
+  registry: SessionRegistry;
+  persistence: SessionPersistence;
+  channelNames: readonly string[];
+  isDraining(): boolean;
+  emit: EmitEvent;
+  /**
+   * Claim each accepted id in the store's shared dedupe window (on a store that has one). Off under a
+   * cluster inbox, which stores the id with the message in one transaction: a row re-applied by the
+   * process that took its session over is the message itself, not a redelivery.
+   */
+  sharedDedupe: boolean;
+}
+
+/**
+ * The gateway's `receive()`: validates the message, admits it (policy/admission), hands an accepted
+ * one to its session actor, and answers with one truthful ack once the message is durable.
+ */
+export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Promise<Ack> {
+  const { config, deps, registry, persistence, emit } = ctx;
+
+  function isAckVisible(channel: string): boolean {
+    const visible = config.delivery.visibleAcks;
+    return typeof visible === "boolean" ? visible : visible[channel] === true;
+  }
+
+  function finishAck(
+    session: string,
+    entry: SessionMemory,
+    decision: SessionDecision,
+    runBefore?: RunView,
+    sender?: Sender,
+    busyWith?: string,
+  ): Ack {
+    const snapshot = entry.actor?.getSnapshot();
+    const run =
+      decision.disposition === "interrupted"
+        ? runBefore
+        : decision.disposition === "steered"
+          ? runViewOf(entry.actor)
+          : undefined;
+    const position =
+      snapshot && decision.disposition === "queued" ? snapshot.context.queue.length : undefined;
+    const composed = composeAck(session, decision, run, position);
+    // The save was retried and still failed: the ack must not promise what a restart would not keep.
+    const stored = entry.notDurable?.has(decision.messageId)
+      ? {
+          ...composed,
+          durable: false as const,
+          text: `${composed.text} It could not be stored safely, so if I restart before answering, please send it again.`,
+        }
+      : composed;
+    // A person writing while scheduled work runs learns what the session is busy with.
+    const ack =
+      busyWith && decision.disposition !== "rejected" && decision.disposition !== "duplicate"
+        ? { ...stored, busyWith, text: `${stored.text} (The session is busy with a scheduled task.)` }
+        : stored;
+    emit("message.acked", { ...ack, session, ...(sender ? { sender } : {}) });
+    if (isAckVisible(entry.channel))
+      void send(deps, session, ack.text, "ack", { deliveryId: `ack:${session}:${decision.messageId}` });
+    return ack;
+  }
+
+  return async function receive(inbound: InboundMessage): Promise<Ack> {
+    const message = validateInbound(inbound, config, ctx.channelNames);
+    const entry = registry.memory(message.session, message.channel);
+    entry.channel = message.channel;
+    // The window read for duplicate detection is the one the session's first turn starts from.
+    registry.keepWindow(message.session, entry, true);
+    await persistence.rememberStoredIds(message.session, entry);
+    const now = deps.clock.now();
+    const layers = queueLayers(config, message.channel);
+    const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
+    const setting = {
+      ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
+      ...(config.queue.steerAcrossSenders ? { steerAcrossSenders: true as const } : {}),
+    };
+    const owned = {
+      id: message.id,
+      text: message.text,
+      channel: message.channel,
+      at: now,
+      ...(message.sender ? { sender: message.sender } : {}),
+    };
+
+    pruneSeen(entry, now, config.limits.dedupeWindowMs);
+    const admission = admit({
+      text: message.text,
+      alreadySeen: entry.seen.has(message.id),
+      maxMessageChars: config.limits.maxMessageChars,
+      ...(message.mode !== undefined && inline === undefined ? { unknownInlineMode: message.mode } : {}),
+      draining: ctx.isDraining(),
+    });
+
+    let decision: SessionDecision;
+    let runBefore: RunView | undefined;
+    let busyWith: string | undefined;
+    switch (admission.kind) {
+      case "duplicate":
+        decision = { messageId: message.id, disposition: "duplicate", setting };
+        break;
+      case "rejected":
+        decision = { messageId: message.id, disposition: "rejected", setting, reason: admission.reason };
+        break;
+      case "control": {
+        entry.seen.set(message.id, now);
+        const ack = applyControl({
+          session: message.session,
+          entry,
+          messageId: owned.id,
+          control: admission.control,
+          setting,
+          sender: message.sender,
+          actor: () => registry.actor(message.session, entry),
+        });
+        registry.keepWindow(message.session, entry, false);
+        if (admission.control.command === "queue" || admission.control.command === "queue-reset") {
+          // A session override outlives a restart: it is saved before the ack, like a message.
+          persistence.persist(message.session, entry, entry.actor?.getSnapshot());
+          persistence.flush(message.session, entry);
+          await entry.saving;
+        }
+        emit("message.acked", {
+          ...ack,
+          session: message.session,
+          ...(message.sender ? { sender: message.sender } : {}),
+        });
+        if (isAckVisible(entry.channel))
+          void send(deps, message.session, ack.text, "ack", {
+            deliveryId: `ack:${message.session}:${message.id}`,
+          });
+        return ack;
+      }
+      case "accept": {
+        entry.seen.set(message.id, now);
+        // Several processes on one store: one that accepted this id already makes it a duplicate here.
+        const store = deps.writer.store;
+        if (
+          ctx.sharedDedupe &&
+          store.claimMessageId &&
+          !(await claimInbound(store, deps.logger, entry, message, now, config.limits.dedupeWindowMs))
+        ) {
+          decision = { messageId: message.id, disposition: "duplicate", setting };
+          break;
+        }
+        const actor = registry.actor(message.session, entry);
+        // What the run was doing when the message arrived: an interrupt changes it at once.
+        runBefore = runViewOf(actor);
+        busyWith = backgroundTrigger(actor.getSnapshot());
+        actor.send({ type: "session.message", message: owned, setting });
+        decision = actor.getSnapshot().context.lastDecision ?? {
+          messageId: message.id,
+          disposition: "rejected",
+          setting,
+        };
+        // Acknowledged means durable: the message is in the saved state (or the transcript) first.
+        persistence.flush(message.session, entry);
+        await entry.saving;
+        break;
+      }
+    }
+    // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
+    if (
+      decision.disposition === "rejected" &&
+      entry.seen.delete(message.id) &&
+      admission.kind === "accept" &&
+      ctx.sharedDedupe
+    )
+      await releaseInbound(deps.writer.store, deps.logger, message);
+    // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
+    registry.keepWindow(message.session, entry, false);
+    return finishAck(message.session, entry, decision, runBefore, message.sender, busyWith);
+  };
+}
+
+/** The trigger of the background turn the session is in (a schedule's, a heartbeat's), if any. */
+function backgroundTrigger(snapshot: {
+  value: unknown;
+  context: { pending: { trigger?: string } | null };
+}): string | undefined {
+  const inTurn = typeof snapshot.value === "object" && snapshot.value !== null && "turn" in snapshot.value;
+  const trigger = inTurn ? snapshot.context.pending?.trigger : undefined;
+  return trigger && !isTypedTrigger(trigger) ? trigger : undefined;
+}

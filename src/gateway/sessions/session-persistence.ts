@@ -1,0 +1,219 @@
+import type { Subscription } from "xstate";
+import { type Clock, sleep } from "../../ports/clock.js";
+import type { TranscriptRecord } from "../../ports/store.js";
+import type { GatewayConfig } from "../../config.js";
+import type { EmitEvent } from "../../events.js";
+import type { Logger } from "../../logger.js";
+import type { SessionActorRef } from "../../machines/session.machine.js";
+import type { PersistedSession } from "../../policy/plan-resume.js";
+import type { QueueSettings } from "../../policy/queue-mode.js";
+import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
+
+/** What the gateway keeps per session key, including while the session's actor is stopped. */
+export interface SessionMemory {
+  actor: SessionActorRef | null;
+  subscription: Subscription | null;
+  channel: string;
+  override: QueueSettings | null;
+  seen: Map<string, number>;
+  /** Stored message ids loaded into `seen` (once per process). */
+  known?: Promise<void>;
+  turnSeq: number;
+  /** What the last save was made from (references), whether it saved "nothing", and the save in flight. */
+  savedFrom: {
+    pending: unknown;
+    queue: unknown;
+    summaries: unknown;
+    runId: string | null;
+    override?: unknown;
+  } | null;
+  /** The queue and summaries of the last state saved (a control saved while no actor runs keeps them). */
+  lastQueue?: PersistedSession["queue"];
+  lastSummaries?: string[];
+  savedEmpty: boolean;
+  /** The newest state not yet handed to the store (undefined: none waiting; null: "nothing to resume"). */
+  unsaved?: PersistedSession | null | undefined;
+  saving: Promise<void>;
+  /** Message ids a durable saved state holds (so their turn may store them in the transcript). */
+  covered?: Set<string>;
+  /** Turns waiting for ids to be covered before they store them. */
+  coverWaiters?: Array<{ ids: string[]; resolve: () => void }>;
+  /** Ids whose state could not be saved even after retries: their ack says so. */
+  notDurable?: Set<string>;
+}
+
+/** Attempts at a state save before it counts as failed, and the pause before each retry (ms). */
+const SAVE_RETRIES_MS = [20, 100, 500];
+
+/**
+ * The durable side of sessions: resume state saved on every change, and the message ids a transcript
+ * already holds (for duplicate detection across restarts).
+ */
+export class SessionPersistence {
+  constructor(
+    private readonly deps: {
+      writer: TranscriptWriter;
+      clock: Clock;
+      config: GatewayConfig;
+      logger: Logger;
+      emit: EmitEvent;
+      /** What the stored records say, for explain() after a restart. */
+      onStoredRecords?(session: string, records: readonly TranscriptRecord[]): void;
+    },
+  ) {}
+
+  /**
+   * Resolves once every id is held by a durable saved state (or its save failed for good), so a turn
+   * never stores a message in the transcript before a restart would know who answers it: a message is
+   * either accepted (the restart answers it) or not (a retry runs it), never stored and dead.
+   */
+  covered(entry: SessionMemory, ids: readonly string[]): Promise<void> {
+    const covered = entry.covered;
+    if (ids.every((id) => covered?.has(id))) return Promise.resolve();
+    return new Promise((resolve) => {
+      entry.coverWaiters ??= [];
+      entry.coverWaiters.push({ ids: [...ids], resolve });
+    });
+  }
+
+  /**
+   * Saves what a restart needs (the turn in progress, the queue) whenever it changes. Changes within one
+   * step (a message that starts a turn and is granted its lane at once) are saved together, at the end
+   * of the step or when `flush` asks. Saves of one session are chained, so the file always ends at the
+   * newest state.
+   */
+  persist(key: string, entry: SessionMemory, snapshot?: ReturnType<SessionActorRef["getSnapshot"]>): void {
+    const context = snapshot?.context;
+    const inTurn = typeof snapshot?.value === "object" && "turn" in snapshot.value;
+    const pending = inTurn ? (context?.pending ?? null) : null;
+    const runId = inTurn ? (context?.runId ?? null) : null;
+    const queue = context?.queue ?? entry.lastQueue ?? [];
+    const summaries = context?.summaries ?? entry.lastSummaries ?? [];
+    const override = entry.override;
+    // Machine context is never changed in place, so unchanged references mean an unchanged state.
+    const last = entry.savedFrom;
+    if (
+      last &&
+      last.pending === pending &&
+      last.queue === queue &&
+      last.summaries === summaries &&
+      last.runId === runId &&
+      last.override === override
+    ) {
+      return;
+    }
+    entry.savedFrom = { pending, queue, summaries, runId, override };
+    entry.lastQueue = queue;
+    entry.lastSummaries = summaries;
+    const state: PersistedSession | null =
+      pending || queue.length > 0 || override
+        ? {
+            version: 1,
+            turnSeq: context?.turnSeq ?? entry.turnSeq,
+            runId,
+            pending,
+            queue,
+            summaries,
+            ...(override ? { override } : {}),
+          }
+        : null;
+    const scheduled = entry.unsaved !== undefined;
+    entry.unsaved = state;
+    if (!scheduled) queueMicrotask(() => this.flush(key, entry));
+  }
+
+  /** Starts saving the newest unsaved state now; `entry.saving` settles when it is durable. */
+  flush(key: string, entry: SessionMemory): void {
+    const state = entry.unsaved;
+    if (state === undefined) return;
+    entry.unsaved = undefined;
+    if (state === null && entry.savedEmpty) return;
+    entry.savedEmpty = state === null;
+    const ids = state ? stateIds(state) : [];
+    entry.saving = entry.saving
+      .then(() => this.saveWithRetries(key, state))
+      .then(
+        () => {
+          entry.covered ??= new Set();
+          if (state === null) entry.covered.clear();
+          for (const id of ids) {
+            entry.covered.add(id);
+            entry.notDurable?.delete(id);
+          }
+          this.wake(entry, false);
+        },
+        (error: unknown) => {
+          this.deps.logger.error({ session: key, error: String(error) }, "state.saveFailed");
+          this.deps.emit("state.saveFailed", { session: key, error: String(error) });
+          entry.notDurable ??= new Set();
+          for (const id of ids) if (!entry.covered?.has(id)) entry.notDurable.add(id);
+          // A store that keeps failing fails the turn's own writes too; waiting longer would only hang it.
+          this.wake(entry, true);
+        },
+      );
+  }
+
+  /** A state save, retried a few times (a full disk that frees up, a slow fsync) before it fails. */
+  private async saveWithRetries(key: string, state: PersistedSession | null): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.deps.writer.saveState(key, state);
+        return;
+      } catch (error) {
+        const pause = SAVE_RETRIES_MS[attempt];
+        if (pause === undefined) throw error;
+        this.deps.emit("state.saveRetried", { session: key, attempt: attempt + 1, error: String(error) });
+        await sleep(this.deps.clock, pause);
+      }
+    }
+  }
+
+  private wake(entry: SessionMemory, all: boolean): void {
+    const waiters = entry.coverWaiters;
+    if (!waiters || waiters.length === 0) return;
+    entry.coverWaiters = waiters.filter((waiter) => {
+      if (!all && !waiter.ids.every((id) => entry.covered?.has(id))) return true;
+      waiter.resolve();
+      return false;
+    });
+  }
+
+  /**
+   * The records whose user message ids count as seen: the context window, and after a `/new` every
+   * revision (a redelivered id from before the reset is still a duplicate).
+   */
+  private async storedRecords(key: string): Promise<readonly TranscriptRecord[]> {
+    const window = await this.deps.writer.readWindow(key);
+    if (this.deps.writer.revision(key) <= 1) return window;
+    return this.deps.writer.store.read(key);
+  }
+
+  /**
+   * The first message a process sees for a session learns which message ids the transcript already
+   * holds, so a channel's redelivery after a restart is a duplicate, not a second answer.
+   */
+  rememberStoredIds(key: string, entry: SessionMemory): Promise<void> {
+    entry.known ??= this.storedRecords(key).then(
+      (records) => {
+        this.deps.onStoredRecords?.(key, records);
+        const since = this.deps.clock.now() - this.deps.config.limits.dedupeWindowMs;
+        const stored = records.filter((record) => record.role === "user" && record.at >= since);
+        // Keep arrival order: pruning stops at the first id inside the window.
+        const merged = new Map<string, number>();
+        for (const record of stored) if (record.role === "user") merged.set(record.messageId, record.at);
+        for (const [id, at] of entry.seen) if (!merged.has(id)) merged.set(id, at);
+        entry.seen = new Map([...merged].sort((a, b) => a[1] - b[1]));
+      },
+      (error: unknown) => this.deps.logger.warn({ session: key, error: String(error) }, "dedupe.loadFailed"),
+    );
+    return entry.known;
+  }
+}
+
+/** The message ids a saved state holds (the turn in progress and everything queued). */
+export function stateIds(state: PersistedSession): string[] {
+  const ids: string[] = [];
+  for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
+    if ("messages" in item) for (const message of item.messages) ids.push(message.id);
+  return ids;
+}

@@ -1,0 +1,165 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { ConfigError, errorMessage, MessageRejectedError, TillerError } from "../errors.js";
+import type { Gateway } from "../gateway/create-gateway.js";
+import { type Logger, silentLogger } from "../logger.js";
+import { hasBearer } from "./bearer-auth.js";
+import { commitmentRoutes } from "./commitment-routes.js";
+import { EventFeed } from "./event-feed.js";
+import { HttpError, sendError, sendJson } from "./http-error.js";
+import { serveOperatorPage } from "./operator-page.js";
+import { type Route, Router } from "./router.js";
+import { scheduleRoutes } from "./schedule-routes.js";
+import { v1Routes } from "./v1-routes.js";
+import type { WebChannel } from "../adapters/channels/web-channel.js";
+
+export interface HttpServerOptions {
+  gateway: Gateway;
+  /** The gateway's `web` channel: its deliveries are what the deliveries stream serves. */
+  web: WebChannel;
+  /** When set, every `/v1` request needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Largest request body accepted, in bytes. @default 262144 */
+  bodyLimit?: number;
+  /** Interval of the keep-alive comment on event streams. @default 15000 */
+  heartbeatMs?: number;
+  /** Events kept for replay from `Last-Event-ID`. @default 4096 */
+  eventBuffer?: number;
+  /** The built operator page; without one `GET /` says how to build it. */
+  pageDir?: string;
+  /** More routes, tried after the built-in ones (before the page). */
+  routes?: Route[];
+  logger?: Logger;
+}
+
+/**
+ * The gateway's HTTP API (docs/http.md) on `node:http`: a route table, JSON bodies with a size limit,
+ * error bodies `{ error: { code, message, field? } }`, bearer auth, server-sent-event streams, health
+ * and readiness. The server is not listening yet: call `server.listen`.
+ *
+ * @example
+ * ```ts
+ * const web = new WebChannel(new MemoryDeliveryLog());
+ * const gateway = createGateway({ model, channels: { web } });
+ * const http = createHttpServer({ gateway, web });
+ * await gateway.start();
+ * http.markReady();
+ * http.server.listen(8787, "127.0.0.1");
+ * ```
+ */
+export function createHttpServer(options: HttpServerOptions) {
+  const { gateway, web } = options;
+  const logger = options.logger ?? silentLogger;
+  const feed = new EventFeed(options.eventBuffer ?? 4096);
+  const unsubscribe = gateway.subscribe(feed.push);
+  let state: "starting" | "ready" | "draining" = "starting";
+
+  const router = new Router();
+  router.add(
+    { method: "GET", path: "/healthz", handler: ({ res }) => sendJson(res, 200, { ok: true }) },
+    {
+      method: "GET",
+      path: "/readyz",
+      handler: ({ res }) =>
+        state === "ready" && !gateway.isDraining
+          ? sendJson(res, 200, { ready: true })
+          : sendJson(res, 503, {
+              error: {
+                code: state === "starting" ? "STARTING" : "GATEWAY_DRAINING",
+                message: `the server is ${state}`,
+              },
+            }),
+    },
+    ...v1Routes({
+      gateway,
+      web,
+      feed,
+      bodyLimit: options.bodyLimit ?? 256 * 1024,
+      heartbeatMs: options.heartbeatMs ?? 15_000,
+      refusal: () => (state === "ready" ? undefined : state),
+    }),
+    ...commitmentRoutes(gateway),
+    ...scheduleRoutes(gateway),
+    ...(options.routes ?? []),
+  );
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const method = req.method ?? "GET";
+    if (url.pathname.startsWith("/v1/") && options.token !== undefined && !hasBearer(req, options.token)) {
+      throw new HttpError(401, "UNAUTHORIZED", "expected Authorization: Bearer <token>", "authorization", {
+        "www-authenticate": 'Bearer realm="tiller"',
+      });
+    }
+    const match = router.match(method, url.pathname);
+    if (match.kind === "found") {
+      await match.route.handler({ req, res, params: match.params, url });
+      return;
+    }
+    if (match.kind === "method") {
+      throw new HttpError(
+        405,
+        "METHOD_NOT_ALLOWED",
+        `${method} is not allowed on ${url.pathname}`,
+        undefined,
+        {
+          allow: match.allowed.join(", "),
+        },
+      );
+    }
+    if (method === "GET" && !url.pathname.startsWith("/v1/")) {
+      if (await serveOperatorPage({ req, res, params: {}, url }, options.pageDir)) return;
+    }
+    throw new HttpError(404, "NOT_FOUND", `nothing at ${method} ${url.pathname}`);
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      const http = toHttpError(error);
+      if (http.status >= 500) logger.error({ url: req.url, error: errorMessage(error) }, "http.error");
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      sendError(res, http);
+    });
+  });
+
+  return {
+    server,
+    router,
+    feed,
+    handle,
+    /** The gateway has started: `/readyz` answers 200. */
+    markReady(): void {
+      if (state === "starting") state = "ready";
+    },
+    /** New messages get 503 and `/readyz` 503; controls still act. */
+    startDraining(): void {
+      state = "draining";
+    },
+    get state() {
+      return state;
+    },
+    /** Stops listening, ends every open stream and connection. */
+    async close(): Promise<void> {
+      unsubscribe();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+export type HttpServer = ReturnType<typeof createHttpServer>;
+
+function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof MessageRejectedError || error instanceof ConfigError)
+    return new HttpError(400, error.code, error.message, error.field);
+  if (error instanceof TillerError && error.code === "GATEWAY_DRAINING")
+    return new HttpError(503, error.code, error.message, undefined, { "retry-after": "5" });
+  if (error instanceof TillerError)
+    return new HttpError(error.retryable ? 503 : 500, error.code, error.message);
+  return new HttpError(500, "INTERNAL", "internal error");
+}

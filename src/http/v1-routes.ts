@@ -1,0 +1,167 @@
+import { nanoid } from "nanoid";
+import { GatewayDrainingError } from "../errors.js";
+import type { Gateway } from "../gateway/create-gateway.js";
+import { validateSessionKey } from "../gateway/inbound/validate-inbound.js";
+import { parseControl } from "../policy/control.js";
+import type { Sender } from "../policy/sender.js";
+import type { EventFeed } from "./event-feed.js";
+import { HttpError, sendJson } from "./http-error.js";
+import { readJsonBody } from "./read-json-body.js";
+import type { Route, RouteContext } from "./router.js";
+import { SseStream } from "./sse-stream.js";
+import { streamDeliveries } from "./stream-deliveries.js";
+import { streamEvents } from "./stream-events.js";
+import type { WebChannel } from "../adapters/channels/web-channel.js";
+
+export interface V1Deps {
+  gateway: Gateway;
+  web: WebChannel;
+  feed: EventFeed;
+  bodyLimit: number;
+  heartbeatMs: number;
+  /** Why new messages are refused now (503): starting, draining; undefined while ready. */
+  refusal(): "starting" | "draining" | undefined;
+}
+
+/** The `/v1` endpoints of the HTTP API (docs/http.md). */
+export function v1Routes(deps: V1Deps): Route[] {
+  const { gateway, web, feed } = deps;
+  const key = (context: RouteContext) => validateSessionKey(context.params.key, gateway.config, "key");
+
+  return [
+    {
+      method: "POST",
+      path: "/v1/sessions/:key/messages",
+      async handler(context) {
+        const session = key(context);
+        const body = await readJsonBody(context.req, deps.bodyLimit);
+        if (body === null || typeof body !== "object" || Array.isArray(body))
+          throw invalid("body", "expected a JSON object");
+        const { text, id, channel, mode, sender } = body as Record<string, unknown>;
+        if (typeof text !== "string") throw invalid("text", "expected a string");
+        if (id !== undefined && typeof id !== "string") throw invalid("id", "expected a string");
+        if (channel !== undefined && typeof channel !== "string")
+          throw invalid("channel", "expected a string");
+        if (mode !== undefined && typeof mode !== "string") throw invalid("mode", "expected a string");
+        const refusal = deps.refusal() ?? (gateway.isDraining ? "draining" : undefined);
+        if (refusal === "starting")
+          throw new HttpError(503, "STARTING", "the gateway is still starting", undefined, {
+            "retry-after": "1",
+          });
+        // Controls (`/stop`) still act while draining: they help the drain end.
+        if (refusal === "draining" && !parseControl(text)) throw new GatewayDrainingError("the server");
+        const ack = await gateway.receive({
+          session,
+          channel: channel ?? "web",
+          text,
+          id: id ?? `http-${nanoid(12)}`,
+          ...(mode !== undefined ? { mode } : {}),
+          // Checked by receive(): a bad sender is a 400 naming the field.
+          ...(sender !== undefined ? { sender: sender as Sender } : {}),
+        });
+        sendJson(context.res, 200, { ack });
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/sessions/:key",
+      async handler(context) {
+        const session = key(context);
+        const inspection = gateway.inspectSession(session);
+        // Several processes: which one owns the session (null: nobody, it is idle).
+        const owner = gateway.cluster
+          ? { owner: (await gateway.cluster.owners([session])).get(session) ?? null }
+          : {};
+        if (inspection) return sendJson(context.res, 200, { ...inspection, ...owner });
+        // A stored session this process has not loaded yet is idle, not unknown.
+        const records = await gateway.store.read(session);
+        if (records.length === 0) throw notFound("session", `no session "${session}"`);
+        sendJson(context.res, 200, {
+          state: "idle",
+          run: null,
+          queue: [],
+          lane: null,
+          transcriptLength: records.at(-1)!.seq,
+          ...owner,
+        });
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/sessions/:key/transcript",
+      async handler(context) {
+        const session = key(context);
+        const afterText = context.url.searchParams.get("after");
+        const after = afterText === null ? 0 : Number(afterText);
+        if (!Number.isInteger(after) || after < 0)
+          throw invalid("after", `expected a non-negative integer, received ${JSON.stringify(afterText)}`);
+        const all = ["1", "true"].includes(context.url.searchParams.get("all") ?? "");
+        const records = (await gateway.store.read(session)).filter(
+          (record) => record.seq > after && (all || record.role !== "custom" || record.display),
+        );
+        sendJson(context.res, 200, { records });
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/sessions/:key/messages/:id",
+      handler(context) {
+        const session = key(context);
+        const id = context.params.id!;
+        const explanation = gateway.explain(session, id);
+        if (!explanation) throw notFound("id", `no message "${id}" in session "${session}"`);
+        sendJson(context.res, 200, explanation);
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/sessions/:key/deliveries",
+      async handler(context) {
+        const session = key(context);
+        const after = lastEventId(context) ?? context.url.searchParams.get("after") ?? undefined;
+        const sse = new SseStream(context.req, context.res, deps.heartbeatMs);
+        await streamDeliveries(sse, web, session, after === "" ? undefined : after);
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/sessions/:key/events",
+      handler(context) {
+        const session = key(context);
+        const limitText = context.url.searchParams.get("limit");
+        const limit = limitText === null ? 200 : Number(limitText);
+        if (!Number.isInteger(limit) || limit < 1 || limit > feed.capacity)
+          throw invalid(
+            "limit",
+            `expected an integer from 1 to ${feed.capacity}, received ${JSON.stringify(limitText)}`,
+          );
+        sendJson(context.res, 200, { events: feed.recent(session, limit) });
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/events",
+      handler(context) {
+        const sessionParam = context.url.searchParams.get("session");
+        const session =
+          sessionParam === null ? undefined : validateSessionKey(sessionParam, gateway.config, "session");
+        const after = lastEventId(context) ?? context.url.searchParams.get("after") ?? undefined;
+        const sse = new SseStream(context.req, context.res, deps.heartbeatMs);
+        streamEvents(sse, feed, session, after);
+      },
+    },
+  ];
+}
+
+function lastEventId(context: RouteContext): string | undefined {
+  const value = context.req.headers["last-event-id"];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+function invalid(field: string, message: string): HttpError {
+  return new HttpError(400, "INVALID_INPUT", `${field}: ${message}`, field);
+}
+
+function notFound(field: string, message: string): HttpError {
+  return new HttpError(404, "NOT_FOUND", message, field);
+}

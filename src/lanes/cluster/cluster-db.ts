@@ -1,0 +1,221 @@
+import type pg from "pg";
+import * as sql from "./claim-sql.js";
+
+/** A row the claim granted: to whom, for which of its tasks, under which token. */
+export interface Grant {
+  id: string;
+  owner: string;
+  localId: number;
+  fence: number;
+  session: string;
+  /** Lease left when the database answered (ms); a claim's own grants have the whole lease. */
+  remainingMs: number;
+}
+
+/** Where a waiting row stands: rows ahead of and behind it in its lane, runs in the lane, its session busy. */
+export interface WaitPosition {
+  queueAhead: number;
+  queueBehind: number;
+  activeNow: number;
+  sessionBusy: boolean;
+}
+
+interface GrantRow {
+  id: string;
+  owner: string;
+  local_id: string;
+  fence: string;
+  session_key: string;
+}
+
+const UNIQUE_VIOLATION = "23505";
+
+/** The channel a process LISTENs on for its grants (an identifier: at most 63 bytes). */
+export function grantChannel(schema: string, processId: string): string {
+  return `${schema.slice(0, 16)}_grant_${processId}`;
+}
+
+/**
+ * The cluster lanes' statements (lane-sql.ts) on one pool, for one process: what the scheduler needs
+ * from the database and nothing of its local bookkeeping.
+ */
+export class ClusterDb {
+  constructor(
+    readonly pool: pg.Pool,
+    readonly schema: string,
+    readonly processId: string,
+    readonly leaseMs: number,
+    /** A waiting row rises one priority level per this many ms waited (0: no aging). */
+    readonly agingMs = 0,
+    /** The quick path's rows per priority class (tests set a small one); default 2 × capacity + 32. */
+    readonly classWindow?: number,
+  ) {}
+
+  /** Enqueues in order; returns each task's row id by its local id. */
+  async enqueue(tasks: Array<{ id: number; lane: string; sessionKey: string; priorityLevel: number }>) {
+    const { rows } = await this.pool.query<{ id: string; local_id: string }>(sql.ENQUEUE, [
+      tasks.map((t) => t.lane),
+      tasks.map((t) => t.sessionKey),
+      tasks.map((t) => t.priorityLevel),
+      this.processId,
+      tasks.map((t) => t.id),
+    ]);
+    return rows.map((row) => ({ rowId: row.id, localId: Number(row.local_id) }));
+  }
+
+  /** Where the given waiting rows stand in their lanes (rows no longer waiting are left out). */
+  async waitPositions(rowIds: string[]): Promise<Map<string, WaitPosition>> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      ahead: string;
+      behind: string;
+      active_now: string;
+      session_busy: boolean;
+    }>(sql.WAIT_POSITIONS, [rowIds, this.agingMs]);
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          queueAhead: Number(row.ahead),
+          queueBehind: Number(row.behind),
+          activeNow: Number(row.active_now),
+          sessionBusy: row.session_busy,
+        },
+      ]),
+    );
+  }
+
+  /**
+   * Grants the lane's free slots to its best waiting rows, under the lane's lock: by the quick path
+   * (the oldest rows of each priority class) when it can prove its choice, else by the full pass over
+   * every waiting row. Both choose the same rows; the quick one costs the same however long the queue.
+   */
+  private async grantBest(client: pg.PoolClient, lane: string, defaultCapacity: number) {
+    const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
+    // Named: prepared once per connection, so the planner does not run on every pass.
+    const { rows } = await client.query<GrantRow & { proven: boolean }>({
+      name: "tiller.claimQuick",
+      text: sql.CLAIM_QUICK,
+      values: [lane, defaultCapacity, this.agingMs, window, this.leaseMs],
+    });
+    if (rows[0]?.proven) return rows.filter((row) => row.id !== null);
+    return (
+      await client.query<GrantRow>({
+        name: "tiller.claim",
+        text: sql.CLAIM,
+        values: [lane, defaultCapacity, this.leaseMs, this.agingMs],
+      })
+    ).rows;
+  }
+
+  /**
+   * One claim pass on a lane: under the lane's advisory lock, grants its free slots (to any process),
+   * and wakes the other processes it granted to. Undefined when another lane's pass granted the same
+   * session first (the unique index refused it): then the pass should simply run again.
+   */
+  async claim(lane: string, defaultCapacity: number): Promise<Grant[] | undefined> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(sql.LOCK_LANE, [`${this.schema}:lane:${lane}`]);
+      const rows = await this.grantBest(client, lane, defaultCapacity);
+      const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
+      if (others.length > 0) {
+        await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
+      }
+      await client.query("COMMIT");
+      return rows.map((row) => ({
+        id: row.id,
+        owner: row.owner,
+        localId: Number(row.local_id),
+        fence: Number(row.fence),
+        session: row.session_key,
+        remainingMs: this.leaseMs,
+      }));
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      if ((error as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** This process's grants (after a wake-up, or on the poll). */
+  async myGrants(): Promise<Grant[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      local_id: string;
+      fence: string;
+      session_key: string;
+      remaining: number;
+    }>(sql.MY_GRANTS, [this.processId]);
+    return rows.map((row) => ({
+      id: row.id,
+      owner: this.processId,
+      localId: Number(row.local_id),
+      fence: Number(row.fence),
+      session: row.session_key,
+      remainingMs: Number(row.remaining),
+    }));
+  }
+
+  /** Ends a run; returns its lane when this token still held it. */
+  async complete(rowId: string, fence: number): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ lane: string }>(sql.COMPLETE, [rowId, fence]);
+    return rows[0]?.lane;
+  }
+
+  async dequeue(rowIds: string[]): Promise<void> {
+    await this.pool.query(sql.DEQUEUE, [rowIds]);
+  }
+
+  /** Keeps this process alive; returns the grants whose leases it renewed. */
+  async heartbeat(): Promise<Grant[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      fence: string;
+      local_id: string;
+      session_key: string;
+    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }]);
+    return rows.map((row) => ({
+      id: row.id,
+      owner: this.processId,
+      localId: Number(row.local_id),
+      fence: Number(row.fence),
+      session: row.session_key,
+      remainingMs: this.leaseMs,
+    }));
+  }
+
+  async reap(): Promise<
+    Array<{ kind: "expired" | "orphan"; lane: string; session: string | null; owner: string | null }>
+  > {
+    const { rows } = await this.pool.query(sql.REAP);
+    return rows.map((row) => ({
+      kind: row.kind,
+      lane: row.lane,
+      session: row.session_key,
+      owner: row.owner,
+    }));
+  }
+
+  async laneCounts(): Promise<Array<{ lane: string; capacity: number; active: number; queued: number }>> {
+    const { rows } = await this.pool.query(sql.LANE_COUNTS);
+    return rows.map((row) => ({
+      lane: row.lane,
+      capacity: row.capacity,
+      active: Number(row.active),
+      queued: Number(row.queued),
+    }));
+  }
+
+  async setCapacity(lane: string, capacity: number): Promise<void> {
+    await this.pool.query(sql.SET_CAPACITY, [lane, capacity]);
+  }
+
+  /** Leaves the cluster: this process's rows, then its membership. */
+  async leave(): Promise<void> {
+    await this.pool.query(sql.LEAVE, [this.processId]);
+  }
+}
