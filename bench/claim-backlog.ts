@@ -3,10 +3,11 @@
  * two rows, the three priorities mixed, aging on), the claim pass as the lanes run it (its quick path)
  * against the full pass over every waiting row, median of 20 each, in the same run.
  */
-import { ClusterDb } from "../src/lanes/cluster/cluster-db.js";
+
 import { createPool } from "../src/adapters/postgres/connection.js";
-import * as sql from "../src/lanes/cluster/claim-sql.js";
 import { migrate } from "../src/adapters/postgres/migrate.js";
+import * as sql from "../src/lanes/cluster/claim-sql.js";
+import { ClusterDb } from "../src/lanes/cluster/cluster-db.js";
 import { type Figures, median, round } from "./bench-support.js";
 
 const AGING_MS = 60_000;

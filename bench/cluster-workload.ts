@@ -3,10 +3,11 @@
  * `messages` follow-up messages each (every one its own turn), a model that answers at once (or after
  * `modelMs`), a channel that commits every send. Resolves when every message was answered once.
  */
+
+import type { Gateway } from "../src/gateway/create-gateway.js";
 import type { Channel, DeliveryReceipt, OutboundMessage } from "../src/ports/channel.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../src/ports/model.js";
 import { latestUserText } from "../src/ports/model.js";
-import type { Gateway } from "../src/gateway/create-gateway.js";
 
 export interface Workload {
   sessions: string[];

@@ -16,12 +16,12 @@ import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import { MemoryStore } from "../src/adapters/memory-store.js";
 import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import { SimulatedClock } from "../src/adapters/simulated-clock.js";
-import type { StoredCommitment, TranscriptStore } from "../src/ports/store.js";
 import { CommitmentBook } from "../src/gateway/commitments/commitment-book.js";
 import { CommitmentHeartbeat } from "../src/gateway/commitments/commitment-heartbeat.js";
 import { silentLogger } from "../src/logger.js";
 import { commitmentMachine } from "../src/machines/commitment.machine.js";
 import type { Commitment } from "../src/machines/commitment.types.js";
+import type { StoredCommitment, TranscriptStore } from "../src/ports/store.js";
 import { benchDatabase, ensureGc, type Figures, median, round } from "./bench-support.js";
 
 const SESSIONS = 10_000;

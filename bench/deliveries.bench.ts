@@ -8,9 +8,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DeliveryLog, MemoryDeliveryLog } from "../src/ports/delivery-log.js";
 import { FileDeliveryLog } from "../src/adapters/jsonl/file-delivery-log.js";
 import { PostgresDeliveryLog } from "../src/adapters/postgres/postgres-delivery-log.js";
+import { type DeliveryLog, MemoryDeliveryLog } from "../src/ports/delivery-log.js";
 import { sessionFileName } from "../src/ports/session-key.js";
 import { benchDatabase, envNumber, type Figures, percentile, round } from "./bench-support.js";
 

@@ -4,11 +4,12 @@
  * system clock, each turn left to finish before the next message. Live sessions, new sessions, live
  * sessions with growing windows, and the floor under all of them (bench/actor-chain-floor.ts).
  */
-import type { ModelProvider, ModelReply } from "../src/ports/model.js";
+
 import { settle } from "../src/adapters/simulated-clock.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
 import { createGateway, type Gateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
+import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { actorChainFloor } from "./actor-chain-floor.js";
 import { cpuMicros, type Figures, median, NullChannel, percentile, round } from "./bench-support.js";
 

@@ -12,12 +12,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { createHttpServer } from "../src/http/create-http-server.js";
-import { MemoryDeliveryLog } from "../src/ports/delivery-log.js";
 import { WebChannel } from "../src/adapters/channels/web-channel.js";
-import type { ModelProvider } from "../src/ports/model.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
+import { createHttpServer } from "../src/http/create-http-server.js";
 import { silentLogger } from "../src/logger.js";
+import { MemoryDeliveryLog } from "../src/ports/delivery-log.js";
+import type { ModelProvider } from "../src/ports/model.js";
 import { envNumber, type Figures, percentile, round } from "./bench-support.js";
 
 const SESSIONS = 1000;

@@ -5,11 +5,11 @@
  * early on a slow machine.
  */
 import { MemoryStore } from "../src/adapters/memory-store.js";
-import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { settle } from "../src/adapters/simulated-clock.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
 import { createGateway, type Gateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
+import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { ensureGc, envNumber, type Figures, NullChannel, round } from "./bench-support.js";
 
 const IDLE_SESSIONS = envNumber("BENCH_IDLE_SESSIONS", 100_000);

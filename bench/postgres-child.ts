@@ -13,10 +13,10 @@
  * The gateways run with the cluster's session ownership and inbox, as `tiller serve --postgres` does.
  */
 import { createInterface } from "node:readline";
-import { createClusterLanes } from "../src/lanes/cluster/cluster-lanes.js";
 import { createClusterSessions } from "../src/adapters/postgres/cluster-sessions.js";
 import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
+import { createClusterLanes } from "../src/lanes/cluster/cluster-lanes.js";
 import { silentLogger } from "../src/logger.js";
 import { CountingChannel, instantModel, playWorkload, type Workload } from "./cluster-workload.js";
 

@@ -15,8 +15,6 @@
  * Run alone with `npx tsx bench/recheck.bench.ts`.
  */
 import { pathToFileURL } from "node:url";
-import type { Channel, DeliveryReceipt } from "../src/ports/channel.js";
-import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { SystemClock } from "../src/adapters/system-clock.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
@@ -28,6 +26,8 @@ import {
   type DraftFacts,
   matchComplaint,
 } from "../src/policy/stale-reply.js";
+import type { Channel, DeliveryReceipt } from "../src/ports/channel.js";
+import type { ModelProvider, ModelReply } from "../src/ports/model.js";
 import { conversationFacts, loadRecheckCorpus, ofSplit } from "../test/support/recheck-corpus.js";
 import { type Figures, median, round } from "./bench-support.js";
 

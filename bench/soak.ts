@@ -10,14 +10,14 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../src/ports/channel.js";
-import { sleep } from "../src/ports/clock.js";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import { ScriptedModel } from "../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../src/adapters/simulated-clock.js";
-import type { ToolDefinition } from "../src/ports/tool.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
+import type { Channel, DeliveryReceipt, OutboundMessage } from "../src/ports/channel.js";
+import { sleep } from "../src/ports/clock.js";
+import type { ToolDefinition } from "../src/ports/tool.js";
 
 export interface SoakOptions {
   sessions: number;

@@ -17,8 +17,8 @@
 import { pathToFileURL } from "node:url";
 import { MemoryStore } from "../src/adapters/memory-store.js";
 import { SimulatedClock } from "../src/adapters/simulated-clock.js";
-import { ScheduleRunner } from "../src/gateway/schedules/schedule-runner.js";
 import type { TriggerAck } from "../src/gateway/inbound/trigger.js";
+import { ScheduleRunner } from "../src/gateway/schedules/schedule-runner.js";
 import { createLaneScheduler } from "../src/lanes/lane-scheduler.js";
 import { silentLogger } from "../src/logger.js";
 import { round } from "./bench-support.js";

@@ -264,3 +264,10 @@ export function errorMessage(error: unknown): string {
     return (error as { message: string }).message;
   return describe(error);
 }
+
+/** Why a turn failed, JSON-safe (machine context and events carry it, not an Error). */
+export interface RunError {
+  code: TillerErrorCode;
+  message: string;
+  retryable: boolean;
+}

@@ -25,14 +25,15 @@
  * ```
  */
 
-import type { DeliveryKind } from "./ports/channel.js";
-import type { ModelUsage } from "./ports/model.js";
-import type { Ack } from "./gateway/inbound/compose-ack.js";
-import type { DetectorName, RunError } from "./machines/run.types.js";
+import type { RunError } from "./errors.js";
+import type { Ack } from "./policy/ack.js";
 import type { DeliveryMode } from "./policy/delivery.js";
 import type { Priority } from "./policy/lane-priority.js";
 import type { Sender } from "./policy/sender.js";
+import type { DetectorName } from "./policy/stale-detector.js";
 import type { RecheckFigures, StaleReason } from "./policy/stale-reply.js";
+import type { DeliveryKind } from "./ports/channel.js";
+import type { ModelUsage } from "./ports/model.js";
 
 /** Fields of an event about one session. */
 export interface InSession {

@@ -15,44 +15,15 @@
  * ```
  */
 
-export type { Channel, DeliveryReceipt, OutboundMessage } from "./ports/channel.js";
-export { type Clock, sleep, type TimerHandle } from "./ports/clock.js";
-export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";
-export {
-  createHttpServer,
-  type HttpServer,
-  type HttpServerOptions,
-} from "./http/create-http-server.js";
-export {
-  DEFAULT_KEEP_DELIVERIES,
-  type DeliveryLog,
-  type DeliveryLogOptions,
-  type DeliveryRecord,
-  MemoryDeliveryLog,
-} from "./ports/delivery-log.js";
-export { FileDeliveryLog } from "./adapters/jsonl/file-delivery-log.js";
-export { HttpError } from "./http/http-error.js";
-export { type Route, type RouteContext, Router } from "./http/router.js";
-export { WebChannel } from "./adapters/channels/web-channel.js";
-export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 export { LoopbackChannel } from "./adapters/channels/loopback-channel.js";
+export { WebChannel } from "./adapters/channels/web-channel.js";
+export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";
+export { FileDeliveryLog } from "./adapters/jsonl/file-delivery-log.js";
+export { JsonlStore } from "./adapters/jsonl/jsonl-store.js";
 export { MemoryStore } from "./adapters/memory-store.js";
-export type {
-  ModelMessage,
-  ModelProvider,
-  ModelReply,
-  ModelRequest,
-  ModelUsage,
-  ToolCallRequest,
-} from "./ports/model.js";
 export { createOpenAIModel, type OpenAIModel } from "./adapters/openai/create-openai-model.js";
 export type { OpenAIModelOptions, OpenAISettings } from "./adapters/openai/options.js";
 export { toChatMessages } from "./adapters/openai/to-chat-messages.js";
-export {
-  type ClusterLanes,
-  type ClusterLanesOptions,
-  createClusterLanes,
-} from "./lanes/cluster/cluster-lanes.js";
 export {
   type ClusterSessions,
   type ClusterSessionsOptions,
@@ -66,11 +37,8 @@ export {
 } from "./adapters/postgres/postgres-delivery-log.js";
 export { PostgresStore, type PostgresStoreOptions } from "./adapters/postgres/postgres-store.js";
 export { ScriptedModel, type ScriptedRule } from "./adapters/scripted-model.js";
-export type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "./ports/session-cluster.js";
 export { SimulatedClock } from "./adapters/simulated-clock.js";
-export * from "./ports/store.js";
 export { SystemClock } from "./adapters/system-clock.js";
-export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./ports/tool.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export {
   ConfigError,
@@ -97,11 +65,23 @@ export {
 } from "./events.js";
 export type { CommitmentStory } from "./gateway/commitments/commitment-story.js";
 export type { CommitmentFilter, FinishedTurn, ProposalOutcome } from "./gateway/commitments/commitments.js";
-export type { Ack } from "./gateway/inbound/compose-ack.js";
 export { createGateway } from "./gateway/create-gateway.js";
-export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
 export type { MessageExplanation } from "./gateway/explain/message-log.js";
+export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
+export type { Ack } from "./gateway/inbound/compose-ack.js";
 export type { InboundMessage } from "./gateway/inbound/validate-inbound.js";
+export {
+  createHttpServer,
+  type HttpServer,
+  type HttpServerOptions,
+} from "./http/create-http-server.js";
+export { HttpError } from "./http/http-error.js";
+export { type Route, type RouteContext, Router } from "./http/router.js";
+export {
+  type ClusterLanes,
+  type ClusterLanesOptions,
+  createClusterLanes,
+} from "./lanes/cluster/cluster-lanes.js";
 export {
   createLaneScheduler,
   type LaneScheduler,
@@ -151,5 +131,25 @@ export {
   type RecheckFigures,
   type StaleReason,
 } from "./policy/stale-reply.js";
+export type { Channel, DeliveryReceipt, OutboundMessage } from "./ports/channel.js";
+export { type Clock, sleep, type TimerHandle } from "./ports/clock.js";
+export {
+  DEFAULT_KEEP_DELIVERIES,
+  type DeliveryLog,
+  type DeliveryLogOptions,
+  type DeliveryRecord,
+  MemoryDeliveryLog,
+} from "./ports/delivery-log.js";
+export type {
+  ModelMessage,
+  ModelProvider,
+  ModelReply,
+  ModelRequest,
+  ModelUsage,
+  ToolCallRequest,
+} from "./ports/model.js";
+export type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "./ports/session-cluster.js";
+export * from "./ports/store.js";
+export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./ports/tool.js";
 export { loadScenario, parseScenario, ScenarioError } from "./scenario/load.js";
 export { runScenario, type ScenarioResult } from "./scenario/runner.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ToolDefinition } from "../ports/tool.js";
 import { MESSAGE_TOOL } from "../policy/delivery.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably } from "./send.js";
 

@@ -1,13 +1,13 @@
 import { fromPromise } from "xstate";
-import { DeadlineError, withDeadline } from "../ports/clock.js";
-import type { ModelReply } from "../ports/model.js";
-import { latestUserText } from "../ports/model.js";
-import type { ToolSpec } from "../ports/tool.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { TillerEventFields } from "../events.js";
 import type { CallModelInput, CallModelOutput, RunError } from "../machines/run.machine.js";
 import { toRunError } from "../machines/run-context.js";
 import { attributeSenders } from "../policy/sender.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
+import type { ModelReply } from "../ports/model.js";
+import { latestUserText } from "../ports/model.js";
+import type { ToolSpec } from "../ports/tool.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";

@@ -1,7 +1,7 @@
-import { UNDELIVERED_FINAL } from "../ports/store.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
 import { COULD_NOT_DELIVER_NOTICE, markerDeliveryMode } from "../policy/delivery.js";
 import { RECOVERED } from "../policy/turn-context.js";
+import { UNDELIVERED_FINAL } from "../ports/store.js";
 import type { ActorDeps } from "./deps.js";
 import { send, sendDurably, writeReceipt } from "./send.js";
 

@@ -1,5 +1,4 @@
 import { fromPromise } from "xstate";
-import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import { errorMessage } from "../errors.js";
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
 import { LANE_TIMEOUT_REASON } from "../machines/session.types.js";
@@ -11,6 +10,7 @@ import {
   TIMED_OUT_NOTICE,
   wantsRecovery,
 } from "../policy/delivery.js";
+import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably } from "./send.js";

@@ -1,13 +1,13 @@
+import type { CompiledTool } from "../adapters/tool-schema.js";
+import type { TranscriptWriter } from "../adapters/transcript-writer.js";
+import type { GatewayConfig } from "../config.js";
+import type { EmitEvent } from "../events.js";
+import type { LaneScheduler } from "../lanes/lane-scheduler.js";
+import type { Logger } from "../logger.js";
 import type { Channel } from "../ports/channel.js";
 import type { Clock } from "../ports/clock.js";
 import type { ModelProvider } from "../ports/model.js";
 import type { SubagentOptions, ToolDefinition } from "../ports/tool.js";
-import type { CompiledTool } from "../adapters/tool-schema.js";
-import type { GatewayConfig } from "../config.js";
-import type { EmitEvent } from "../events.js";
-import type { TranscriptWriter } from "../adapters/transcript-writer.js";
-import type { LaneScheduler } from "../lanes/lane-scheduler.js";
-import type { Logger } from "../logger.js";
 
 /** What the gateway's actor logic needs: the adapters and a few shared registries. */
 export interface ActorDeps {

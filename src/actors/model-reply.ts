@@ -1,6 +1,6 @@
-import type { ModelReply, ModelUsage } from "../ports/model.js";
 import { describe, TillerError } from "../errors.js";
 import type { ToolCallRequest } from "../policy/turn-context.js";
+import type { ModelReply, ModelUsage } from "../ports/model.js";
 
 /**
  * Checks what a model adapter returned before the run acts on it, so a faulty adapter fails the turn

@@ -1,8 +1,8 @@
-import type { RecordBody, TranscriptRecord } from "../ports/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
 import { laneForTurn } from "../policy/lane-priority.js";
 import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../policy/turn-context.js";
+import type { RecordBody, TranscriptRecord } from "../ports/store.js";
 import type { ActorDeps } from "./deps.js";
 
 const RECENT_USER_MESSAGES = 3;

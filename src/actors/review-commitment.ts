@@ -1,9 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { fromPromise } from "xstate";
-import { DeadlineError, withDeadline } from "../ports/clock.js";
-import { latestUserText, type ModelMessage } from "../ports/model.js";
-import type { TranscriptRecord } from "../ports/store.js";
-import type { ToolSpec } from "../ports/tool.js";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { Classification, Commitment, ReviewOutput } from "../machines/commitment.types.js";
@@ -16,6 +12,10 @@ import {
 } from "../policy/commitment-review.js";
 import { DECISION_TOOL, reviewContext } from "../policy/review-prompt.js";
 import { historyToModel } from "../policy/turn-context.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
+import { latestUserText, type ModelMessage } from "../ports/model.js";
+import type { TranscriptRecord } from "../ports/store.js";
+import type { ToolSpec } from "../ports/tool.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply } from "./model-reply.js";

@@ -1,9 +1,9 @@
 import { fromPromise } from "xstate";
-import { DeadlineError, withDeadline } from "../ports/clock.js";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
 import type { RunToolInput, RunToolOutput } from "../machines/run.machine.js";
 import { lackingScopes, refusedResult } from "../policy/sender.js";
+import { DeadlineError, withDeadline } from "../ports/clock.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 

@@ -1,10 +1,18 @@
 import { fromPromise } from "xstate";
 import { errorMessage } from "../errors.js";
-import type { CommitmentBook } from "../gateway/commitments/commitment-book.js";
 import type { Commitment, SendInput, SendOutput } from "../machines/commitment.types.js";
 import { CHECK_IN_RUN_PREFIX } from "../policy/commitment-review.js";
 import { send } from "./deliver.js";
 import type { ActorDeps } from "./deps.js";
+
+/** The part of the commitment book a send writes through: the daily count and ordered updates. */
+export interface CommitmentLedger {
+  sentInWindow(session: string, now: number): number;
+  update(
+    id: string,
+    change: (current: Commitment | undefined) => Commitment | undefined,
+  ): Promise<Commitment>;
+}
 
 export interface SendGate {
   /** Whether a message arrived for the session since the review decided. */
@@ -20,7 +28,7 @@ export interface SendGate {
  * clears the intent and leaves it pending for the next tick. A message that arrived since the review
  * decided, or a daily limit reached meanwhile, sends nothing.
  */
-export function createSendCommitment(deps: ActorDeps, book: CommitmentBook, gate: SendGate) {
+export function createSendCommitment(deps: ActorDeps, book: CommitmentLedger, gate: SendGate) {
   return fromPromise<SendOutput, SendInput>(async ({ input }) => {
     const { commitment, text } = input;
     const { session, id } = commitment;

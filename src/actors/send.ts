@@ -1,7 +1,7 @@
+import { errorMessage } from "../errors.js";
 import { type DeliveryKind, isCommitted } from "../ports/channel.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
-import { errorMessage } from "../errors.js";
 import type { ActorDeps } from "./deps.js";
 
 export interface SendOptions {

@@ -1,5 +1,4 @@
 import { nanoid } from "nanoid";
-import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./jsonl/transcript-log.js";
 import { assertSessionKey } from "../ports/session-key.js";
 import type {
   ExpectedHead,
@@ -10,6 +9,7 @@ import type {
   TranscriptRecord,
   TranscriptStore,
 } from "../ports/store.js";
+import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./jsonl/transcript-log.js";
 
 /**
  * A transcript store held in memory, with the JSONL store's semantics (seq, revisions, rotation, stale

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
-import type { ScheduleSummary } from "../http/schedule-routes.js";
 import { errorMessage } from "../errors.js";
+import type { ScheduleSummary } from "../http/schedule-routes.js";
 import { UsageError } from "./serve-setup.js";
 
 export const SCHEDULES_USAGE =

@@ -2,9 +2,9 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parse as parseYaml } from "yaml";
-import type { ToolDefinition } from "../ports/tool.js";
 import { type GatewayConfig, parseConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
+import type { ToolDefinition } from "../ports/tool.js";
 
 /** A command-line problem: one line on stderr, exit status 2. */
 export class UsageError extends Error {

@@ -1,12 +1,12 @@
-import type { DeliveryLog } from "../ports/delivery-log.js";
 import { FileDeliveryLog } from "../adapters/jsonl/file-delivery-log.js";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
-import { type ClusterLanes, createClusterLanes } from "../lanes/cluster/cluster-lanes.js";
 import { type ClusterSessions, createClusterSessions } from "../adapters/postgres/cluster-sessions.js";
 import { PostgresDeliveryLog } from "../adapters/postgres/postgres-delivery-log.js";
 import { PostgresStore } from "../adapters/postgres/postgres-store.js";
-import type { TranscriptStore } from "../ports/store.js";
 import { errorMessage } from "../errors.js";
+import { type ClusterLanes, createClusterLanes } from "../lanes/cluster/cluster-lanes.js";
+import type { DeliveryLog } from "../ports/delivery-log.js";
+import type { TranscriptStore } from "../ports/store.js";
 import { UsageError } from "./serve-setup.js";
 
 export interface ServeStoreChoice {

@@ -1,7 +1,7 @@
+import { ConfigError } from "../errors.js";
 import type { Channel } from "../ports/channel.js";
 import type { ModelProvider } from "../ports/model.js";
 import type { ToolDefinition } from "../ports/tool.js";
-import { ConfigError } from "../errors.js";
 
 /**
  * Checks the adapters handed to `createGateway` before anything runs, so a wiring mistake is a

@@ -1,23 +1,23 @@
 import type { InspectionEvent } from "xstate";
-import type { Channel } from "../ports/channel.js";
-import type { Clock } from "../ports/clock.js";
-import type { ModelProvider } from "../ports/model.js";
-import type { SessionCluster } from "../ports/session-cluster.js";
-import type { TranscriptStore } from "../ports/store.js";
-import type { ToolDefinition } from "../ports/tool.js";
 import type { GatewayConfig, GatewayConfigInput } from "../config.js";
 import type { EventListener, TillerEvent } from "../events.js";
 import type { LaneScheduler } from "../lanes/lane-scheduler.js";
 import type { Logger } from "../logger.js";
 import type { Commitment } from "../machines/commitment.types.js";
 import type { CommitmentProposal } from "../policy/commitment-fields.js";
+import type { Channel } from "../ports/channel.js";
+import type { Clock } from "../ports/clock.js";
+import type { ModelProvider } from "../ports/model.js";
+import type { SessionCluster } from "../ports/session-cluster.js";
+import type { TranscriptStore } from "../ports/store.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import type { CommitmentStory } from "./commitments/commitment-story.js";
 import type { CommitmentFilter, CommitmentHooks, ProposalOutcome } from "./commitments/commitments.js";
-import type { Ack } from "./inbound/compose-ack.js";
 import type { MessageExplanation } from "./explain/message-log.js";
-import type { ScheduleView } from "./schedules/schedule-runner.js";
+import type { Ack } from "./inbound/compose-ack.js";
 import type { TriggerAck, TriggerRequest } from "./inbound/trigger.js";
 import type { InboundMessage } from "./inbound/validate-inbound.js";
+import type { ScheduleView } from "./schedules/schedule-runner.js";
 
 /** What `createGateway` is built from: the adapters a gateway author plugs in, and the config. */
 export interface GatewayOptions {

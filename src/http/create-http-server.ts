@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { WebChannel } from "../adapters/channels/web-channel.js";
 import { ConfigError, errorMessage, MessageRejectedError, TillerError } from "../errors.js";
 import type { Gateway } from "../gateway/create-gateway.js";
 import { type Logger, silentLogger } from "../logger.js";
@@ -10,7 +11,6 @@ import { serveOperatorPage } from "./operator-page.js";
 import { type Route, Router } from "./router.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { v1Routes } from "./v1-routes.js";
-import type { WebChannel } from "../adapters/channels/web-channel.js";
 
 export interface HttpServerOptions {
   gateway: Gateway;

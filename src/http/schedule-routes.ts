@@ -1,6 +1,6 @@
 import type { Gateway } from "../gateway/create-gateway.js";
-import type { ScheduleView } from "../gateway/schedules/schedule-runner.js";
 import { validateSessionKey } from "../gateway/inbound/validate-inbound.js";
+import type { ScheduleView } from "../gateway/schedules/schedule-runner.js";
 import { sendJson } from "./http-error.js";
 import type { Route } from "./router.js";
 

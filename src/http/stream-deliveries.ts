@@ -1,6 +1,6 @@
+import type { WebChannel } from "../adapters/channels/web-channel.js";
 import { type DeliveryRecord, deliverySeq, readDeliveriesAfter } from "../ports/delivery-log.js";
 import type { SseStream } from "./sse-stream.js";
-import type { WebChannel } from "../adapters/channels/web-channel.js";
 
 /**
  * Streams a session's deliveries: first those after `after` (a delivery's `messageId`; all of them

@@ -1,4 +1,5 @@
 import { nanoid } from "nanoid";
+import type { WebChannel } from "../adapters/channels/web-channel.js";
 import { GatewayDrainingError } from "../errors.js";
 import type { Gateway } from "../gateway/create-gateway.js";
 import { validateSessionKey } from "../gateway/inbound/validate-inbound.js";
@@ -11,7 +12,6 @@ import type { Route, RouteContext } from "./router.js";
 import { SseStream } from "./sse-stream.js";
 import { streamDeliveries } from "./stream-deliveries.js";
 import { streamEvents } from "./stream-events.js";
-import type { WebChannel } from "../adapters/channels/web-channel.js";
 
 export interface V1Deps {
   gateway: Gateway;

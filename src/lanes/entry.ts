@@ -1,5 +1,5 @@
-import type { TimerHandle } from "../ports/clock.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
+import type { TimerHandle } from "../ports/clock.js";
 import { type Aging, PriorityWaitList, type QueueLinks, type Waiting, type WaitList } from "./wait-list.js";
 
 /**

@@ -1,10 +1,10 @@
 import type { Actor, InspectionEvent } from "xstate";
-import type { Clock } from "../ports/clock.js";
 import type { LaneEvent, TillerEvent } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import type { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import type { Priority } from "../policy/lane-priority.js";
+import type { Clock } from "../ports/clock.js";
 
 // The lane scheduler's public shapes (the public API in README.md).
 

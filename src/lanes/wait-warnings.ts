@@ -1,5 +1,5 @@
-import type { Clock, TimerHandle } from "../ports/clock.js";
 import type { LaneWait } from "../events.js";
+import type { Clock, TimerHandle } from "../ports/clock.js";
 import type { Entry } from "./entry.js";
 import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";

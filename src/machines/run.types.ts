@@ -1,6 +1,7 @@
-import type { TillerErrorCode } from "../errors.js";
+import type { RunError } from "../errors.js";
 import type { EmittedEvent } from "../events.js";
 import type { Sender } from "../policy/sender.js";
+import type { DetectorName } from "../policy/stale-detector.js";
 import type { DraftFacts, DraftVerdict, RecheckFigures, StaleReason } from "../policy/stale-reply.js";
 import type { ModelMessage, OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
 
@@ -14,9 +15,6 @@ export interface RecheckSettings {
   /** `custom`: the gateway provides its own detector (the `detectStale` actor); default `built-in`. */
   detector?: "built-in" | "custom";
 }
-
-/** Who decided a verdict: the built-in signals, or the gateway's own detector. */
-export type DetectorName = "built-in" | "custom";
 
 export interface RunInput {
   runId: string;
@@ -140,13 +138,6 @@ export interface RunVerdict {
   fallback?: boolean;
 }
 
-/** Why a turn failed, JSON-safe (machine context and events carry it, not an Error). */
-export interface RunError {
-  code: TillerErrorCode;
-  message: string;
-  retryable: boolean;
-}
-
 export interface RunContext {
   input: Omit<RunInput, "history">;
   history: ModelMessage[];
@@ -222,3 +213,5 @@ export interface RunOutput {
   /** What started the turn (its input's): a subagent's final goes back to its tool, not to a channel. */
   trigger?: string;
 }
+
+export type { DetectorName, RunError };

@@ -1,39 +1,11 @@
 import type { EmittedEvent } from "../events.js";
-import type { DeliveryMode } from "../policy/delivery.js";
+import type { Disposition } from "../policy/ack.js";
+import type { PendingTurn, QueueItem } from "../policy/queue-item.js";
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import type { RunInput, RunOutput } from "./run.machine.js";
 
-/** Work waiting for its own turn in a session. */
-export type QueueItem =
-  | { kind: "followup"; messages: OwnedMessage[]; resumed?: boolean }
-  | { kind: "collect"; channel: string; messages: OwnedMessage[] }
-  | {
-      kind: "recovery";
-      text: string;
-      strandedRunId: string;
-      deliveryMode: DeliveryMode;
-      resumed?: boolean;
-      /** The delivery this resends (the stranded final's), so a channel can drop a second copy. */
-      deliveryId?: string;
-      /**
-       * A send a crash left without a receipt: resent once as it was (`kind`; `final` when it was a
-       * turn's final, whose receipt is its assistant record). No new intent is written.
-       */
-      intent?: { kind: "reply" | "ack" | "recovery" | "notice" | "commitment"; final: boolean };
-    };
-
-/** `control`: a command (`/stop`, `/new`, `/queue`) that acted at once and never reaches the model. */
-export type Disposition =
-  | "started"
-  | "steered"
-  | "queued"
-  | "collected"
-  | "interrupted"
-  | "rejected"
-  | "duplicate"
-  | "dropped"
-  | "control";
+export type { Disposition, PendingTurn, QueueItem };
 
 /** What the session decided for one inbound message; the gateway turns it into the user-facing ack. */
 export interface SessionDecision {
@@ -46,24 +18,6 @@ export interface SessionDecision {
   runId?: string;
   /** Messages dropped to keep the queue within its cap. */
   dropped?: string[];
-}
-
-export interface PendingTurn {
-  kind: "turn" | "recovery";
-  messages: OwnedMessage[];
-  /** One-line summaries of messages dropped by the cap, shown to the next turn. */
-  summaries: string[];
-  recovery?: Extract<QueueItem, { kind: "recovery" }>;
-  /** A restart cut this turn off; it runs again at background priority. */
-  resumed?: boolean;
-  /** An interrupting message was acknowledged: this turn is being cut off and never runs again. */
-  interrupted?: boolean;
-  /** What started the turn when nobody typed it (`cron`, `heartbeat`, ...); absent for a user's turn. */
-  trigger?: string;
-  /** The workload lane, when not the trigger's own (a subagent nested in a scheduled job). */
-  lane?: string;
-  /** The tools the turn may call, when fewer than all (a subagent's). */
-  tools?: string[];
 }
 
 export interface SessionInput {

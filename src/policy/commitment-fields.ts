@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { expectation } from "../config.js";
-import { COMMITMENT_KINDS, type Commitment, type CommitmentKind } from "../machines/commitment.types.js";
+import { COMMITMENT_KINDS, type Commitment, type CommitmentKind } from "../ports/commitment.js";
 
 /**
  * The one validation every new commitment passes, whether the `commitment` tool or the

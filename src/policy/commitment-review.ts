@@ -1,5 +1,5 @@
+import type { Classification, Commitment } from "../ports/commitment.js";
 import type { TranscriptRecord } from "../ports/store.js";
-import type { Classification, Commitment } from "../machines/commitment.types.js";
 
 /**
  * The review policy of commitments (docs/commitments.md), as pure functions the commitment machine's guards

@@ -1,8 +1,8 @@
 import type { RecordBody, TranscriptRecord } from "../ports/store.js";
 import { UNDELIVERED_FINAL } from "../ports/store.js";
-import type { PendingTurn, QueueItem } from "../machines/session.types.js";
 import { markerDeliveryMode, type VisibleReplies, wantsRecovery } from "./delivery.js";
 import { isFinalIntent, unreceiptedIntents } from "./delivery-ledger.js";
+import type { PendingTurn, QueueItem } from "./queue-item.js";
 import type { QueueSettings } from "./queue-mode.js";
 import type { OwnedMessage } from "./turn-context.js";
 import { RECOVERED, SUBAGENT_CUT_OFF } from "./turn-context.js";

@@ -1,6 +1,6 @@
+import type { Commitment } from "../ports/commitment.js";
+import { CLASSIFICATIONS } from "../ports/commitment.js";
 import type { ModelMessage } from "../ports/model.js";
-import type { Commitment } from "../machines/commitment.types.js";
-import { CLASSIFICATIONS } from "../machines/commitment.types.js";
 
 /**
  * The context of a commitment review (docs/commitments.md): the conversation from a little before the source

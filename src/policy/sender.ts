@@ -1,16 +1,8 @@
-import { hasLoneSurrogate } from "../ports/session-key.js";
 import { MessageRejectedError } from "../errors.js";
+import type { Sender } from "../ports/sender.js";
+import { hasLoneSurrogate } from "../ports/session-key.js";
 
-/**
- * Who wrote a message, as the channel adapter vouches for it. `authority` lists the scopes the channel
- * grants this person (`member`, `admin`, ...). A message without a sender comes from the session's
- * single anonymous user.
- */
-export interface Sender {
-  id: string;
-  name?: string;
-  authority?: string[];
-}
+export type { Sender };
 
 const MAX_ID_CHARS = 256;
 const MAX_NAME_CHARS = 200;

@@ -61,3 +61,6 @@ export function toVerdict(value: unknown): DraftVerdict | string {
   }
   return { stale: true, reason: reason as StaleReason, detail: detail.slice(0, 500), figures };
 }
+
+/** Who decided a verdict: the built-in signals, or the gateway's own detector. */
+export type DetectorName = "built-in" | "custom";

@@ -1,4 +1,4 @@
-import type { Sender } from "../policy/sender.js";
+import type { Sender } from "./sender.js";
 import type { ToolSpec } from "./tool.js";
 
 /**

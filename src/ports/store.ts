@@ -5,7 +5,7 @@
  * Every implementation (memory, JSONL files, ...) passes the shared contract suite in
  * `test/adapters/store-contract.ts`.
  */
-import type { Sender } from "../policy/sender.js";
+import type { Sender } from "./sender.js";
 
 /** Fields every stored record carries; assigned by the store on append. */
 export interface RecordHeader {

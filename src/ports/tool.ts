@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { Sender } from "../policy/sender.js";
+import type { Sender } from "./sender.js";
 
 /** A JSON Schema object (draft-07 or 2020-12), as a model provider receives it. */
 export type JsonSchema = { [keyword: string]: unknown };

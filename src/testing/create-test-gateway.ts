@@ -1,13 +1,13 @@
 import { LoopbackChannel, type LoopbackDelivery } from "../adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../adapters/memory-store.js";
-import type { ModelProvider } from "../ports/model.js";
 import { ScriptedModel, type ScriptedRule } from "../adapters/scripted-model.js";
 import { SimulatedClock } from "../adapters/simulated-clock.js";
-import type { ToolDefinition } from "../ports/tool.js";
 import { type GatewayConfigInput, parseConfig } from "../config.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway, type Gateway, type InboundMessage } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
+import type { ModelProvider } from "../ports/model.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
 
 export interface TestGatewayOptions {

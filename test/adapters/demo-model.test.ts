@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEMO_NOTICE, DEMO_TOOL, DemoModel, demoTool } from "../../src/adapters/demo-model.js";
-import type { ModelMessage, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import type { ModelMessage, ModelRequest } from "../../src/ports/model.js";
 
 function request(
   context: ModelMessage[],

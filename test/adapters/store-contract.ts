@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { StaleWriterError, TillerError } from "../../src/errors.js";
 import type { RecordBody, TranscriptRecord, TranscriptStore } from "../../src/ports/store.js";
 import { UNDELIVERED_FINAL } from "../../src/ports/store.js";
-import { StaleWriterError, TillerError } from "../../src/errors.js";
 
 export interface StoreFixture {
   store: TranscriptStore;

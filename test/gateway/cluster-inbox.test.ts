@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { Acceptance, InboxEntry, SessionCluster } from "../../src/ports/session-cluster.js";
 import { parseConfig } from "../../src/config.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createClusterInbox } from "../../src/gateway/inbound/cluster-inbox.js";
@@ -7,6 +6,7 @@ import type { Ack } from "../../src/gateway/inbound/compose-ack.js";
 import { triggerAckOf } from "../../src/gateway/inbound/trigger.js";
 import type { InboundMessage } from "../../src/gateway/inbound/validate-inbound.js";
 import { silentLogger } from "../../src/logger.js";
+import type { Acceptance, InboxEntry, SessionCluster } from "../../src/ports/session-cluster.js";
 
 // The cluster receive path against an in-memory cluster: what the ack says when the message is
 // applied here, by another live owner, or by nobody in time; the real database is covered by the

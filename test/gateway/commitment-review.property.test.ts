@@ -2,14 +2,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelReply } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { RecordBody, StoredCommitment } from "../../src/ports/store.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import type { Commitment } from "../../src/machines/commitment.types.js";
 import { normalizeText, settledByTranscript } from "../../src/policy/commitment-review.js";
+import type { ModelReply } from "../../src/ports/model.js";
+import type { RecordBody, StoredCommitment } from "../../src/ports/store.js";
 
 // fast-check over random conversations after a commitment's source message and random review answers:
 // a check-in is only ever sent after a still-pending model review of that commitment, with that review's

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider, ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelProvider, ModelRequest } from "../../src/ports/model.js";
+import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 
 // Faulty adapters and racing commands: whatever breaks, the user hears back, the transcript holds
 // only what belongs to its conversation, and the operator sees why.

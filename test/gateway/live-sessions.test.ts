@@ -3,14 +3,14 @@ import { describe, expect, it } from "vitest";
 import type { AnyActorRef } from "xstate";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ExpectedHead, RecordBody, TranscriptRecord } from "../../src/ports/store.js";
+import { TranscriptWriter } from "../../src/adapters/transcript-writer.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
-import { TranscriptWriter } from "../../src/adapters/transcript-writer.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import type { ExpectedHead, RecordBody, TranscriptRecord } from "../../src/ports/store.js";
 import { type Deferred, deferred } from "../support/deferred.js";
 
 // A live session (one that was busy recently) starts its next turn from memory: its actor stays alive

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../src/ports/clock.js";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TillerEvent, TillerEventOf } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import { sleep } from "../../src/ports/clock.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 
 // Text the model streams reaches the event stream as `model.delta`: a UI can show the draft while the
 // turn works. It is a draft (the stale-reply re-check may replace it), tagged with its call, and

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../src/ports/channel.js";
-import { sleep } from "../../src/ports/clock.js";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
+import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import { COULD_NOT_DELIVER_NOTICE, FAILED_NOTICE, TIMED_OUT_NOTICE } from "../../src/policy/delivery.js";
+import type { Channel, DeliveryReceipt, OutboundMessage } from "../../src/ports/channel.js";
+import { sleep } from "../../src/ports/clock.js";
 import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { latestUserText } from "../../src/ports/model.js";
-import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
 import type { ToolDefinition } from "../../src/ports/tool.js";
-import { COULD_NOT_DELIVER_NOTICE, FAILED_NOTICE, TIMED_OUT_NOTICE } from "../../src/policy/delivery.js";
 import { gatewayOn } from "../support/gateway-on.js";
 
 // Faults injected at each port, each on its own schedule (it hits the first message, then clears):

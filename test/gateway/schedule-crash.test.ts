@@ -1,16 +1,16 @@
 import { appendFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import { SCHEDULE_FILE } from "../../src/adapters/jsonl/schedule-log.js";
-import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ScheduleState, TranscriptStore } from "../../src/ports/store.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ScheduleState, TranscriptStore } from "../../src/ports/store.js";
 import { useTempDir } from "../support/temp-dir.js";
 
 // Schedules across crashes at the worst moments: between a slot's accepted trigger and its saved

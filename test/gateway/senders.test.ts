@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ToolContext } from "../../src/ports/tool.js";
 import { MessageRejectedError } from "../../src/errors.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelRequest } from "../../src/ports/model.js";
+import type { ToolContext } from "../../src/ports/tool.js";
 
 // Senders at the gateway's edge and inside a turn: refused like a bad session key, stored on user
 // records, shown by explain(), told to tools, and shown to the model as data once a session has more

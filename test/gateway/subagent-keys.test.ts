@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import type { ScriptedRule } from "../../src/adapters/scripted-model.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import { SubagentNumbers } from "../../src/gateway/subagents/subagent-numbers.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import { gatewayOn } from "../support/gateway-on.js";
 
 // Subagent sessions: explain() of the parent's message lists them, and their keys are never reused,

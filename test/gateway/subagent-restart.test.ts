@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
-import type { ModelProvider, ModelRequest } from "../../src/ports/model.js";
 import { ScriptedModel, type ScriptedRule } from "../../src/adapters/scripted-model.js";
+import type { ModelProvider, ModelRequest } from "../../src/ports/model.js";
 import type { ToolDefinition } from "../../src/ports/tool.js";
 import { gatewayOn } from "../support/gateway-on.js";
 import { useTempDir } from "../support/temp-dir.js";

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import { ConfigError } from "../../src/errors.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 
 // Tools carry schemas: every model call is told each tool's description and JSON Schema, and a call
 // whose arguments do not fit is not executed; the model reads which field was wrong and tries again.

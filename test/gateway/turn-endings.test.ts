@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelProvider } from "../../src/ports/model.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import type { Logger } from "../../src/logger.js";
+import type { ModelProvider } from "../../src/ports/model.js";
 
 // A turn that does not end with a final says why, where an operator looks: `turn.ended` carries the
 // error of a failed turn and the reason of an aborted one, a failure is logged, and `explain()` tells

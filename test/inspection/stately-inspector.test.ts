@@ -1,11 +1,11 @@
 import { createInspector, type StatelyInspectionEvent } from "@statelyai/inspect";
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../src/ports/clock.js";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { ScriptedModel } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import { sleep } from "../../src/ports/clock.js";
 
 // The inspector hands each event to its adapter on an idle callback (`setTimeout(0)` in Node): one more
 // macrotask after the last action lets every event through. Nothing here waits on the wall clock.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { TranscriptRecord } from "../../src/ports/store.js";
 import type { QueueItem } from "../../src/machines/session.types.js";
 import { type PersistedSession, planResume } from "../../src/policy/plan-resume.js";
 import type { OwnedMessage } from "../../src/policy/turn-context.js";
+import type { TranscriptRecord } from "../../src/ports/store.js";
 
 // A turn can start, and store its messages, a moment before the saved state says it left the queue: a
 // crash in that moment leaves a state whose queue still holds messages the transcript already has. The

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { historyToModel, type ModelMessage, windowToModel } from "../../src/policy/turn-context.js";
 import type { TranscriptRecord } from "../../src/ports/store.js";
 import { UNDELIVERED_FINAL } from "../../src/ports/store.js";
-import { historyToModel, type ModelMessage, windowToModel } from "../../src/policy/turn-context.js";
 
 let seq = 0;
 const base = () => ({ id: `r${++seq}`, seq, at: 0, sessionId: "s", revision: 1 });

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import { DELIVERY_INTENT } from "../../src/ports/store.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
 import type { ModelMessage } from "../../src/policy/turn-context.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import { DELIVERY_INTENT } from "../../src/ports/store.js";
 import type { ScenarioResult } from "../../src/scenario/runner.js";
 import {
   expectMarkedOnce,

@@ -11,13 +11,13 @@
  * every delivery across processes. Prints `{"idle":true}` once every message is acked and nothing runs.
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../src/ports/channel.js";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { SystemClock } from "../../src/adapters/system-clock.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { Channel, DeliveryReceipt, OutboundMessage } from "../../src/ports/channel.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import { mulberry32 } from "../support/random.js";
 import { batchOf, type PlannedMessage } from "./gateway-kill9-plan.js";
 

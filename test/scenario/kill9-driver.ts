@@ -10,14 +10,15 @@
  * (an acknowledged message is durable; stdout to a pipe is synchronous on Linux, so a printed ack has
  * left the process). Then it waits forever, until the test kills it with SIGKILL.
  */
-import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
+
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
-import { latestUserText } from "../../src/ports/model.js";
+import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import { SystemClock } from "../../src/adapters/system-clock.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import { latestUserText } from "../../src/ports/model.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import { mulberry32 } from "../support/random.js";
 
 const KILL9_SESSION = "web:kill9";

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll } from "vitest";
+import { migrate } from "../../src/adapters/postgres/migrate.js";
 import { type ClusterLanes, createClusterLanes } from "../../src/lanes/cluster/cluster-lanes.js";
 import type { ClusterLanesOptions } from "../../src/lanes/cluster/cluster-options.js";
-import { migrate } from "../../src/adapters/postgres/migrate.js";
 import { deferred } from "./deferred.js";
 import type { TestSchema } from "./postgres.js";
 

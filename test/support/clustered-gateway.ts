@@ -1,12 +1,12 @@
 import { afterEach } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
-import type { ModelProvider } from "../../src/ports/model.js";
 import { createClusterSessions } from "../../src/adapters/postgres/cluster-sessions.js";
 import { PostgresStore } from "../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../src/adapters/system-clock.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { ModelProvider } from "../../src/ports/model.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { TestSchema } from "./postgres.js";
 
 export interface ClusteredGatewayOptions {

@@ -1,13 +1,13 @@
-import type { Channel, OutboundMessage } from "../../src/ports/channel.js";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TranscriptStore } from "../../src/ports/store.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { TillerEvent, TillerEventType } from "../../src/events.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { Channel, OutboundMessage } from "../../src/ports/channel.js";
+import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
+import type { TranscriptStore } from "../../src/ports/store.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 
 export const HOUR = 3_600_000;
 

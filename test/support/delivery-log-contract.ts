@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { WebChannel } from "../../src/adapters/channels/web-channel.js";
 import {
   type DeliveryLog,
   type DeliveryLogOptions,
   type DeliveryRecord,
   readDeliveriesAfter,
 } from "../../src/ports/delivery-log.js";
-import { WebChannel } from "../../src/adapters/channels/web-channel.js";
 
 /** How a contract run opens logs: `open` a new one on the same storage (a restart, or another process). */
 export interface DeliveryLogSubject {

@@ -1,16 +1,16 @@
-import type { Channel } from "../../src/ports/channel.js";
-import { sleep } from "../../src/ports/clock.js";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import type { MemoryStore } from "../../src/adapters/memory-store.js";
-import type { ModelProvider } from "../../src/ports/model.js";
 import { ScriptedModel, type ScriptedRule } from "../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { TranscriptStore } from "../../src/ports/store.js";
-import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { GatewayConfigInput } from "../../src/config.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { Channel } from "../../src/ports/channel.js";
+import { sleep } from "../../src/ports/clock.js";
+import type { ModelProvider } from "../../src/ports/model.js";
+import type { TranscriptStore } from "../../src/ports/store.js";
+import type { ToolDefinition } from "../../src/ports/tool.js";
 
 export interface GatewayOnOptions {
   config?: GatewayConfigInput;

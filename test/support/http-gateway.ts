@@ -1,16 +1,16 @@
 import type { AddressInfo } from "node:net";
-import { DemoModel, demoTool } from "../../src/adapters/demo-model.js";
-import { createHttpServer, type HttpServerOptions } from "../../src/http/create-http-server.js";
-import { type DeliveryLog, MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
 import { WebChannel } from "../../src/adapters/channels/web-channel.js";
+import { DemoModel, demoTool } from "../../src/adapters/demo-model.js";
+import { SystemClock } from "../../src/adapters/system-clock.js";
+import type { GatewayConfigInput } from "../../src/config.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
+import type { Ack } from "../../src/gateway/inbound/compose-ack.js";
+import { createHttpServer, type HttpServerOptions } from "../../src/http/create-http-server.js";
+import { silentLogger } from "../../src/logger.js";
+import { type DeliveryLog, MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
 import type { ModelProvider } from "../../src/ports/model.js";
 import type { TranscriptStore } from "../../src/ports/store.js";
-import { SystemClock } from "../../src/adapters/system-clock.js";
 import type { ToolDefinition } from "../../src/ports/tool.js";
-import type { GatewayConfigInput } from "../../src/config.js";
-import type { Ack } from "../../src/gateway/inbound/compose-ack.js";
-import { createGateway } from "../../src/gateway/create-gateway.js";
-import { silentLogger } from "../../src/logger.js";
 
 /** A response body as a test reads it: an ack on 200, an error otherwise. */
 export interface ApiBody {

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
-import type { TranscriptRecord } from "../../src/ports/store.js";
 import type { TillerEvent, TillerEventType } from "../../src/events.js";
+import type { TranscriptRecord } from "../../src/ports/store.js";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario, type ScenarioResult } from "../../src/scenario/runner.js";
 

@@ -1,8 +1,5 @@
 import { mkdir, truncate, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
-import { encodeLine, parseLine, readLines } from "./jsonl-file.js";
-import { sessionFileName } from "../../ports/session-key.js";
 import {
   type DeliveryBody,
   type DeliveryLog,
@@ -12,6 +9,9 @@ import {
   recordsAfter,
   SessionDeliveries,
 } from "../../ports/delivery-log.js";
+import { sessionFileName } from "../../ports/session-key.js";
+import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
+import { encodeLine, parseLine, readLines } from "./jsonl-file.js";
 
 /**
  * The `web` channel's deliveries on disk (docs/store.md): one append-only file per session under

@@ -2,7 +2,6 @@ import { mkdir, readdir, rm, truncate, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../../errors.js";
-import { checkCommitmentId } from "../memory-store.js";
 import { assertSessionKey, sessionFileName } from "../../ports/session-key.js";
 import type {
   ExpectedHead,
@@ -13,6 +12,7 @@ import type {
   TranscriptRecord,
   TranscriptStore,
 } from "../../ports/store.js";
+import { checkCommitmentId } from "../memory-store.js";
 import { COMMITMENTS_FILE, CommitmentLog } from "./commitment-log.js";
 import { crc32Run } from "./crc32.js";
 import { DirLock } from "./dir-lock.js";

@@ -1,8 +1,8 @@
 import type pg from "pg";
 import { TillerError } from "../../errors.js";
+import type { CommitmentChanges, CommitmentClaim, StoredCommitment } from "../../ports/store.js";
 import { stateJson } from "../jsonl/transcript-log.js";
 import { checkCommitmentId } from "../memory-store.js";
-import type { CommitmentChanges, CommitmentClaim, StoredCommitment } from "../../ports/store.js";
 import { inTransaction } from "./connection.js";
 
 const DAY_MS = 24 * 3_600_000;

@@ -1,8 +1,6 @@
 import { nanoid } from "nanoid";
 import type pg from "pg";
 import { ConfigError, LeaseLostError, MessageRejectedError } from "../../errors.js";
-import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
-import { KeyedQueue } from "../keyed-queue.js";
 import { assertSessionKey } from "../../ports/session-key.js";
 import type {
   CommitmentChanges,
@@ -17,6 +15,8 @@ import type {
   TranscriptStore,
 } from "../../ports/store.js";
 import { UNDELIVERED_FINAL } from "../../ports/store.js";
+import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
+import { KeyedQueue } from "../keyed-queue.js";
 import { type ClusterView, readClusterView } from "./cluster-view.js";
 import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";

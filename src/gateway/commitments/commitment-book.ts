@@ -1,5 +1,5 @@
-import type { StoredCommitment, TranscriptStore } from "../../ports/store.js";
 import type { Commitment } from "../../machines/commitment.types.js";
+import type { StoredCommitment, TranscriptStore } from "../../ports/store.js";
 import { DueIndex } from "./due-index.js";
 
 const DAY_MS = 24 * 3_600_000;

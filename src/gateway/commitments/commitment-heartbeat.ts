@@ -1,10 +1,10 @@
 import { type Actor, createActor, type InspectionEvent } from "xstate";
 import type { ActorDeps } from "../../actors/deps.js";
-import type { TimerHandle } from "../../ports/clock.js";
 import { errorMessage } from "../../errors.js";
 import type { commitmentMachine } from "../../machines/commitment.machine.js";
 import type { Commitment, CommitmentOutput } from "../../machines/commitment.types.js";
 import { retryDelay } from "../../policy/commitment-review.js";
+import type { TimerHandle } from "../../ports/clock.js";
 import type { CommitmentBook } from "./commitment-book.js";
 
 type ProvidedMachine = typeof commitmentMachine;

@@ -4,7 +4,6 @@ import type { InspectionEvent } from "xstate";
 import type { ActorDeps } from "../../actors/deps.js";
 import { createReviewCommitment, type ReviewGate } from "../../actors/review-commitment.js";
 import { createSendCommitment } from "../../actors/send-commitment.js";
-import type { TranscriptRecord, TranscriptStore } from "../../ports/store.js";
 import { ConfigError, errorMessage } from "../../errors.js";
 import type { EmitEvent, TillerEvent } from "../../events.js";
 import { commitmentMachine } from "../../machines/commitment.machine.js";
@@ -15,6 +14,7 @@ import {
   mergeCommitment,
   validateProposal,
 } from "../../policy/commitment-fields.js";
+import type { TranscriptRecord, TranscriptStore } from "../../ports/store.js";
 import { CommitmentBook } from "./commitment-book.js";
 import { CommitmentHeartbeat } from "./commitment-heartbeat.js";
 import { type CommitmentStory, StoryLog } from "./commitment-story.js";

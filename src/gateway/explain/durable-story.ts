@@ -1,6 +1,6 @@
-import type { TranscriptRecord } from "../../ports/store.js";
 import { isFinalIntent } from "../../policy/delivery-ledger.js";
 import { RECOVERED } from "../../policy/turn-context.js";
+import type { TranscriptRecord } from "../../ports/store.js";
 
 /** What the transcript alone tells about one user message (after a restart, nothing else is left). */
 export interface DurableStory {

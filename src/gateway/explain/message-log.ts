@@ -1,6 +1,6 @@
-import type { TranscriptRecord } from "../../ports/store.js";
 import type { TillerEvent, TillerEventOf } from "../../events.js";
 import { type Sender, senderLabel } from "../../policy/sender.js";
+import type { TranscriptRecord } from "../../ports/store.js";
 import { storyFromTranscript } from "./durable-story.js";
 
 /**

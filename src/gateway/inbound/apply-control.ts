@@ -4,8 +4,8 @@ import type { SessionDecision } from "../../machines/session.types.js";
 import type { ControlCommand } from "../../policy/control.js";
 import type { ResolvedQueueSetting } from "../../policy/queue-mode.js";
 import { type Sender, sameSender } from "../../policy/sender.js";
-import type { Ack, RunView } from "./compose-ack.js";
 import type { SessionMemory } from "../sessions/session-persistence.js";
+import type { Ack, RunView } from "./compose-ack.js";
 import { stateName } from "./validate-inbound.js";
 
 /** What the session's run is doing now (its state and the context the ack reads), if one runs. */

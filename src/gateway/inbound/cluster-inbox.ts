@@ -1,11 +1,11 @@
 import { KeyedQueue } from "../../adapters/keyed-queue.js";
-import type { InboxEntry, SessionCluster } from "../../ports/session-cluster.js";
 import { type GatewayConfig, queueLayers } from "../../config.js";
 import { MessageRejectedError } from "../../errors.js";
 import type { EmitEvent } from "../../events.js";
 import type { Logger } from "../../logger.js";
 import { parseControl } from "../../policy/control.js";
 import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
+import type { InboxEntry, SessionCluster } from "../../ports/session-cluster.js";
 import type { Ack } from "./compose-ack.js";
 import {
   checkTrigger,

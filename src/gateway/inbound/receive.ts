@@ -7,10 +7,10 @@ import { admit } from "../../policy/admission.js";
 import { isTypedTrigger } from "../../policy/lane-priority.js";
 import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
 import type { Sender } from "../../policy/sender.js";
-import { applyControl, runViewOf } from "./apply-control.js";
-import { type Ack, composeAck, type RunView } from "./compose-ack.js";
 import type { SessionMemory, SessionPersistence } from "../sessions/session-persistence.js";
 import type { SessionRegistry } from "../sessions/session-registry.js";
+import { applyControl, runViewOf } from "./apply-control.js";
+import { type Ack, composeAck, type RunView } from "./compose-ack.js";
 import { claimInbound, releaseInbound } from "./shared-dedupe.js";
 import { type InboundMessage, pruneSeen, validateInbound } from "./validate-inbound.js";
 

@@ -1,6 +1,6 @@
-import type { TranscriptStore } from "../../ports/store.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
+import type { TranscriptStore } from "../../ports/store.js";
 
 /** Per session: the claims in flight, so receives continue in the order they arrived. */
 const chains = new WeakMap<object, Promise<unknown>>();

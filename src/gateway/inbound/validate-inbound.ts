@@ -1,7 +1,7 @@
-import { hasLoneSurrogate } from "../../ports/session-key.js";
 import type { GatewayConfig } from "../../config.js";
 import { MessageRejectedError } from "../../errors.js";
 import { type Sender, validateSender } from "../../policy/sender.js";
+import { hasLoneSurrogate } from "../../ports/session-key.js";
 
 /** Checks on an inbound message at the edge, before anything is accepted. */
 export interface InboundMessage {

@@ -1,11 +1,11 @@
-import type { Clock, TimerHandle } from "../../ports/clock.js";
-import type { ScheduleState, TranscriptStore } from "../../ports/store.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { firstSlot, nextSlot, type ScheduleSpec, scheduleSignature } from "../../policy/schedule-time.js";
-import { ScheduleHeap } from "./schedule-heap.js";
-import { isMessageStored } from "../sessions/stored-message.js";
+import type { Clock, TimerHandle } from "../../ports/clock.js";
+import type { ScheduleState, TranscriptStore } from "../../ports/store.js";
 import type { TriggerAck, TriggerRequest } from "../inbound/trigger.js";
+import { isMessageStored } from "../sessions/stored-message.js";
+import { ScheduleHeap } from "./schedule-heap.js";
 
 /** One schedule as `gateway.schedules.list()` shows it. */
 export interface ScheduleView {

@@ -1,10 +1,10 @@
-import type { TranscriptStore } from "../../ports/store.js";
+import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
 import type { GatewayConfig } from "../../config.js";
 import type { EmitEvent } from "../../events.js";
 import { type PersistedSession, planResume } from "../../policy/plan-resume.js";
+import type { TranscriptStore } from "../../ports/store.js";
 import type { SessionPersistence } from "./session-persistence.js";
 import type { SessionRegistry } from "./session-registry.js";
-import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
 
 export interface ResumeDeps {
   store: TranscriptStore;

@@ -1,13 +1,13 @@
 import type { Subscription } from "xstate";
-import { type Clock, sleep } from "../../ports/clock.js";
-import type { TranscriptRecord } from "../../ports/store.js";
+import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
 import type { GatewayConfig } from "../../config.js";
 import type { EmitEvent } from "../../events.js";
 import type { Logger } from "../../logger.js";
 import type { SessionActorRef } from "../../machines/session.machine.js";
 import type { PersistedSession } from "../../policy/plan-resume.js";
 import type { QueueSettings } from "../../policy/queue-mode.js";
-import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
+import { type Clock, sleep } from "../../ports/clock.js";
+import type { TranscriptRecord } from "../../ports/store.js";
 
 /** What the gateway keeps per session key, including while the session's actor is stopped. */
 export interface SessionMemory {

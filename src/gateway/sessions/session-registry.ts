@@ -1,13 +1,13 @@
 import { type AnyActorRef, createActor, type InspectionEvent } from "xstate";
-import type { Clock, TimerHandle } from "../../ports/clock.js";
+import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
 import type { GatewayConfig } from "../../config.js";
 import { type EmitEvent, forwardedEvent, type TillerEvent } from "../../events.js";
 import type { Logger } from "../../logger.js";
 import type { RunEmitted } from "../../machines/run.types.js";
 import type { SessionActorRef, sessionMachine } from "../../machines/session.machine.js";
 import type { SessionInput } from "../../machines/session.types.js";
+import type { Clock, TimerHandle } from "../../ports/clock.js";
 import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
-import type { TranscriptWriter } from "../../adapters/transcript-writer.js";
 
 export interface SessionRegistryDeps {
   config: GatewayConfig;

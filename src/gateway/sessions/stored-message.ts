@@ -1,5 +1,5 @@
-import type { TranscriptStore } from "../../ports/store.js";
 import type { PersistedSession } from "../../policy/plan-resume.js";
+import type { TranscriptStore } from "../../ports/store.js";
 import { stateIds } from "./session-persistence.js";
 
 /**

@@ -1,12 +1,12 @@
 import type { ActorDeps } from "../../actors/deps.js";
-import type { TranscriptStore } from "../../ports/store.js";
-import type { SubagentOptions } from "../../ports/tool.js";
 import { TillerError } from "../../errors.js";
 import type { EventHub } from "../../events.js";
 import { laneForChild } from "../../policy/lane-priority.js";
+import type { TranscriptStore } from "../../ports/store.js";
+import type { SubagentOptions } from "../../ports/tool.js";
+import type { TriggerAck, TriggerExtras, TriggerRequest } from "../inbound/trigger.js";
 import type { SessionRegistry } from "../sessions/session-registry.js";
 import { SubagentNumbers } from "./subagent-numbers.js";
-import type { TriggerAck, TriggerExtras, TriggerRequest } from "../inbound/trigger.js";
 
 export interface SubagentDeps {
   deps: ActorDeps;

@@ -1,20 +1,20 @@
+import { clientConfig, createPool } from "../../adapters/postgres/connection.js";
+import type { FenceSource } from "../../adapters/postgres/fences.js";
+import { LaneListener } from "../../adapters/postgres/lane-listener.js";
+import { migrate } from "../../adapters/postgres/migrate.js";
 import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
 import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
-import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
-import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../run-options.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
 import { priorityLevel } from "../../policy/lane-priority.js";
 import type { TimerHandle } from "../../ports/clock.js";
+import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
+import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
 import { ClusterDb, type Grant, grantChannel } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
 import { type ClusterLanesOptions, parseClusterOptions } from "./cluster-options.js";
-import { clientConfig, createPool } from "../../adapters/postgres/connection.js";
 import { FenceRegistry } from "./fence-registry.js";
-import type { FenceSource } from "../../adapters/postgres/fences.js";
 import { GrantedRuns } from "./granted-runs.js";
-import { LaneListener } from "../../adapters/postgres/lane-listener.js";
-import { migrate } from "../../adapters/postgres/migrate.js";
 
 /** Cluster lanes: the lane scheduler's interface, plus what a process of a cluster needs. */
 export interface ClusterLanes extends LaneScheduler, FenceSource {

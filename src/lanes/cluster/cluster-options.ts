@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { InspectionEvent } from "xstate";
+import { checkSchema, type PostgresConnectionOptions } from "../../adapters/postgres/connection.js";
+import { SystemClock } from "../../adapters/system-clock.js";
 import { ConfigError } from "../../errors.js";
 import type { TillerEvent } from "../../events.js";
-import { checkCapacity, defaultMainCapacity } from "../run-options.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock } from "../../ports/clock.js";
-import { SystemClock } from "../../adapters/system-clock.js";
-import { checkSchema, type PostgresConnectionOptions } from "../../adapters/postgres/connection.js";
+import { checkCapacity, defaultMainCapacity } from "../run-options.js";
 
 export interface ClusterLanesOptions extends PostgresConnectionOptions {
   /**

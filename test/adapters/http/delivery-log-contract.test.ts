@@ -1,5 +1,5 @@
-import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
 import { FileDeliveryLog } from "../../../src/adapters/jsonl/file-delivery-log.js";
+import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
 import { deliveryLogContract } from "../../support/delivery-log-contract.js";
 import { useTempDir } from "../../support/temp-dir.js";
 

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
 import { createOpenAIModel } from "../../../src/adapters/openai/create-openai-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
-import type { ToolDefinition } from "../../../src/ports/tool.js";
 import type { TillerEvent } from "../../../src/events.js";
 import { createGateway } from "../../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../../src/logger.js";
+import type { ToolDefinition } from "../../../src/ports/tool.js";
 import {
   chunk,
   type FakeOpenAIServer,

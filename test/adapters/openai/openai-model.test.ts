@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ModelRequest } from "../../../src/ports/model.js";
 import { createOpenAIModel } from "../../../src/adapters/openai/create-openai-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
 import { ConfigError, ModelError } from "../../../src/errors.js";
+import type { ModelRequest } from "../../../src/ports/model.js";
 import {
   chunk,
   type FakeOpenAIServer,

@@ -1,13 +1,13 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/ports/clock.js";
 import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
-import type { ModelMessage, ModelRequest } from "../../../src/ports/model.js";
 import { NO_RESULT, toChatMessages } from "../../../src/adapters/openai/to-chat-messages.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
 import { createGateway } from "../../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../../src/logger.js";
+import { sleep } from "../../../src/ports/clock.js";
+import type { ModelMessage, ModelRequest } from "../../../src/ports/model.js";
 
 // What a model call sees, mapped to chat-completions messages: faithful to the conversation, and shaped
 // so a strict server (OpenAI's own) never sees an assistant `tool_calls` without a `tool` message for

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import * as sql from "../../../src/lanes/cluster/claim-sql.js";
 import { migrate } from "../../../src/adapters/postgres/migrate.js";
+import * as sql from "../../../src/lanes/cluster/claim-sql.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
 // The claim's quick path reads only the oldest few waiting rows of each priority class; whenever it

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/ports/clock.js";
-import type { ClusterLanes } from "../../../src/lanes/cluster/cluster-lanes.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
 import type { TillerEventOf } from "../../../src/events.js";
+import type { ClusterLanes } from "../../../src/lanes/cluster/cluster-lanes.js";
 import type { RunOptions } from "../../../src/lanes/lane-scheduler.types.js";
+import { sleep } from "../../../src/ports/clock.js";
 import { holdSlot, useClusterLanes } from "../../support/cluster-lanes-suite.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 

@@ -1,11 +1,11 @@
 // One gateway-like process of a cluster test: cluster lanes (and a fenced store) on the schema it is
 // given, doing what its mode says and printing one JSON line per fact. Run by cluster-processes.test.ts.
 import { createInterface } from "node:readline";
-import { sleep } from "../../../src/ports/clock.js";
-import { createClusterLanes } from "../../../src/lanes/cluster/cluster-lanes.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
+import { createClusterLanes } from "../../../src/lanes/cluster/cluster-lanes.js";
 import type { Priority } from "../../../src/policy/lane-priority.js";
+import { sleep } from "../../../src/ports/clock.js";
 
 interface Job {
   session: string;

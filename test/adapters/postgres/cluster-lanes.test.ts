@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { sleep } from "../../../src/ports/clock.js";
-import { ClusterDb } from "../../../src/lanes/cluster/cluster-db.js";
 import { createPool } from "../../../src/adapters/postgres/connection.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../../src/adapters/system-clock.js";
+import { ClusterDb } from "../../../src/lanes/cluster/cluster-db.js";
 import { defaultMainCapacity } from "../../../src/lanes/run-options.js";
+import { sleep } from "../../../src/ports/clock.js";
 import { useClusterLanes } from "../../support/cluster-lanes-suite.js";
 import { deferred } from "../../support/deferred.js";
 import { usePostgresSchema } from "../../support/postgres.js";

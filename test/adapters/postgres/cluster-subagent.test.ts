@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { ModelProvider, ModelRequest } from "../../../src/ports/model.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
 import type { SystemClock } from "../../../src/adapters/system-clock.js";
+import type { ModelProvider, ModelRequest } from "../../../src/ports/model.js";
 import type { ToolDefinition } from "../../../src/ports/tool.js";
 import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { usePostgresSchema } from "../../support/postgres.js";

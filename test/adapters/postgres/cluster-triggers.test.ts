@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ModelRequest } from "../../../src/ports/model.js";
 import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
+import type { ModelRequest } from "../../../src/ports/model.js";
 import type { ToolDefinition } from "../../../src/ports/tool.js";
 import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { usePostgresSchema } from "../../support/postgres.js";

@@ -1,9 +1,9 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
-import type { StoredCommitment } from "../../../src/ports/store.js";
 import { CommitmentBook } from "../../../src/gateway/commitments/commitment-book.js";
 import type { Commitment } from "../../../src/machines/commitment.types.js";
+import type { StoredCommitment } from "../../../src/ports/store.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
 // The heartbeat's refresh on a shared PostgreSQL reads only the commitments written since its last

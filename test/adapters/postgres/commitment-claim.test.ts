@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
-import type { OutboundMessage } from "../../../src/ports/channel.js";
-import type { ModelReply } from "../../../src/ports/model.js";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
+import type { OutboundMessage } from "../../../src/ports/channel.js";
+import type { ModelReply } from "../../../src/ports/model.js";
 import {
   commitmentGateway,
   decision,

@@ -2,8 +2,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
-import type { StoredCommitment } from "../../../src/ports/store.js";
 import type { Commitment } from "../../../src/machines/commitment.types.js";
+import type { StoredCommitment } from "../../../src/ports/store.js";
 import {
   type FakeOpenAIServer,
   startFakeOpenAIServer,
