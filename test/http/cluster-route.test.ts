@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { clusterRoute } from "../../../src/http/cluster-route.js";
-import { startTestServer } from "../../support/http-gateway.js";
+import { clusterRoute } from "../../src/http/cluster-route.js";
+import { startTestServer } from "../support/http-gateway.js";
 
 describe("GET /v1/cluster", () => {
   it("answers clustered: false on a server that runs alone", async () => {

@@ -1,14 +1,14 @@
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebChannel } from "../../../src/adapters/channels/web-channel.js";
-import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
-import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
-import { schedulesCommand } from "../../../src/cli/schedules.js";
-import { createGateway } from "../../../src/gateway/create-gateway.js";
-import { createHttpServer } from "../../../src/http/create-http-server.js";
-import type { ScheduleSummary } from "../../../src/http/schedule-routes.js";
-import { silentLogger } from "../../../src/logger.js";
-import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
+import { WebChannel } from "../../src/adapters/channels/web-channel.js";
+import { ScriptedModel } from "../../src/adapters/scripted-model.js";
+import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import { schedulesCommand } from "../../src/cli/schedules.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
+import { createHttpServer } from "../../src/http/create-http-server.js";
+import type { ScheduleSummary } from "../../src/http/schedule-routes.js";
+import { silentLogger } from "../../src/logger.js";
+import { MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
 
 // GET /v1/schedules on the real server; the gateway runs on the simulated clock, so slots come due
 // when the test says.

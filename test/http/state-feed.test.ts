@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
-import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
-import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
-import type { TillerEventOf } from "../../../src/events.js";
-import { createGateway } from "../../../src/gateway/create-gateway.js";
-import { createStateFeed } from "../../../src/http/state-feed.js";
-import { silentLogger } from "../../../src/logger.js";
-import { sleep } from "../../../src/ports/clock.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import { ScriptedModel } from "../../src/adapters/scripted-model.js";
+import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import type { TillerEventOf } from "../../src/events.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
+import { createStateFeed } from "../../src/http/state-feed.js";
+import { silentLogger } from "../../src/logger.js";
+import { sleep } from "../../src/ports/clock.js";
 
 function setup() {
   const clock = new SimulatedClock();

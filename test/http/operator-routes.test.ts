@@ -2,14 +2,14 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createMachine } from "xstate";
-import { LoopbackChannel } from "../../../src/adapters/channels/loopback-channel.js";
-import { ScriptedModel } from "../../../src/adapters/scripted-model.js";
-import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
-import { createGateway } from "../../../src/gateway/create-gateway.js";
-import { operatorRoutes } from "../../../src/http/operator-routes.js";
-import { silentLogger } from "../../../src/logger.js";
-import { runMachine } from "../../../src/machines/run.machine.js";
-import { machineShape } from "../../../src/viz/machine-shape.js";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
+import { ScriptedModel } from "../../src/adapters/scripted-model.js";
+import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import { createGateway } from "../../src/gateway/create-gateway.js";
+import { operatorRoutes } from "../../src/http/operator-routes.js";
+import { silentLogger } from "../../src/logger.js";
+import { runMachine } from "../../src/machines/run.machine.js";
+import { machineShape } from "../../src/viz/machine-shape.js";
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {

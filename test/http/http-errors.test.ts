@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../../support/http-gateway.js";
+import { startTestServer, type TestServer } from "../support/http-gateway.js";
 
 // Every refusal of the HTTP API answers with its status and the body { error: { code, message, field? } }.
 

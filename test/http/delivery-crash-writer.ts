@@ -8,7 +8,7 @@
  * Linux, so a printed ack has left the process). With a small KEEP a compaction follows every few
  * appends, so a SIGKILL often lands inside one.
  */
-import { FileDeliveryLog } from "../../../src/adapters/jsonl/file-delivery-log.js";
+import { FileDeliveryLog } from "../../src/adapters/jsonl/file-delivery-log.js";
 
 const [dir, keepArg] = process.argv.slice(2);
 if (!dir || !keepArg) throw new Error("usage: delivery-crash-writer.ts DIR KEEP");

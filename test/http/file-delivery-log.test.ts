@@ -1,10 +1,10 @@
 import { appendFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { WebChannel } from "../../../src/adapters/channels/web-channel.js";
-import { FileDeliveryLog } from "../../../src/adapters/jsonl/file-delivery-log.js";
-import { sessionFileName } from "../../../src/ports/session-key.js";
-import { useTempDir } from "../../support/temp-dir.js";
+import { WebChannel } from "../../src/adapters/channels/web-channel.js";
+import { FileDeliveryLog } from "../../src/adapters/jsonl/file-delivery-log.js";
+import { sessionFileName } from "../../src/ports/session-key.js";
+import { useTempDir } from "../support/temp-dir.js";
 
 describe("the web channel's deliveries log", () => {
   const dir = useTempDir("tiller-deliveries");

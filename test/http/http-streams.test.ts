@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
-import { startTestServer, type TestServer } from "../../support/http-gateway.js";
-import { SseRecorder } from "../../support/sse-recorder.js";
+import { MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
+import { startTestServer, type TestServer } from "../support/http-gateway.js";
+import { SseRecorder } from "../support/sse-recorder.js";
 
 // The live side of the HTTP API over real sockets: the deliveries and events streams (with replay),
 // a steer while a tool runs, and /stop cutting a streaming reply.

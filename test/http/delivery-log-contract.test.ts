@@ -1,7 +1,7 @@
-import { FileDeliveryLog } from "../../../src/adapters/jsonl/file-delivery-log.js";
-import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
-import { deliveryLogContract } from "../../support/delivery-log-contract.js";
-import { useTempDir } from "../../support/temp-dir.js";
+import { FileDeliveryLog } from "../../src/adapters/jsonl/file-delivery-log.js";
+import { MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
+import { deliveryLogContract } from "../support/delivery-log-contract.js";
+import { useTempDir } from "../support/temp-dir.js";
 
 const dir = useTempDir("tiller-delivery-contract");
 

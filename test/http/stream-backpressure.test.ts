@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { WebChannel } from "../../../src/adapters/channels/web-channel.js";
-import { EventFeed } from "../../../src/http/event-feed.js";
-import type { SseMessage, SseStream } from "../../../src/http/sse-stream.js";
-import { streamDeliveries } from "../../../src/http/stream-deliveries.js";
-import { streamEvents } from "../../../src/http/stream-events.js";
-import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
+import { WebChannel } from "../../src/adapters/channels/web-channel.js";
+import { EventFeed } from "../../src/http/event-feed.js";
+import type { SseMessage, SseStream } from "../../src/http/sse-stream.js";
+import { streamDeliveries } from "../../src/http/stream-deliveries.js";
+import { streamEvents } from "../../src/http/stream-events.js";
+import { MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
 
 /** A stream whose socket takes `room` frames, then is full until `drain()`. */
 function fakeStream(room: number) {
