@@ -37,11 +37,11 @@ export class SimulatedClock implements Clock {
     const timer: SimTimer = { at: this.current + Math.max(0, ms), seq: this.seq++, callback };
     this.push(timer);
     this.live++;
-    return timer as unknown as TimerHandle;
+    return timer;
   }
 
   clearTimeout(handle: TimerHandle): void {
-    const timer = handle as unknown as SimTimer;
+    const timer = handle as SimTimer;
     if (timer?.callback) {
       timer.callback = null;
       this.live--;

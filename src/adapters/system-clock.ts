@@ -27,11 +27,11 @@ export class SystemClock implements Clock {
       );
     };
     arm(ms);
-    return handle as unknown as TimerHandle;
+    return handle;
   }
 
   clearTimeout(handle: TimerHandle): void {
-    const timer = (handle as unknown as { timer: NodeJS.Timeout | null }).timer;
+    const timer = (handle as { timer: NodeJS.Timeout | null }).timer;
     if (timer) clearTimeout(timer);
   }
 }

@@ -55,7 +55,7 @@ export async function commitmentsCommand(args: string[]): Promise<string> {
 
   const store = await JsonlStore.openDir({ dir: storeDir });
   try {
-    const all = (await store.loadCommitments()) as unknown as Commitment[];
+    const all = await store.loadCommitments();
     if (action === "list") {
       const listed = all
         .filter(
@@ -88,7 +88,7 @@ export async function commitmentsCommand(args: string[]): Promise<string> {
         results.push({ id, status: "dismissed", changed: true, found: true });
       } else results.push({ id, status: current.status, changed: false, found: true });
     }
-    if (changed.length > 0) await store.saveCommitments(changed as unknown as StoredCommitment[]);
+    if (changed.length > 0) await store.saveCommitments(changed);
     return json
       ? JSON.stringify(results)
       : results

@@ -6,7 +6,8 @@
 export interface QueueLinks {
   qPrev: QueueLinks | null;
   qNext: QueueLinks | null;
-  qList: WaitList<QueueLinks> | null;
+  /** The list the node is in (compared by identity only). */
+  qList: object | null;
 }
 
 export class WaitList<T extends QueueLinks> {
@@ -25,7 +26,7 @@ export class WaitList<T extends QueueLinks> {
   push(node: T): void {
     node.qPrev = this.tail;
     node.qNext = null;
-    node.qList = this as unknown as WaitList<QueueLinks>;
+    node.qList = this;
     if (this.tail) this.tail.qNext = node;
     else this.head = node;
     this.tail = node;
@@ -40,7 +41,7 @@ export class WaitList<T extends QueueLinks> {
 
   /** Removes `node` if it is in this list; returns whether it was. */
   remove(node: T): boolean {
-    if (node.qList !== (this as unknown as WaitList<QueueLinks>)) return false;
+    if (node.qList !== this) return false;
     if (node.qPrev) node.qPrev.qNext = node.qNext;
     else this.head = node.qNext as T | null;
     if (node.qNext) node.qNext.qPrev = node.qPrev;

@@ -18,7 +18,7 @@ export interface Clock {
 }
 
 /** Opaque timer handle; only the clock that issued it can clear it. */
-export type TimerHandle = { readonly __timer: unknown };
+export type TimerHandle = object;
 
 /** Resolves after `ms` on the given clock, or rejects with the signal's reason when it aborts first. */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {

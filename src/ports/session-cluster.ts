@@ -25,7 +25,7 @@ export interface SessionCluster {
    * The ack recorded for a message and the process that applied it (the owner it was sent to, or one
    * that took the session over meanwhile), waiting up to `timeoutMs`; undefined when none came.
    */
-  awaitAck(id: string, timeoutMs: number): Promise<{ ack: Record<string, unknown>; by: string } | undefined>;
+  awaitAck(id: string, timeoutMs: number): Promise<{ ack: object; by: string } | undefined>;
   /** Gives a session up; false (and kept) while messages wait for it: apply them first. */
   release(session: string): Promise<boolean>;
   /** The live owner of each of these sessions (sessions nobody owns are left out). */
@@ -49,8 +49,8 @@ export interface InboxMessage {
   messageId: string;
   /** `control` for `/stop`, `/new`, `/queue`; else the inline mode, or `default`. */
   mode: string;
-  /** The validated inbound message, replayed by the owner. */
-  body: Record<string, unknown>;
+  /** The validated inbound message (or trigger request), replayed by the owner: plain JSON. */
+  body: object;
 }
 
 export interface InboxEntry extends InboxMessage {

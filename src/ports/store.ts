@@ -5,6 +5,7 @@
  * Every implementation (memory, JSONL files, ...) passes the shared contract suite in
  * `test/adapters/store-contract.ts`.
  */
+import type { Commitment } from "./commitment.js";
 import type { Sender } from "./sender.js";
 
 /** Fields every stored record carries; assigned by the store on append. */
@@ -230,11 +231,8 @@ export interface CommitmentChanges {
   cursor: string;
 }
 
-/** A commitment as the store keeps it: opaque JSON with an id (the gateway owns the shape). */
-export interface StoredCommitment {
-  id: string;
-  [field: string]: unknown;
-}
+/** A commitment as the store keeps it: the record of ./commitment.ts, stored as JSON. */
+export type StoredCommitment = Commitment;
 
 /** What a store keeps of a schedule so that a restart neither repeats nor skips a run. */
 export interface ScheduleState {

@@ -40,7 +40,7 @@ export async function scenarioCommitments(scenario: Scenario, store: TranscriptS
       expiresAt: latestAt + expireAfterMs,
     });
   }
-  if (fresh.length > 0) await store.saveCommitments?.(fresh as unknown as StoredCommitment[]);
+  if (fresh.length > 0) await store.saveCommitments?.(fresh);
   let highest = 0;
   for (const id of [...known, ...fresh.map((commitment) => commitment.id)]) {
     const match = /^commitment-(\d+)$/.exec(id);

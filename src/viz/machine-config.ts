@@ -93,7 +93,8 @@ function nodeConfig(node: AnyStateNode): JsonObject {
 /** The raise/cancel pair xstate adds for each `after` transition: the `after` block recreates it. */
 function isAfterTimer(action: unknown): boolean {
   if (typeof action !== "function") return false;
-  const { id, sendId } = action as unknown as { id?: unknown; sendId?: unknown };
+  const id: unknown = Reflect.get(action, "id");
+  const sendId: unknown = Reflect.get(action, "sendId");
   const ref =
     actionName(action) === "xstate.raise" ? id : actionName(action) === "xstate.cancel" ? sendId : undefined;
   return typeof ref === "string" && ref.startsWith("xstate.after.");
@@ -139,7 +140,8 @@ function actionConfig(action: unknown): Json {
   }
   if (typeof action === "function" && type === "xstate.sendTo") {
     // A built-in sendTo keeps its static target and event as params, so the diagram says what it sends.
-    const { to, event } = action as unknown as { to: unknown; event: unknown };
+    const to: unknown = Reflect.get(action, "to");
+    const event: unknown = Reflect.get(action, "event");
     const params = plain({ to, event });
     return params === undefined ? type : { type, params };
   }

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StaleWriterError, TillerError } from "../../src/errors.js";
+import type { CommitmentStatus } from "../../src/ports/commitment.js";
 import type { RecordBody, TranscriptRecord, TranscriptStore } from "../../src/ports/store.js";
 import { UNDELIVERED_FINAL } from "../../src/ports/store.js";
+import { commitmentRecord } from "../support/commitment-record.js";
 
 export interface StoreFixture {
   store: TranscriptStore;
@@ -295,13 +297,8 @@ export function storeContract(
     // Optional on the port: a store that has them keeps this contract.
     if (capabilities.commitments)
       describe("commitments", () => {
-        const version = (id: string, status: string, attempts = 0) => ({
-          id,
-          session: "A",
-          status,
-          attempts,
-          reason: "asked which slot",
-        });
+        const version = (id: string, status: CommitmentStatus, attempts = 0) =>
+          commitmentRecord({ id, session: "A", status, attempts, reason: "asked which slot" });
 
         it("keeps the latest version of each commitment, in the order they were first stored", async () => {
           expect(await store.loadCommitments!()).toEqual([]);
@@ -325,7 +322,7 @@ export function storeContract(
         });
 
         it("refuses a record without an id or that JSON cannot carry, and stores none of its call", async () => {
-          await expect(store.saveCommitments!([{ id: "" }])).rejects.toThrow(/id/);
+          await expect(store.saveCommitments!([version("", "pending")])).rejects.toThrow(/id/);
           await expect(
             store.saveCommitments!([version("ok", "pending"), { id: "c2", n: 1n } as never]),
           ).rejects.toThrow();

@@ -1,20 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/adapters/jsonl/jsonl-store.js";
 import { commitmentsCommand, UsageError } from "../../src/cli/commitments.js";
+import type { Commitment, CommitmentStatus } from "../../src/ports/commitment.js";
+import { commitmentRecord } from "../support/commitment-record.js";
 import { useTempDir } from "../support/temp-dir.js";
 
 // `tiller commitments list|dismiss --store DIR [--json]` on a JSONL store.
 
-const record = (id: string, session: string, status: string, extra: object = {}) => ({
-  id,
-  session,
-  status,
-  kind: "open_loop",
-  reason: `reason ${id}`,
-  createdAt: Number(id.slice(1)),
-  dueAt: 0,
-  ...extra,
-});
+const record = (id: string, session: string, status: CommitmentStatus, extra: Partial<Commitment> = {}) =>
+  commitmentRecord({ id, session, status, reason: `reason ${id}`, createdAt: Number(id.slice(1)), ...extra });
 
 describe("tiller commitments", () => {
   const temp = useTempDir("tiller-cli");

@@ -42,8 +42,8 @@ export class CommitmentLog {
         throw corruptError(this.file, scan.corrupt[0]!, "a damaged line is followed by whole ones");
       const byId = new Map<string, StoredCommitment>();
       for (const line of scan.lines) {
-        const record = parseLine(scan, line) as StoredCommitment;
-        if (typeof record.id === "string") byId.set(record.id, record);
+        const record = parseLine(scan, line) as Partial<StoredCommitment>;
+        if (typeof record.id === "string") byId.set(record.id, record as StoredCommitment);
       }
       if (scan.validEnd < scan.bytes.length) {
         await truncate(this.file, scan.validEnd);

@@ -85,7 +85,7 @@ export class FileDeliveryLog implements DeliveryLog {
     const compact = (kept: readonly DeliveryRecord[]) => this.compact(file, kept);
     const scan = await readLines(file);
     if (!scan) return new SessionDeliveries([], this.keep, compact);
-    const records = scan.lines.map((line) => parseLine(scan, line) as unknown as DeliveryRecord);
+    const records = scan.lines.map((line) => parseLine<DeliveryRecord>(scan, line));
     // A crash mid-append leaves a torn tail: cut it so the next line starts on a line boundary.
     if (scan.validEnd < scan.bytes.length) await truncate(file, scan.validEnd);
     return new SessionDeliveries(records, this.keep, compact);

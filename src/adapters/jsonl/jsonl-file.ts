@@ -186,8 +186,9 @@ function checksumOk(buf: Uint8Array, start: number, end: number): boolean {
 }
 
 /** Parses a valid line (its checksum key already cut off, see {@link scanLines}). */
-export function parseLine(scan: LineScan, line: ValidLine): Record<string, unknown> {
-  return JSON.parse(scan.bytes.toString("utf8", line.start, line.end)) as Record<string, unknown>;
+/** The JSON of one whole line; `T` names the record shape the caller stored there. */
+export function parseLine<T = Record<string, unknown>>(scan: LineScan, line: ValidLine): T {
+  return JSON.parse(scan.bytes.toString("utf8", line.start, line.end)) as T;
 }
 
 /** The first line of every transcript file. */

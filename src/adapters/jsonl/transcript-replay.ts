@@ -152,9 +152,7 @@ class RecordPrefixReader {
       const found = this.scan.bytes.indexOf(MARKER_NEEDLE, line.start);
       this.nextMarker = found === -1 ? Number.POSITIVE_INFINITY : found;
     }
-    return (
-      this.nextMarker < line.end && metaOf(parseLine(this.scan, line) as unknown as TranscriptRecord).marker
-    );
+    return this.nextMarker < line.end && metaOf(parseLine<TranscriptRecord>(this.scan, line)).marker;
   }
 }
 

@@ -46,7 +46,7 @@ export class CommitmentBook {
   /** Reads every stored commitment; pending ones are scheduled again. */
   async load(): Promise<Commitment[]> {
     const stored = await this.read(false);
-    const records = stored.map((record) => record as unknown as Commitment);
+    const records = stored.map((record) => record);
     for (const commitment of records) this.remember(commitment);
     return records;
   }
@@ -77,7 +77,7 @@ export class CommitmentBook {
       const current = this.byId.get(id);
       const next = change(current);
       if (!next) return current as Commitment;
-      await this.store.saveCommitments?.([next as unknown as StoredCommitment]);
+      await this.store.saveCommitments?.([next]);
       this.remember(next);
       return next;
     });
@@ -98,7 +98,7 @@ export class CommitmentBook {
     return this.afterWrites(async () => {
       const records = await this.read(true);
       for (const record of records) {
-        const commitment = record as unknown as Commitment;
+        const commitment = record;
         const held = this.byId.get(commitment.id);
         if (!held || JSON.stringify(held) !== JSON.stringify(commitment)) this.remember(commitment);
       }
@@ -118,7 +118,7 @@ export class CommitmentBook {
     if (!claimCutOffSend) return Promise.resolve(false);
     return this.afterWrites(async () => {
       const { claimed, record } = await claimCutOffSend(id, now);
-      if (record) this.remember(record as unknown as Commitment);
+      if (record) this.remember(record);
       return claimed;
     });
   }
@@ -139,7 +139,7 @@ export class CommitmentBook {
         now,
         maxPerDay === undefined ? undefined : { maxPerDay },
       );
-      if (record) this.remember(record as unknown as Commitment);
+      if (record) this.remember(record);
       return quotaFreesAt === undefined ? { claimed } : { claimed, quotaFreesAt };
     });
   }

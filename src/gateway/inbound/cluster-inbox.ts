@@ -105,7 +105,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   async function applyOne(entry: InboxEntry): Promise<Ack | TriggerAck> {
     try {
       if (entry.mode === TRIGGER_MODE) {
-        const { extras, ...request } = entry.body as unknown as TriggerRequest & { extras?: TriggerExtras };
+        const { extras, ...request } = entry.body as TriggerRequest & { extras?: TriggerExtras };
         // A subagent's task runs only where its tool waits for it: a process that took the child over
         // from a dead one (or a restarted one) has nobody to hand its final to.
         if (request.trigger === "subagent" && !children.delete(entry.id))
@@ -117,7 +117,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
           );
         return await deps.localTrigger(request, extras);
       }
-      return await deps.local(entry.body as unknown as InboundMessage);
+      return await deps.local(entry.body as InboundMessage);
     } catch (error) {
       if (!(error instanceof MessageRejectedError)) throw error;
       return {
@@ -167,7 +167,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
         session,
         messageId: message.id,
         mode: isControl ? "control" : (message.mode ?? "default"),
-        body: { ...message } as unknown as Record<string, unknown>,
+        body: { ...message },
       }),
     );
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
@@ -187,7 +187,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       const answer = await cluster.awaitAck(id, cluster.ackWaitMs);
       emit("message.forwarded", { session, messageId: message.id, owner, confirmed: answer !== undefined });
       if (answer) {
-        const owned = answer.ack as unknown as Ack;
+        const owned = answer.ack as Ack;
         if (owned.disposition === "rejected") await cluster.forget(id);
         // The owner it was sent to, or a process that took the session over meanwhile (maybe this one).
         if (answer.by === cluster.processId) return owned;
@@ -245,7 +245,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
         session,
         messageId: id,
         mode: TRIGGER_MODE,
-        body: { ...request, id, ...(child ? { extras: child } : {}) } as unknown as Record<string, unknown>,
+        body: { ...request, id, ...(child ? { extras: child } : {}) },
       });
       if (child && accepted.kind === "local") children.add(accepted.id);
       return accepted;
@@ -266,7 +266,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
         confirmed: answer !== undefined,
       });
       if (answer) {
-        const owned = answer.ack as unknown as TriggerAck;
+        const owned = answer.ack as TriggerAck;
         if (owned.disposition === "rejected") await cluster.forget(acceptance.id);
         return owned;
       }

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { COMMITMENTS_FILE } from "../../../src/adapters/jsonl/commitment-log.js";
 import { JsonlStore } from "../../../src/adapters/jsonl/jsonl-store.js";
 import { TillerError } from "../../../src/errors.js";
+import type { CommitmentStatus } from "../../../src/ports/commitment.js";
+import { commitmentRecord } from "../../support/commitment-record.js";
 import { useTempDir } from "../../support/temp-dir.js";
 
 // The JSONL store's commitments file after a crash: a torn last line is cut away and every whole one
@@ -12,9 +14,9 @@ import { useTempDir } from "../../support/temp-dir.js";
 describe("commitments.log", () => {
   const temp = useTempDir("tiller-commitment-log");
 
-  async function write(records: Array<{ id: string; status: string }>) {
+  async function write(records: Array<{ id: string; status: CommitmentStatus }>) {
     const store = await JsonlStore.openDir({ dir: temp.path });
-    await store.saveCommitments(records);
+    await store.saveCommitments(records.map(commitmentRecord));
     await store.close();
   }
 
@@ -26,8 +28,8 @@ describe("commitments.log", () => {
     const file = join(temp.path, COMMITMENTS_FILE);
     await appendFile(file, '{"id":"c2","status":"pen');
     const store = await JsonlStore.openDir({ dir: temp.path });
-    expect(await store.loadCommitments()).toEqual([{ id: "c1", status: "sent" }]);
-    await store.saveCommitments([{ id: "c3", status: "pending" }]);
+    expect(await store.loadCommitments()).toEqual([commitmentRecord({ id: "c1", status: "sent" })]);
+    await store.saveCommitments([commitmentRecord({ id: "c3", status: "pending" })]);
     await store.close();
     const again = await JsonlStore.openDir({ dir: temp.path });
     expect((await again.loadCommitments()).map((r) => r.id)).toEqual(["c1", "c3"]);

@@ -51,7 +51,7 @@ describe("createClusterSessions", () => {
     // Only the owner sees what waits.
     expect(await b.waiting("web:s")).toEqual([]);
     const waiting = await a.waiting("web:s");
-    expect(waiting.map((e) => [e.messageId, e.receivedBy, e.body.text])).toEqual([
+    expect(waiting.map((e) => [e.messageId, e.receivedBy, (e.body as { text?: string }).text])).toEqual([
       ["m2", "pb", "text of m2"],
     ]);
 
