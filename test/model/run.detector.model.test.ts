@@ -9,7 +9,7 @@ import {
   shortestPaths,
   stateKey,
   stateLabel,
-} from "../support/run-graph.js";
+} from "../support/run-graph-cases.js";
 import { recheckEventsOf, replayPath } from "../support/run-replay.js";
 
 // The gateway's own detector in the run machine's graph: every way out of `detecting`, and the paths

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CONFIGS, pathName, shortestPaths, simplePaths } from "../support/run-graph.js";
+import { CONFIGS, pathName, shortestPaths, simplePaths } from "../support/run-graph-cases.js";
 import { replayPath } from "../support/run-replay.js";
 
 // Graph-based tests of the run machine (docs/architecture.md; invariants 4 and 5). xstate/graph enumerates the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunOutput } from "../../src/machines/run.machine.js";
-import { configNamed, findPath, simplePaths } from "../support/run-graph.js";
+import { configNamed, findPath, simplePaths } from "../support/run-graph-cases.js";
 import { sameList } from "../support/run-invariants.js";
 import { recheckEventsOf, replayPath } from "../support/run-replay.js";
 

@@ -10,7 +10,7 @@ import {
   type Snapshot,
   serialize,
   traversal,
-} from "../support/session-graph.js";
+} from "../support/session-graph-cases.js";
 import { provided, replay } from "../support/session-harness.js";
 
 // Model-based tests of the session machine (docs/architecture.md, "Testing"). xstate/graph walks the

@@ -11,7 +11,7 @@ import {
   type Snapshot,
   serialize,
   traversal,
-} from "../support/session-graph.js";
+} from "../support/session-graph-cases.js";
 import { provided, replay } from "../support/session-harness.js";
 
 // Simple paths of the session machine up to the first delivery, replayed on a real actor with the

@@ -1,6 +1,6 @@
 import type { RunOutput } from "../../src/machines/run.machine.js";
 import type { OwnedMessage } from "../../src/policy/turn-context.js";
-import { expectedRecheckEvents, HISTORY, type Path, type RecheckEvent } from "./run-graph.js";
+import { expectedRecheckEvents, HISTORY, type Path, type RecheckEvent } from "./run-graph-cases.js";
 import type { Replay } from "./run-replay.js";
 
 // What must hold along every replayed path of the run machine (invariants 4 and 5), and what its output

@@ -21,7 +21,7 @@ import {
   runInput,
   type Snapshot,
   stateKey,
-} from "./run-graph.js";
+} from "./run-graph-cases.js";
 import { outputViolations, stepViolations } from "./run-invariants.js";
 
 // A path of the run machine's graph replayed on a real actor whose `callModel`, `runTool` and

@@ -22,7 +22,7 @@ import {
   type Snapshot,
   serialize,
   unique,
-} from "./session-graph.js";
+} from "./session-graph-cases.js";
 
 // A real session actor whose invoked actors are fakes under the test's control, the ledger of every
 // message sent to it, and the invariants of docs/architecture.md checked after every step: at most one
