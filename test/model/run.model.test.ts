@@ -4,7 +4,7 @@ import { replayPath } from "../support/run-replay.js";
 
 // Graph-based tests of the run machine (docs/architecture.md; invariants 4 and 5). xstate/graph enumerates the
 // machine's paths over an explicit event list that includes the results of the invoked actors
-// (test/support/run-graph.ts); each path is then replayed on a real actor (test/support/run-replay.ts):
+// (test/support/run-graph-cases.ts); each path is then replayed on a real actor (test/support/run-replay.ts):
 // after every step the real actor must be where the graph says, and the invariants must hold.
 
 for (const config of CONFIGS) {
