@@ -73,6 +73,7 @@ export function isTillerErrorCode(code: unknown): code is TillerErrorCode {
 /** Every {@link TillerErrorCode}. */
 export const TILLER_ERROR_CODES = Object.keys(CODES).filter(isTillerErrorCode);
 
+/** The base class of every error Tiller throws or rejects with: a stable `code`, a `retryable` flag and the `cause`. */
 export class TillerError extends Error {
   readonly code: TillerErrorCode;
   readonly retryable: boolean;

@@ -444,6 +444,7 @@ export type TillerEvent = { [K in TillerEventType]: TillerEventOf<K> }[TillerEve
 
 /** The lane scheduler's events (`onEvent` of `createLaneScheduler`). */
 export type LaneEventType = Extract<TillerEventType, `lane.${string}`>;
+/** The `lane.*` events: what the lane scheduler tells about its tasks. */
 export type LaneEvent = Extract<TillerEvent, { type: LaneEventType }>;
 
 /** What an emitter is given for the event named `K`: its payload (the emitter stamps `at`). */
@@ -486,7 +487,9 @@ export function forwardedEvent(
   return { at, ...event, ...owner } as TillerEvent;
 }
 
+/** A subscriber to the gateway's event stream; it is called once per event, in order. */
 export type EventListener = (event: TillerEvent) => void;
+/** Fans the gateway's events out to its subscribers and keeps no history. */
 export class EventHub {
   private readonly listeners = new Set<EventListener>();
 

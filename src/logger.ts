@@ -23,6 +23,7 @@ export function createLogger(level = process.env.TILLER_LOG_LEVEL ?? "warn"): Lo
   return pino({ level, base: null }, pino.destination(2));
 }
 
+/** A logger that writes nothing: the default when the gateway is given none. */
 export const silentLogger: Logger = {
   debug() {},
   info() {},

@@ -20,6 +20,7 @@ const WORK = /\b(task|tasks|work|job|build|run|process|slow|tool)\b/i;
 export const DEMO_NOTICE =
   "[demo] Scripted demo model, no language model: start tiller serve with --model-url for a real one.";
 
+/** Options of the demo model that `tiller serve` runs when no model URL is given. */
 export interface DemoModelOptions {
   clock: Clock;
   /** Pause between streamed words. @default 25 */

@@ -29,6 +29,7 @@ export interface ScriptedReply {
   error?: string;
 }
 
+/** One rule of a {@link ScriptedModel}: when the request matches, the model answers with this text or tool calls. */
 export interface ScriptedRule {
   when?: ScriptedWhen;
   reply: ScriptedReply;

@@ -1,7 +1,6 @@
 import { stat } from "node:fs/promises";
 import { JsonlStore } from "../adapters/jsonl/jsonl-store.js";
 import { COMMITMENT_STATUSES, type Commitment } from "../machines/commitment.types.js";
-import type { StoredCommitment } from "../ports/store.js";
 import { UsageError } from "../testing/paths-command.js";
 
 export const COMMITMENTS_USAGE = `usage: tiller commitments list [--session KEY] [--status STATUS] --store DIR [--json]

@@ -12,6 +12,7 @@ import { type Route, Router } from "./router.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { v1Routes } from "./v1-routes.js";
 
+/** Options of {@link createHttpServer}: the gateway it serves, the token, the web channel and the page. */
 export interface HttpServerOptions {
   gateway: Gateway;
   /** The gateway's `web` channel: its deliveries are what the deliveries stream serves. */
@@ -151,6 +152,7 @@ export function createHttpServer(options: HttpServerOptions) {
   };
 }
 
+/** What {@link createHttpServer} returns: the `node:http` server, its router and event feed, and the readiness switch. */
 export type HttpServer = ReturnType<typeof createHttpServer>;
 
 function toHttpError(error: unknown): HttpError {

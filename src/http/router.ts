@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "./http-error.js";
 
+/** What a route handler gets: the request, the response, the matched path parameters and the URL. */
 export interface RouteContext {
   req: IncomingMessage;
   res: ServerResponse;

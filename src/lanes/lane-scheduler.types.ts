@@ -8,6 +8,7 @@ import type { Clock } from "../ports/clock.js";
 
 // The lane scheduler's public shapes (the public API in README.md).
 
+/** Options of {@link createLaneScheduler}: the clock, each workload lane's capacity, aging and wait warnings. */
 export interface LaneSchedulerOptions {
   /** Capacity per workload lane. Unconfigured lanes get 1; `main` defaults to max(8, 4 × CPUs). */
   capacity?: Record<string, number>;
@@ -27,6 +28,7 @@ export interface LaneSchedulerOptions {
   inspect?: (event: InspectionEvent) => void;
 }
 
+/** Where and how one task runs on the lane scheduler: its session lane, workload lane, priority and timeout. */
 export interface RunOptions {
   /** Session key: the task waits in `session:<key>` first; one task per session runs at a time. */
   session?: string;
@@ -39,10 +41,12 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
+/** What the lane scheduler holds now: active and queued tasks and the capacity of each workload lane. */
 export interface LaneSnapshot {
   lanes: Record<string, { active: number; queued: number; capacity: number }>;
 }
 
+/** Session lanes nested in capacity-limited workload lanes: one task per session, priorities, clear, drain. */
 export interface LaneScheduler {
   run<T>(options: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T>;
   clear(lane: string): number;

@@ -15,6 +15,7 @@ export interface CommitmentInput {
   sentInWindow: number;
 }
 
+/** What a commitment review decided: the class, the text it composed, and whether a newer message voided it. */
 export interface ReviewOutput {
   /** A user message arrived while the review ran: its decision does not count. */
   voided: boolean;
@@ -31,12 +32,14 @@ export interface ReviewOutput {
   sentInWindow: number;
 }
 
+/** What the commitment's send actor is given: the commitment, the composed text and the review's class. */
 export interface SendInput {
   commitment: Commitment;
   text: string;
   classification: Classification | null;
 }
 
+/** What the commitment's send actor answers: delivered or not (and why), and when. */
 export interface SendOutput {
   delivered: boolean;
   messageId?: string;
@@ -61,6 +64,7 @@ export interface CommitmentContext {
   retry: "nextTick" | "backoff" | "quota";
 }
 
+/** The events the commitment machine takes. */
 export type CommitmentEvent =
   | { type: "commitment.due"; now: number; sentInWindow: number }
   | { type: "commitment.dismiss"; why: string };
@@ -80,6 +84,7 @@ export type CommitmentEmitted =
   | { type: "commitment.retried"; id: string; session: string; why: string; attempt: number }
   | { type: "commitment.expired"; id: string; session: string };
 
+/** How a commitment's machine ended: the retry it asks for, if any, and the review's class. */
 export interface CommitmentOutput {
   retry: CommitmentContext["retry"];
   classification: Classification | null;

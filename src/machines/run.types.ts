@@ -16,6 +16,7 @@ export interface RecheckSettings {
   detector?: "built-in" | "custom";
 }
 
+/** What one turn's run machine starts from: its session, messages, tools and re-check settings. */
 export interface RunInput {
   runId: string;
   session: string;
@@ -62,6 +63,7 @@ export interface RunInput {
   historyTurnStart?: number;
 }
 
+/** What the call-model actor is given: the turn's context window and the tools the model may call. */
 export interface CallModelInput {
   runId: string;
   session: string;
@@ -79,12 +81,14 @@ export interface CallModelInput {
   trigger?: string;
 }
 
+/** What the call-model actor answers: the model's reply for one call. */
 export interface CallModelOutput {
   text: string;
   toolCalls: ToolCallRequest[];
   persisted: number;
 }
 
+/** What the run-tool actor is given: one tool call, the turn's authority and its abort signal. */
 export interface RunToolInput {
   runId: string;
   session: string;
@@ -110,6 +114,7 @@ export interface RunToolInput {
   anonymous?: boolean;
 }
 
+/** What the run-tool actor answers for one tool call: its status and result. */
 export interface RunToolOutput {
   status: "done" | "failed";
   result: unknown;
@@ -169,6 +174,7 @@ export interface RunContext {
   status: "running" | "done" | "aborted" | "failed";
 }
 
+/** The events the run machine takes: steering, abort, stop, and the results of its actors. */
 export type RunEvent =
   | { type: "run.start" }
   | { type: "run.steer"; message: OwnedMessage }
@@ -192,6 +198,7 @@ export type RunEmitted = EmittedEvent<
   | "recheck.detectorFailed"
 >;
 
+/** How a turn ended: its final text, its status, what it owned and what it left to deliver. */
 export interface RunOutput {
   runId: string;
   status: "done" | "aborted" | "failed";

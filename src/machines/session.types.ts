@@ -20,6 +20,7 @@ export interface SessionDecision {
   dropped?: string[];
 }
 
+/** What a session machine starts from: its key, its turn count, and what a restart restored. */
 export interface SessionInput {
   key: string;
   /** Turns this session already ran, so run ids stay unique when its actor is recreated. */
@@ -41,6 +42,7 @@ export interface SessionContext {
   collectDebounceMs: number;
 }
 
+/** The events the session machine takes: messages, controls, lane answers and its actors' results. */
 export type SessionEvent =
   | { type: "session.message"; message: OwnedMessage; setting: ResolvedQueueSetting }
   | { type: "session.stop" }
@@ -60,6 +62,7 @@ export type SessionEmitted = EmittedEvent<
   "turn.started" | "turn.ended" | "message.dropped" | "turn.requeued"
 >;
 
+/** What the deliver actor is given: the final (or notice) to send and how it may be shown. */
 export interface DeliverInput {
   session: string;
   kind: "turn" | "recovery";
@@ -69,6 +72,7 @@ export interface DeliverInput {
   recovery?: Extract<QueueItem, { kind: "recovery" }>;
 }
 
+/** What the deliver actor answers: the receipt, or why the send failed. */
 export interface DeliverOutput {
   delivered: boolean;
   /** A stranded final whose marker is durable: queue this recovery at the front. */

@@ -56,6 +56,7 @@ export const proposalSchema = z
     { message: "latestMs must not be before earliestMs", path: ["dueWindow", "latestMs"] },
   );
 
+/** A commitment as a tool or an extraction hook proposes it, before the gateway fills in its fields. */
 export type CommitmentProposal = z.input<typeof proposalSchema>;
 
 /** The validated fields of a new commitment, with its absolute window. */

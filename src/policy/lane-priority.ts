@@ -11,6 +11,7 @@
  * ```
  */
 export const PRIORITIES = ["foreground", "normal", "background"] as const;
+/** A task's priority in its workload lane: `foreground`, `normal` or `background`. */
 export type Priority = (typeof PRIORITIES)[number];
 
 export type Trigger =
@@ -28,6 +29,7 @@ export type Trigger =
 const FOREGROUND = new Set<string>(["user", "manual"]);
 const BACKGROUND = new Set<string>(["cron", "heartbeat", "memory", "overflow"]);
 
+/** The priority a turn gets from what started it: a user's message runs before scheduled and resumed work. */
 export function priorityForTrigger(
   trigger: Trigger,
   origin: { restartRecovery?: boolean; interSession?: boolean } = {},

@@ -20,6 +20,7 @@ export type QueueItem =
       intent?: { kind: "reply" | "ack" | "recovery" | "notice" | "commitment"; final: boolean };
     };
 
+/** The turn a session is about to run or runs now, as a restart finds it. */
 export interface PendingTurn {
   kind: "turn" | "recovery";
   messages: OwnedMessage[];

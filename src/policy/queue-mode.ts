@@ -9,6 +9,7 @@
  * ```
  */
 export const QUEUE_MODES = ["steer", "followup", "collect", "interrupt"] as const;
+/** What a message does to a busy session: `steer`, `followup`, `collect` or `interrupt`. */
 export type QueueMode = (typeof QUEUE_MODES)[number];
 export const DROP_POLICIES = ["old", "new", "summarize"] as const;
 export type DropPolicy = (typeof DROP_POLICIES)[number];
@@ -55,6 +56,7 @@ export interface ResolvedQueueSetting {
 
 export const QUEUE_DEFAULTS = { mode: "steer", debounceMs: 500, cap: 20, drop: "summarize" } as const;
 
+/** Resolves a message's queue mode and settings: inline, then session, channel, global, default. */
 export function resolveQueueSetting(layers: {
   inline?: QueueMode | undefined;
   session?: QueueSettings | null | undefined;

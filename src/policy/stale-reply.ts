@@ -29,15 +29,18 @@ export interface StaleReplySettings {
   minOverlap: number;
 }
 
+/** Which signal said a draft no longer answers the newest user message. */
 export type StaleReason = "newer-message" | "complaint" | "low-overlap";
 
 /** The numbers and names behind a verdict: flat, JSON-serializable, shown in `recheck.*` events. */
 export type RecheckFigures = Record<string, number | string | boolean>;
 
+/** Whether a draft is stale, and by which signals. */
 export type DraftVerdict =
   | { stale: false }
   | { stale: true; reason: StaleReason; detail: string; figures?: RecheckFigures };
 
+/** What the stale-reply check reads: the draft, the newest user message it owns and the ones before it. */
 export interface DraftFacts {
   draft: string;
   /** The newest user message the turn owns. */
@@ -68,6 +71,7 @@ function hasEvidence(topic: TopicMeasure): boolean {
   return topic.olderShared >= 1 && topic.targetWords >= OLDER_MIN_SHARED && topic.newestOverlap === 0;
 }
 
+/** Tests a draft against the three stale-reply signals (newer message, complaint, low overlap). */
 export function assessDraft(facts: DraftFacts, settings: StaleReplySettings): DraftVerdict {
   if (facts.newerArrived) {
     return {

@@ -14,6 +14,7 @@ export interface Channel {
 
 export type DeliveryKind = "reply" | "ack" | "recovery" | "notice" | "commitment";
 
+/** What the gateway hands a channel to send: the session, the text and a stable `deliveryId`. */
 export interface OutboundMessage {
   session: string;
   text: string;
@@ -28,6 +29,7 @@ export interface OutboundMessage {
   deliveryId?: string;
 }
 
+/** What a channel answers for a send that reached the platform: its `messageId`. */
 export interface DeliveryReceipt {
   messageId?: string;
   [field: string]: unknown;

@@ -4,6 +4,7 @@ export const COMMITMENT_KINDS = ["open_loop", "deadline_check", "event_check_in"
 export type CommitmentKind = (typeof COMMITMENT_KINDS)[number];
 
 export const COMMITMENT_STATUSES = ["pending", "sent", "dismissed", "expired"] as const;
+/** Where a commitment stands: `pending`, `sent`, `dismissed` or `expired`. */
 export type CommitmentStatus = (typeof COMMITMENT_STATUSES)[number];
 
 export const CLASSIFICATIONS = [
@@ -13,6 +14,7 @@ export const CLASSIFICATIONS = [
   "superseded",
   "unclear",
 ] as const;
+/** What a commitment review found: still pending on either side, completed, superseded or unclear. */
 export type Classification = (typeof CLASSIFICATIONS)[number];
 
 /** An inferred follow-up as stored: every time is milliseconds on the gateway's clock. */

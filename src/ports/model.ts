@@ -15,6 +15,7 @@ export interface ModelProvider {
   complete(request: ModelRequest): Promise<ModelReply>;
 }
 
+/** What the gateway asks of the model for one call: the context window, the tools and an abort signal. */
 export interface ModelRequest {
   session: string;
   runId: string;
@@ -38,6 +39,7 @@ export interface ModelRequest {
   onDelta?: (text: string) => void;
 }
 
+/** What the model answered for one call: its text, its tool calls and its token usage where reported. */
 export interface ModelReply {
   text: string;
   toolCalls: ToolCallRequest[];
@@ -47,6 +49,7 @@ export interface ModelReply {
   usage?: ModelUsage;
 }
 
+/** Tokens one model call used, as the provider reports them. */
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;

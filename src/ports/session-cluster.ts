@@ -53,6 +53,7 @@ export interface InboxMessage {
   body: object;
 }
 
+/** One inbox row as the owning process reads it: the message, its row id and who received it. */
 export interface InboxEntry extends InboxMessage {
   /** The inbox row (a bigint, as text). */
   id: string;
@@ -60,6 +61,7 @@ export interface InboxEntry extends InboxMessage {
   receivedBy: string;
 }
 
+/** Where the cluster inbox put a message: a duplicate, applied here, or forwarded to its owner. */
 export type Acceptance =
   | { kind: "duplicate" }
   | { kind: "local"; id: string; adopted: boolean }

@@ -22,6 +22,7 @@ export interface RecordHeader {
   revision: number;
 }
 
+/** A user's message in the transcript, with its inbound message id. */
 export interface UserRecord {
   role: "user";
   text: string;
@@ -32,6 +33,7 @@ export interface UserRecord {
   sender?: Sender;
 }
 
+/** The assistant's text in the transcript: a turn's final, with its run and whether it was delivered. */
 export interface AssistantRecord {
   role: "assistant";
   text: string;
@@ -44,6 +46,7 @@ export interface AssistantRecord {
   deliveryId?: string;
 }
 
+/** A tool call the model made, in the transcript. */
 export interface ToolCallRecord {
   role: "toolCall";
   callId: string;
@@ -52,6 +55,7 @@ export interface ToolCallRecord {
   runId: string;
 }
 
+/** The result of a tool call, in the transcript: every call gets one. */
 export interface ToolResultRecord {
   role: "toolResult";
   callId: string;
@@ -60,6 +64,7 @@ export interface ToolResultRecord {
   runId: string;
 }
 
+/** A record the model does not see as a message, such as the undelivered-final marker. */
 export interface CustomRecord {
   role: "custom";
   customType: string;
@@ -85,6 +90,7 @@ export const UNDELIVERED_FINAL = "tiller.undelivered-final";
 /** The kinds of send an intent records (the channel port's `DeliveryKind`). */
 export type DeliveryKindName = "reply" | "ack" | "recovery" | "notice" | "commitment";
 
+/** The `customType` of the durable record written before a channel is called. */
 export const DELIVERY_INTENT = "tiller.delivery-intent";
 
 /**
@@ -101,6 +107,7 @@ export interface TranscriptHead {
   lastSeq: number;
 }
 
+/** The store port: per-session append-only transcripts with fenced writers, plus the optional durable state. */
 export interface TranscriptStore {
   /**
    * Opens (creating when absent) the transcript of a session key and returns its head. Opening repairs
@@ -254,6 +261,7 @@ export interface ScheduleState {
   lastReason?: string;
 }
 
+/** Which writer an append expects to be: the session id and lifecycle revision it read. */
 export interface ExpectedHead {
   sessionId: string;
   revision: number;

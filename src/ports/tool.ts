@@ -55,6 +55,7 @@ export interface ToolSpec {
   parameters: JsonSchema;
 }
 
+/** What a tool's `execute` is given besides its arguments: the session, the sender, the abort signal. */
 export interface ToolContext {
   session: string;
   runId: string;

@@ -1,7 +1,7 @@
 import { parseConfig } from "../config.js";
 import type { Commitment } from "../machines/commitment.types.js";
 import { DEFAULT_EXPIRE_AFTER_MS, DEFAULT_WINDOW_MS } from "../policy/commitment-fields.js";
-import type { StoredCommitment, TranscriptStore } from "../ports/store.js";
+import type { TranscriptStore } from "../ports/store.js";
 import type { Scenario } from "./schema.js";
 
 /**

@@ -89,4 +89,5 @@ export const expectSchema = z
     }
   });
 
+/** A scenario's `expect` block: what the run must show, checked after it ends. */
 export type ScenarioExpect = z.output<typeof expectSchema>;

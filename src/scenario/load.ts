@@ -27,6 +27,7 @@ export async function loadScenario(file: string): Promise<Scenario> {
   return parseScenario(text, file);
 }
 
+/** Parses and checks a scenario file's text; errors name the field. */
 export function parseScenario(text: string, file = "scenario"): Scenario {
   if (text.trim().length === 0)
     throw new ScenarioError(file, "(file)", "expected a scenario (YAML or JSON), found an empty file");

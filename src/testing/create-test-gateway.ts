@@ -10,6 +10,7 @@ import type { ModelProvider } from "../ports/model.js";
 import type { ToolDefinition } from "../ports/tool.js";
 import { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
 
+/** Options of {@link createTestGateway}: the config, the model, the tools and the channels of the gateway under test. */
 export interface TestGatewayOptions {
   config?: GatewayConfigInput;
   /** Scripted rules (the scenario format's `model`), or your own model adapter. */
@@ -30,6 +31,7 @@ export interface CustomViolation {
   runId?: string;
 }
 
+/** What {@link createTestGateway} resolves to: the gateway on a simulated clock, with its invariant monitor. */
 export interface TestGateway {
   gateway: Gateway;
   clock: SimulatedClock;

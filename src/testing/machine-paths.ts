@@ -22,8 +22,10 @@ import { sessionTraversal } from "./session-graph.js";
 
 /** The machines a user can enumerate. */
 export const MACHINE_NAMES = ["session", "run", "commitment", "lane-scheduler", "lane-entry"] as const;
+/** The machines the testing kit can enumerate paths of. */
 export type MachineName = (typeof MACHINE_NAMES)[number];
 
+/** Options of {@link machinePaths}: the config the paths are built for, and which traversal to run. */
 export interface MachinePathsOptions {
   /** `shortest` (default): one shortest path to every reachable state; `simple`: every simple path. */
   kind?: "shortest" | "simple";

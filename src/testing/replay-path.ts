@@ -15,11 +15,13 @@ export function scenarioForPath(path: MachinePath, config?: GatewayConfigInput):
   throw new TypeError(`no scenario can be generated for a ${path.machine} path yet`);
 }
 
+/** Options of {@link replayPath}: the model, tools and channel to replay a path with. */
 export interface ReplayOptions extends Pick<RunScenarioOptions, "model" | "tools" | "channel"> {
   /** The gateway config the scenario runs with (the one the paths were generated for). */
   config?: GatewayConfigInput;
 }
 
+/** What replaying one path showed: the scenario it ran and whether every expectation held. */
 export interface ReplayResult {
   ok: boolean;
   expectations: Expectation[];

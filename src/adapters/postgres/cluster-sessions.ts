@@ -14,6 +14,7 @@ import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 import * as sql from "./session-sql.js";
 
+/** Options of {@link createClusterSessions}: the database, and how session ownership leases behave. */
 export interface ClusterSessionsOptions extends PostgresConnectionOptions {
   /** This process's name in the cluster: the cluster lanes' `processId`. */
   processId: string;

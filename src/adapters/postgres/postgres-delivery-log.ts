@@ -21,6 +21,7 @@ import {
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 
+/** Options of the PostgreSQL delivery log that keeps the web channel's deliveries for several processes. */
 export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, DeliveryLogOptions {
   /**
    * Looks this often (one query for every watched session) for deliveries a lost NOTIFY did not

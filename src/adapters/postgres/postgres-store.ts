@@ -23,6 +23,7 @@ import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions 
 import { type FenceSource, fenceHolds, NO_FENCES, ownershipHolds } from "./fences.js";
 import { migrate } from "./migrate.js";
 
+/** Options of {@link PostgresStore.connect}: the database, the schema, and the lease of a session's writer. */
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
   /** Clock for the records' `at` (ms). @default Date.now */
   now?: () => number;

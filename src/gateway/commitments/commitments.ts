@@ -44,11 +44,13 @@ export interface CommitmentHooks {
   newCommitmentId?: () => string;
 }
 
+/** Which commitments `gateway.commitments.list()` returns: by session, by status. */
 export interface CommitmentFilter {
   session?: string;
   status?: CommitmentStatus;
 }
 
+/** What became of a proposed commitment: accepted (new, or merged into one with its dedupe key), or refused naming the field. */
 export type ProposalOutcome =
   | { accepted: true; id: string; merged: boolean; dueAt: number }
   | { accepted: false; field?: string; reason: string };

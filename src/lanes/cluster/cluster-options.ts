@@ -8,6 +8,7 @@ import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock } from "../../ports/clock.js";
 import { checkCapacity, defaultMainCapacity } from "../run-options.js";
 
+/** Options of {@link createClusterLanes}: the database, the lanes' capacities, leases and aging. */
 export interface ClusterLanesOptions extends PostgresConnectionOptions {
   /**
    * Capacity per workload lane, cluster-wide (written at start: give every process the same); other
