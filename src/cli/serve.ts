@@ -65,6 +65,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     demoTaskMs,
   });
 
+  const logger = createLogger();
   // With a PostgreSQL URL, several processes on one database (and schema) are one gateway.
   const {
     store,
@@ -82,6 +83,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
     dedupeWindowMs: config.limits.dedupeWindowMs,
     keepDeliveries: config.web.keepDeliveries,
+    logger,
   });
   const closeCluster = async () => {
     await cluster?.close();
@@ -106,7 +108,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       channels: { web },
       store,
       clock,
-      logger: createLogger(),
+      logger,
       inspect: states.inspect,
       ...(lanes ? { lanes } : {}),
       ...(cluster ? { cluster } : {}),
