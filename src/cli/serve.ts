@@ -80,7 +80,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     capacity: config.lanes,
     agingMs: config.laneAgingMs,
     warnAfterMs: config.warnAfterMs,
-    leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
+    leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 10_000, "--lease"),
     dedupeWindowMs: config.limits.dedupeWindowMs,
     keepDeliveries: config.web.keepDeliveries,
     logger,
@@ -122,6 +122,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     web,
     ...(token ? { token } : {}),
     pageDir: PAGE_DIR,
+    ...(store instanceof PostgresStore ? { storeCheck: () => store.ping() } : {}),
     routes: [
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),

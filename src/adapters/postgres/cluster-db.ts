@@ -170,14 +170,14 @@ export class ClusterDb {
     await this.pool.query(sql.DEQUEUE, [rowIds]);
   }
 
-  /** Keeps this process alive; returns the grants whose leases it renewed. */
-  async heartbeat(): Promise<Grant[]> {
+  /** Keeps this process alive; renews the grants of rows `live` (still running or waiting here). */
+  async heartbeat(live: string[]): Promise<Grant[]> {
     const { rows } = await this.pool.query<{
       id: string;
       fence: string;
       local_id: string;
       session_key: string;
-    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }]);
+    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }, live]);
     return rows.map((row) => ({
       id: row.id,
       owner: this.processId,

@@ -4,7 +4,7 @@ import type { LaneScheduler, LaneSnapshot, RunOptions } from "../../lanes/lane-s
 import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../../lanes/run-options.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
 import { priorityLevel } from "../../policy/lane-priority.js";
-import type { TimerHandle } from "../clock.js";
+import { sleep, type TimerHandle } from "../clock.js";
 import { AdmissionGate } from "./admission-gate.js";
 import { ClusterDb, type Grant, grantChannel } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
@@ -283,10 +283,30 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     }
   }
 
+  /**
+   * Gives a run's row back, trying again with backoff while the database cannot answer (the row is no
+   * longer renewed meanwhile, so at worst the reaper of any process drops it once its lease ran out).
+   */
+  async function completeUntilDone(rowId: string, fence: number): Promise<string | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await db.complete(rowId, fence);
+      } catch (error) {
+        if (closed) throw error;
+        if (attempt === 0)
+          logger.warn(
+            { err: error, processId, rowId },
+            "cluster lanes: returning a run failed, trying again",
+          );
+        await sleep(clock, Math.min(100 * 2 ** attempt, 2000));
+      }
+    }
+  }
+
   function release(rowId: string, fence: number, lane: string | undefined): void {
     track(
       "complete",
-      db.complete(rowId, fence).then((ended) => {
+      completeUntilDone(rowId, fence).then((ended) => {
         returning.delete(rowId);
         const freed = lane ?? ended;
         if (freed !== undefined) claim(freed);
@@ -356,7 +376,13 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     const sentAt = clock.now();
     const judged = ++generation;
     try {
-      const renewed = await db.heartbeat();
+      // Only rows whose task still runs or waits here: an ended run's row is never renewed.
+      const live = [...entries.values()]
+        .filter(
+          (e) => (e.state === "running" || e.isWaiting) && e.rowId !== undefined && !returning.has(e.rowId),
+        )
+        .map((e) => e.rowId!);
+      const renewed = await db.heartbeat(live);
       const held = new Set(renewed.map((grant) => grant.id));
       // A grant whose wake-up was missed starts now; one nobody waits for is given back (a renewed
       // row that no task of this process holds would keep its session blocked).
@@ -434,7 +460,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   // Start: schema, capacities, membership, wake-ups, then the loops.
   await migrate(pool, schema);
   for (const [lane, capacity] of capacities) await db.setCapacity(lane, capacity);
-  await db.heartbeat();
+  await db.heartbeat([]);
   const listener = new LaneListener({
     config: clientConfig({ ...options, schema, applicationName: `tiller ${processId} listen` }),
     channels: [grantChannel(schema, processId)],
