@@ -88,7 +88,15 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
     if (deps.isDraining()) return acks;
     for (const entry of await cluster.waiting(session)) {
-      const ack = await applyOne(entry);
+      // Applied by an earlier attempt whose state could not be stored: not applied twice.
+      const ack = unrecorded.get(entry.id) ?? (await applyOne(entry));
+      if ((ack as Ack).durable === false) {
+        // The row is marked applied only once the state holding the message is durable; until then
+        // it stays in the inbox (a process that takes the session over applies it).
+        unrecorded.set(entry.id, ack);
+        await deps.settle(session);
+      }
+      unrecorded.delete(entry.id);
       acks.set(entry.id, ack);
       // A message the session turned away may be sent again: only the receiver here can say so.
       if (ack.disposition === "rejected" && entry.receivedBy === cluster.processId)
@@ -145,6 +153,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     }
   }
 
+  /** Acks of rows applied here whose state was not durable yet, by inbox id. */
+  const unrecorded = new Map<string, Ack | TriggerAck>();
   /** Sessions taken over here whose adoption has not completed yet (it failed: tried again). */
   const toAdopt = new Set<string>();
   /** Sessions with a step that failed (the database was away), tried again after a backoff. */
