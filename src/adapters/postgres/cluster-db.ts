@@ -166,6 +166,15 @@ export class ClusterDb {
     return rows[0]?.lane;
   }
 
+  /** Which of these rows still exist (a reaper may have dropped a waiting row during an outage). */
+  async existing(rowIds: string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      "SELECT id FROM lane_runs WHERE id = ANY($1::bigint[])",
+      [rowIds],
+    );
+    return new Set(rows.map((row) => String(row.id)));
+  }
+
   async dequeue(rowIds: string[]): Promise<void> {
     await this.pool.query(sql.DEQUEUE, [rowIds]);
   }

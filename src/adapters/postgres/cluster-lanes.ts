@@ -412,8 +412,32 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     return rows.length;
   }
 
+  /**
+   * Waiting tasks whose rows are gone are enqueued again. While the database was away this process
+   * could not renew its membership, and once it is back another process's reaper (or its own, before
+   * its first renewal) drops its waiting rows as those of a dead process: without this the tasks
+   * would wait here for good, their sessions blocked. They go to the back of the queue.
+   */
+  async function requeueLost(): Promise<void> {
+    const waiting = [...entries.values()].filter((e) => e.isWaiting && e.rowId !== undefined);
+    if (waiting.length === 0) return;
+    const present = await db.existing(waiting.map((e) => e.rowId!));
+    const lost = waiting.filter((e) => e.isWaiting && e.rowId !== undefined && !present.has(e.rowId));
+    if (lost.length === 0) return;
+    logger.warn(
+      { processId, count: lost.length },
+      "cluster lanes: waiting rows were dropped, enqueued again",
+    );
+    for (const entry of lost) {
+      entry.rowId = undefined;
+      toEnqueue.push(entry);
+    }
+    flushEnqueue();
+  }
+
   async function poll(): Promise<void> {
     await reap();
+    await requeueLost();
     if ([...entries.values()].some((e) => e.isWaiting && e.rowId)) await fetchGrants();
     for (const lane of waitingLanes()) claim(lane);
     counts = {};

@@ -8,7 +8,8 @@ import { useServeProcesses } from "../../support/serve-process.js";
 // The database stopped `-m immediate` under load (a crash or failover) and started again, with real
 // `tiller serve --postgres` processes on a private server (never the machine's shared one): no process
 // exits, POST answers 503 STORE_UNAVAILABLE with Retry-After and /readyz 503 while it is away (and
-// /healthz 200); once it is back the processes are ready again and no lane row is left.
+// /healthz 200); once it is back the processes are ready again, no lane row is left, every acknowledged
+// message is answered or told why within lease + 30 s, and every session answers again.
 
 const db = usePrivatePostgres();
 const procs = useServeProcesses("tiller-outage");
@@ -47,7 +48,7 @@ async function deliveries() {
 }
 
 describe("tiller serve --postgres through a database outage", () => {
-  it("answers 503 while the database is away, and is ready again with no lane row left once it is back", async () => {
+  it("answers 503 while the database is away, and once it is back settles every acknowledged message", async () => {
     const members = await startCluster(procs, db, ["a", "b"], {
       config: { lanes: { main: 8 } },
       args: ["--model-url", model.url, "--model", "echo", "--lease", "3000"],
@@ -84,6 +85,7 @@ describe("tiller serve --postgres through a database outage", () => {
     for (const member of members) expect(member.proc.exitCode).toBeNull();
 
     await db.server.restart();
+    const back = Date.now();
     for (const member of members)
       await eventually(
         `${member.name} ready again`,
@@ -98,6 +100,34 @@ describe("tiller serve --postgres through a database outage", () => {
       async () => {
         const lanes = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schema}.lane_runs`);
         return lanes.rows[0].n === 0;
+      },
+      30_000,
+    );
+    // Every acknowledged message is answered, or its session told why, within lease + 30 s of the
+    // database being back (a waiting task whose row a reaper dropped meanwhile is enqueued again).
+    const open = async () => {
+      const rows = await deliveries();
+      return acked.filter(
+        ({ session, text }) =>
+          !rows.some(
+            (r) => r.session_key === session && (r.text === `Answer to: ${text}` || r.kind === "notice"),
+          ),
+      );
+    };
+    await eventually(
+      "every acknowledged message answered or told why",
+      async () => (await open()).length === 0,
+      33_000 - (Date.now() - back),
+    );
+    // No session blocked: a new message to each is answered.
+    for (let s = 0; s < SESSIONS; s++) await post(s, s, 9);
+    await eventually(
+      "every session answers again",
+      async () => {
+        const rows = await deliveries();
+        return [...Array(SESSIONS).keys()].every((s) =>
+          rows.some((r) => r.session_key === `web:s${s}` && r.text === `Answer to: q${s}-9`),
+        );
       },
       30_000,
     );
