@@ -272,3 +272,41 @@ export interface RunError {
   message: string;
   retryable: boolean;
 }
+
+/** Node socket errors that mean the database could not be reached, or the connection to it broke. */
+const UNREACHABLE_ERRNO = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
+]);
+
+/**
+ * True when `error` (or one of its causes) says the store could not be reached, rather than that it
+ * refused the write: a refused or broken connection, a server shutting down, restarting or full
+ * (SQLSTATE classes 08 and 57P0x, 53300). Such a failure passes: the HTTP API answers it with 503
+ * `STORE_UNAVAILABLE` and `Retry-After`.
+ */
+export function isStoreUnreachable(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    const { code, message } = current as { code?: unknown; message?: unknown };
+    if (typeof code === "string") {
+      if (
+        UNREACHABLE_ERRNO.has(code) ||
+        code.startsWith("08") ||
+        /^57P0[1-3]$/.test(code) ||
+        code === "53300"
+      )
+        return true;
+    }
+    if (
+      typeof message === "string" &&
+      /^Connection terminated|^Client has encountered a connection error/.test(message)
+    )
+      return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -5,6 +5,7 @@ import { PostgresDeliveryLog } from "../adapters/postgres/postgres-delivery-log.
 import { PostgresStore } from "../adapters/postgres/postgres-store.js";
 import { errorMessage } from "../errors.js";
 import { type ClusterLanes, createClusterLanes } from "../lanes/cluster/cluster-lanes.js";
+import type { Logger } from "../logger.js";
 import type { DeliveryLog } from "../ports/delivery-log.js";
 import type { TranscriptStore } from "../ports/store.js";
 import { UsageError } from "./serve-setup.js";
@@ -27,7 +28,18 @@ export interface ServeStoreChoice {
   dedupeWindowMs?: number;
   /** Deliveries kept per session for the deliveries stream (the config's `web.keepDeliveries`). */
   keepDeliveries?: number;
+  /** Where the cluster's background steps (renewals, reaping, retries) report what failed. */
+  logger?: Logger;
 }
+
+/**
+ * Connections one `tiller serve --postgres` process opens at most, per adapter (plus one LISTEN
+ * connection each for the lanes, the sessions and the deliveries: 20 in all). Three processes then
+ * fit well inside PostgreSQL's default `max_connections` (100) with room for other clients; a pool
+ * that is busy queues its statements instead of opening more connections, and a connection refused
+ * because the server is full is asked for again.
+ */
+export const SERVE_POOLS = { lanes: 4, sessions: 4, store: 6, deliveries: 3 } as const;
 
 export interface ServeStore {
   store: TranscriptStore;
@@ -69,6 +81,8 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
     lanes = await createClusterLanes({
       url: postgresUrl,
       capacity,
+      poolSize: SERVE_POOLS.lanes,
+      ...(choice.logger ? { logger: choice.logger } : {}),
       ...(schema !== undefined ? { schema } : {}),
       ...(choice.leaseMs !== undefined ? { leaseMs: choice.leaseMs } : {}),
       ...(choice.agingMs !== undefined ? { agingMs: choice.agingMs } : {}),
@@ -82,6 +96,8 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
     cluster = await createClusterSessions({
       url: postgresUrl,
       processId: lanes.processId,
+      poolSize: SERVE_POOLS.sessions,
+      ...(choice.logger ? { logger: choice.logger } : {}),
       ...(schema !== undefined ? { schema } : {}),
       ...(choice.leaseMs !== undefined ? { leaseMs: choice.leaseMs } : {}),
       ...(choice.dedupeWindowMs !== undefined ? { dedupeWindowMs: choice.dedupeWindowMs } : {}),
@@ -102,12 +118,14 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
       },
       processId: lanes.processId,
       applicationName: `tiller ${lanes.processId}`,
+      poolSize: SERVE_POOLS.store,
       ...(schema !== undefined ? { schema } : {}),
     });
     // Every process streams every session's deliveries, wherever its turn ran.
     const deliveries = await PostgresDeliveryLog.connect({
       url: postgresUrl,
       applicationName: `tiller ${lanes.processId}`,
+      poolSize: SERVE_POOLS.deliveries,
       ...(schema !== undefined ? { schema } : {}),
       ...keep,
     });

@@ -65,6 +65,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     demoTaskMs,
   });
 
+  const logger = createLogger();
   // With a PostgreSQL URL, several processes on one database (and schema) are one gateway.
   const {
     store,
@@ -79,9 +80,10 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     capacity: config.lanes,
     agingMs: config.laneAgingMs,
     warnAfterMs: config.warnAfterMs,
-    leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 30_000, "--lease"),
+    leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 10_000, "--lease"),
     dedupeWindowMs: config.limits.dedupeWindowMs,
     keepDeliveries: config.web.keepDeliveries,
+    logger,
   });
   const closeCluster = async () => {
     await cluster?.close();
@@ -106,7 +108,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       channels: { web },
       store,
       clock,
-      logger: createLogger(),
+      logger,
       inspect: states.inspect,
       ...(lanes ? { lanes } : {}),
       ...(cluster ? { cluster } : {}),
@@ -120,6 +122,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     web,
     ...(token ? { token } : {}),
     pageDir: PAGE_DIR,
+    ...(store instanceof PostgresStore ? { storeCheck: () => store.ping() } : {}),
     routes: [
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),

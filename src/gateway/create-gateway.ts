@@ -228,6 +228,16 @@ export function createGateway(options: GatewayOptions): Gateway {
           if (!entry) return;
           persistence.flush(session, entry);
           await entry.saving;
+          if (!entry.notDurable?.size) return;
+          // The last save failed (the store was away): save the live state again, and say so if it
+          // still cannot be stored (the inbox then keeps the rows and tries again later).
+          entry.savedFrom = null;
+          entry.savedEmpty = false;
+          persistence.persist(session, entry, entry.actor?.getSnapshot());
+          persistence.flush(session, entry);
+          await entry.saving;
+          if (entry.notDurable?.size)
+            throw new Error(`session ${session}: its state could not be stored yet`);
         },
         isDraining: () => draining,
         emit,

@@ -1,6 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { WebChannel } from "../adapters/channels/web-channel.js";
-import { ConfigError, errorMessage, MessageRejectedError, TillerError } from "../errors.js";
+import {
+  ConfigError,
+  errorMessage,
+  isStoreUnreachable,
+  MessageRejectedError,
+  TillerError,
+} from "../errors.js";
 import type { Gateway } from "../gateway/create-gateway.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { hasBearer } from "./bearer-auth.js";
@@ -30,6 +36,11 @@ export interface HttpServerOptions {
   /** More routes, tried after the built-in ones (before the page). */
   routes?: Route[];
   logger?: Logger;
+  /**
+   * Asked by every `GET /readyz` once the server is ready: rejects while the store cannot be reached
+   * (then `/readyz` is 503 `STORE_UNAVAILABLE`). @default none (the store is not checked)
+   */
+  storeCheck?: () => Promise<void>;
 }
 
 /**
@@ -60,15 +71,30 @@ export function createHttpServer(options: HttpServerOptions) {
     {
       method: "GET",
       path: "/readyz",
-      handler: ({ res }) =>
-        state === "ready" && !gateway.isDraining
-          ? sendJson(res, 200, { ready: true })
-          : sendJson(res, 503, {
-              error: {
-                code: state === "starting" ? "STARTING" : "GATEWAY_DRAINING",
-                message: `the server is ${state}`,
-              },
-            }),
+      handler: async ({ res }) => {
+        if (state !== "ready" || gateway.isDraining) {
+          sendJson(res, 503, {
+            error: {
+              code: state === "starting" ? "STARTING" : "GATEWAY_DRAINING",
+              message: `the server is ${state}`,
+            },
+          });
+          return;
+        }
+        // Not ready while the store cannot be reached: a load balancer sends the traffic elsewhere.
+        const storeDown = await options.storeCheck?.().then(
+          () => false,
+          () => true,
+        );
+        if (storeDown)
+          sendJson(
+            res,
+            503,
+            { error: { code: "STORE_UNAVAILABLE", message: "the store cannot be reached" } },
+            { "retry-after": "5" },
+          );
+        else sendJson(res, 200, { ready: true });
+      },
     },
     ...v1Routes({
       gateway,
@@ -157,6 +183,17 @@ export type HttpServer = ReturnType<typeof createHttpServer>;
 
 function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  // The database went away (a restart, a failover, max_connections): a passing fault, said as one.
+  if (isStoreUnreachable(error))
+    return new HttpError(
+      503,
+      "STORE_UNAVAILABLE",
+      "the store cannot be reached; try again shortly",
+      undefined,
+      {
+        "retry-after": "5",
+      },
+    );
   if (error instanceof MessageRejectedError || error instanceof ConfigError)
     return new HttpError(400, error.code, error.message, error.field);
   if (error instanceof TillerError && error.code === "GATEWAY_DRAINING")

@@ -45,7 +45,15 @@ export async function resolveTestDatabase(): Promise<TestDatabase> {
   return startPrivateServer();
 }
 
-export async function startPrivateServer(): Promise<TestDatabase> {
+/** A private server a fault test may stop and start again (on the same port, with its data). */
+export interface PrivateServer extends TestDatabase {
+  /** `pg_ctl stop -m immediate`: every connection is cut at once, as in a crash or failover. */
+  halt(): Promise<void>;
+  /** Starts the halted server again (crash recovery, the same port and data). */
+  restart(): Promise<void>;
+}
+
+export async function startPrivateServer(settings: Record<string, string> = {}): Promise<PrivateServer> {
   const bin = await newestBinDir();
   if (!bin) {
     throw new Error(
@@ -68,9 +76,18 @@ export async function startPrivateServer(): Promise<TestDatabase> {
   const data = join(dir, "data");
   const port = await freePort();
   await exec("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
-  await exec("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-o", options, "start"]);
+  const extra = Object.entries(settings).map(([name, value]) => ` -c ${name}=${value}`);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${extra.join("")}`;
+  const start = () =>
+    exec("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-o", options, "start"]);
+  await start();
   return {
+    async halt() {
+      await exec("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    },
+    async restart() {
+      await start();
+    },
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     source: "private",
     async stop() {

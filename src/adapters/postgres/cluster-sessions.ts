@@ -18,7 +18,7 @@ import * as sql from "./session-sql.js";
 export interface ClusterSessionsOptions extends PostgresConnectionOptions {
   /** This process's name in the cluster: the cluster lanes' `processId`. */
   processId: string;
-  /** How long an ownership holds without renewal (give the lanes' `leaseMs`). @default 30000 */
+  /** How long an ownership holds without renewal (give the lanes' `leaseMs`). @default 10000 */
   leaseMs?: number;
   /** Renewal interval. @default leaseMs / 3 */
   heartbeatMs?: number;
@@ -65,7 +65,7 @@ export function inboxChannel(schema: string, processId: string): string {
 export async function createClusterSessions(options: ClusterSessionsOptions): Promise<ClusterSessions> {
   const schema = checkSchema(options.schema);
   const { processId } = options;
-  const leaseMs = options.leaseMs ?? 30_000;
+  const leaseMs = options.leaseMs ?? 10_000;
   const heartbeatMs = options.heartbeatMs ?? Math.floor(leaseMs / 3);
   const pollMs = options.pollMs ?? 500;
   const ackWaitMs = options.ackWaitMs ?? 2000;

@@ -18,6 +18,12 @@ export interface PostgresConnectionOptions {
   applicationName?: string;
   /** Pool size. @default 10 */
   poolSize?: number;
+  /**
+   * How long a new connection refused by a busy server (`max_connections` reached, the server still
+   * starting) is tried again, with backoff, before the statement fails. A refused connection sent
+   * nothing, so trying again is always safe. @default 5000
+   */
+  connectRetryMs?: number;
 }
 
 /** Extra server settings for a pool's connections (`-c name=value`). */
@@ -46,9 +52,25 @@ export function clientConfig(options: PostgresConnectionOptions, settings: Setti
   };
 }
 
-/** A pool whose idle-client errors (a server restart, a terminated backend) do not crash the process. */
+/**
+ * Server answers to a new connection that mean "not now" rather than "no": too many clients (53300),
+ * the server starting up or shutting down (57P03), too many connections for the role (53300 too).
+ */
+const BUSY_AT_CONNECT = new Set(["53300", "57P03"]);
+
+/** True when a connection attempt failed because the server is busy: trying again later may work. */
+export function isBusyAtConnect(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && BUSY_AT_CONNECT.has(code);
+}
+
+/**
+ * A pool whose idle-client errors (a server restart, a terminated backend) do not crash the process,
+ * and whose new connections refused by a busy server are tried again (`connectRetryMs`).
+ */
 export function createPool(options: PostgresConnectionOptions, settings: Settings = {}): pg.Pool {
   const pool = new pg.Pool({ ...clientConfig(options, settings), max: options.poolSize ?? 10 });
+  retryBusyConnects(pool, options.connectRetryMs ?? 5000);
   pool.on("error", () => {});
   // A connection lost while a client is checked out (between two statements of a transaction) must not
   // crash the process either: the statement in flight, or the next one, fails and the caller handles it.
@@ -73,4 +95,38 @@ export async function inTransaction<T>(
   } finally {
     client.release();
   }
+}
+
+type ConnectCallback = (
+  error: Error | undefined,
+  client?: pg.PoolClient,
+  done?: (release?: unknown) => void,
+) => void;
+
+/**
+ * Wraps `pool.connect` (which `pool.query` uses too) so that a connection the server refused for being
+ * busy is asked for again with backoff, up to `budgetMs`: a full `max_connections` is a moment of
+ * load, not a failed write. Other errors (the server down, a bad password) fail at once.
+ */
+function retryBusyConnects(pool: pg.Pool, budgetMs: number): void {
+  const connect = pool.connect.bind(pool) as (callback: ConnectCallback) => void;
+  const attempt = (started: number, delayMs: number, callback: ConnectCallback) => {
+    connect((error, client, done) => {
+      if (error && isBusyAtConnect(error) && Date.now() - started + delayMs <= budgetMs && !pool.ending) {
+        setTimeout(() => attempt(started, Math.min(delayMs * 2, 500), callback), delayMs);
+        return;
+      }
+      callback(error, client, done);
+    });
+  };
+  const patched = (callback?: ConnectCallback) => {
+    if (callback) {
+      attempt(Date.now(), 20, callback);
+      return undefined;
+    }
+    return new Promise<pg.PoolClient>((resolve, reject) =>
+      attempt(Date.now(), 20, (error, client) => (error || !client ? reject(error) : resolve(client))),
+    );
+  };
+  (pool as unknown as { connect: typeof patched }).connect = patched;
 }

@@ -98,6 +98,25 @@ export class PostgresStore implements TranscriptStore {
     return new PostgresStore(pool, options);
   }
 
+  /**
+   * Resolves when the database answers a query within `timeoutMs`; rejects otherwise (what
+   * `tiller serve`'s `/readyz` asks).
+   */
+  async ping(timeoutMs = 2000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the database did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.pool.query("SELECT 1"), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async open(session: string): Promise<TranscriptHead> {
     checkKey(session);
     const select = "SELECT session_id, revision, last_seq FROM sessions WHERE session_key = $1";

@@ -88,7 +88,15 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
     if (deps.isDraining()) return acks;
     for (const entry of await cluster.waiting(session)) {
-      const ack = await applyOne(entry);
+      // Applied by an earlier attempt whose state could not be stored: not applied twice.
+      const ack = unrecorded.get(entry.id) ?? (await applyOne(entry));
+      if ((ack as Ack).durable === false) {
+        // The row is marked applied only once the state holding the message is durable; until then
+        // it stays in the inbox (a process that takes the session over applies it).
+        unrecorded.set(entry.id, ack);
+        await deps.settle(session);
+      }
+      unrecorded.delete(entry.id);
       acks.set(entry.id, ack);
       // A message the session turned away may be sent again: only the receiver here can say so.
       if (ack.disposition === "rejected" && entry.receivedBy === cluster.processId)
@@ -145,15 +153,42 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     }
   }
 
+  /** Acks of rows applied here whose state was not durable yet, by inbox id. */
+  const unrecorded = new Map<string, Ack | TriggerAck>();
+  /** Sessions taken over here whose adoption has not completed yet (it failed: tried again). */
+  const toAdopt = new Set<string>();
+  /** Sessions with a step that failed (the database was away), tried again after a backoff. */
+  const retrying = new Map<string, number>();
+  let stopped = false;
+
   function wake(session: string, adopted: boolean): void {
+    if (adopted) toAdopt.add(session);
     serial(session, async () => {
       if (deps.isDraining()) return;
-      if (adopted) await deps.adopt(session);
+      if (toAdopt.has(session)) {
+        await deps.adopt(session);
+        toAdopt.delete(session);
+      }
       await drainNow(session);
       await releaseIfIdle(session);
-    }).catch((error: unknown) =>
-      deps.logger.warn({ session, error: String(error) }, "cluster: applying waiting messages failed"),
-    );
+      retrying.delete(session);
+    }).catch((error: unknown) => {
+      deps.logger.warn({ session, error: String(error) }, "cluster: applying waiting messages failed");
+      retryLater(session);
+    });
+  }
+
+  /**
+   * A failed step (adopt, apply, give up) is tried again with backoff until it goes through, so a
+   * session this process owns is never left adopted halfway, with rows taken and not answered, or
+   * owned with nothing running (which would keep its ownership renewed for good).
+   */
+  function retryLater(session: string): void {
+    if (stopped) return;
+    const attempt = (retrying.get(session) ?? 0) + 1;
+    retrying.set(session, attempt);
+    const timer = setTimeout(() => wake(session, false), Math.min(100 * 2 ** attempt, 5000));
+    timer.unref?.();
   }
 
   async function receive(inbound: InboundMessage): Promise<Ack> {
@@ -295,9 +330,10 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     trigger: (request) => trigger(request),
     startChild: (request, extras) => trigger(request, extras),
     idle(session) {
-      serial(session, () => releaseIfIdle(session)).catch((error: unknown) =>
-        deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed"),
-      );
+      serial(session, () => releaseIfIdle(session)).catch((error: unknown) => {
+        deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed");
+        retryLater(session);
+      });
     },
     start() {
       if (unsubscribe.length > 0) return;
@@ -311,6 +347,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       if (lost) unsubscribe.push(lost);
     },
     stop() {
+      stopped = true;
       for (const off of unsubscribe.splice(0)) off();
     },
   };

@@ -136,10 +136,10 @@ export class SessionPersistence {
         () => {
           entry.covered ??= new Set();
           if (state === null) entry.covered.clear();
-          for (const id of ids) {
-            entry.covered.add(id);
-            entry.notDurable?.delete(id);
-          }
+          for (const id of ids) entry.covered.add(id);
+          // The newest state is durable: whatever an earlier failed save left out is either in it or
+          // no longer needed (its turn ended).
+          entry.notDurable?.clear();
           this.wake(entry, false);
         },
         (error: unknown) => {

@@ -119,14 +119,18 @@ export const MY_GRANTS = `
 SELECT id, local_id, fence, session_key, extract(epoch FROM lease_until - clock_timestamp()) * 1000 AS remaining
   FROM lane_runs WHERE owner = $1 AND state = 'active'`;
 
-/** Heartbeat: the process stays alive and renews the leases it still holds (lost ones are missing). */
+/**
+ * Heartbeat: the process stays alive and renews the leases it still holds (lost ones are missing),
+ * only of the rows of tasks that still run or wait here ($4): the row of a run that ended, whose
+ * return failed (the database was away), is left to run out and be reaped, never kept alive.
+ */
 export const HEARTBEAT = `
 WITH alive AS (
   INSERT INTO processes (process_id, alive_until, info)
   VALUES ($1, clock_timestamp() + $2 * interval '1 millisecond', $3)
   ON CONFLICT (process_id) DO UPDATE SET alive_until = excluded.alive_until)
 UPDATE lane_runs SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
- WHERE owner = $1 AND state = 'active' AND lease_until > clock_timestamp()
+ WHERE owner = $1 AND state = 'active' AND lease_until > clock_timestamp() AND id = ANY($4::bigint[])
 RETURNING id, fence, local_id, session_key`;
 
 /**

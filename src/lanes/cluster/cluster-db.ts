@@ -166,18 +166,27 @@ export class ClusterDb {
     return rows[0]?.lane;
   }
 
+  /** Which of these rows still exist (a reaper may have dropped a waiting row during an outage). */
+  async existing(rowIds: string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      "SELECT id FROM lane_runs WHERE id = ANY($1::bigint[])",
+      [rowIds],
+    );
+    return new Set(rows.map((row) => String(row.id)));
+  }
+
   async dequeue(rowIds: string[]): Promise<void> {
     await this.pool.query(sql.DEQUEUE, [rowIds]);
   }
 
-  /** Keeps this process alive; returns the grants whose leases it renewed. */
-  async heartbeat(): Promise<Grant[]> {
+  /** Keeps this process alive; renews the grants of rows `live` (still running or waiting here). */
+  async heartbeat(live: string[]): Promise<Grant[]> {
     const { rows } = await this.pool.query<{
       id: string;
       fence: string;
       local_id: string;
       session_key: string;
-    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }]);
+    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }, live]);
     return rows.map((row) => ({
       id: row.id,
       owner: this.processId,

@@ -6,7 +6,7 @@ import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerEr
 import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
 import { priorityLevel } from "../../policy/lane-priority.js";
-import type { TimerHandle } from "../../ports/clock.js";
+import { sleep, type TimerHandle } from "../../ports/clock.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
@@ -283,10 +283,30 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     }
   }
 
+  /**
+   * Gives a run's row back, trying again with backoff while the database cannot answer (the row is no
+   * longer renewed meanwhile, so at worst the reaper of any process drops it once its lease ran out).
+   */
+  async function completeUntilDone(rowId: string, fence: number): Promise<string | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await db.complete(rowId, fence);
+      } catch (error) {
+        if (closed) throw error;
+        if (attempt === 0)
+          logger.warn(
+            { err: error, processId, rowId },
+            "cluster lanes: returning a run failed, trying again",
+          );
+        await sleep(clock, Math.min(100 * 2 ** attempt, 2000));
+      }
+    }
+  }
+
   function release(rowId: string, fence: number, lane: string | undefined): void {
     track(
       "complete",
-      db.complete(rowId, fence).then((ended) => {
+      completeUntilDone(rowId, fence).then((ended) => {
         returning.delete(rowId);
         const freed = lane ?? ended;
         if (freed !== undefined) claim(freed);
@@ -356,7 +376,13 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     const sentAt = clock.now();
     const judged = ++generation;
     try {
-      const renewed = await db.heartbeat();
+      // Only rows whose task still runs or waits here: an ended run's row is never renewed.
+      const live = [...entries.values()]
+        .filter(
+          (e) => (e.state === "running" || e.isWaiting) && e.rowId !== undefined && !returning.has(e.rowId),
+        )
+        .map((e) => e.rowId!);
+      const renewed = await db.heartbeat(live);
       const held = new Set(renewed.map((grant) => grant.id));
       // A grant whose wake-up was missed starts now; one nobody waits for is given back (a renewed
       // row that no task of this process holds would keep its session blocked).
@@ -386,8 +412,32 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     return rows.length;
   }
 
+  /**
+   * Waiting tasks whose rows are gone are enqueued again. While the database was away this process
+   * could not renew its membership, and once it is back another process's reaper (or its own, before
+   * its first renewal) drops its waiting rows as those of a dead process: without this the tasks
+   * would wait here for good, their sessions blocked. They go to the back of the queue.
+   */
+  async function requeueLost(): Promise<void> {
+    const waiting = [...entries.values()].filter((e) => e.isWaiting && e.rowId !== undefined);
+    if (waiting.length === 0) return;
+    const present = await db.existing(waiting.map((e) => e.rowId!));
+    const lost = waiting.filter((e) => e.isWaiting && e.rowId !== undefined && !present.has(e.rowId));
+    if (lost.length === 0) return;
+    logger.warn(
+      { processId, count: lost.length },
+      "cluster lanes: waiting rows were dropped, enqueued again",
+    );
+    for (const entry of lost) {
+      entry.rowId = undefined;
+      toEnqueue.push(entry);
+    }
+    flushEnqueue();
+  }
+
   async function poll(): Promise<void> {
     await reap();
+    await requeueLost();
     if ([...entries.values()].some((e) => e.isWaiting && e.rowId)) await fetchGrants();
     for (const lane of waitingLanes()) claim(lane);
     counts = {};
@@ -434,7 +484,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   // Start: schema, capacities, membership, wake-ups, then the loops.
   await migrate(pool, schema);
   for (const [lane, capacity] of capacities) await db.setCapacity(lane, capacity);
-  await db.heartbeat();
+  await db.heartbeat([]);
   const listener = new LaneListener({
     config: clientConfig({ ...options, schema, applicationName: `tiller ${processId} listen` }),
     channels: [grantChannel(schema, processId)],

@@ -16,7 +16,7 @@ export interface ClusterLanesOptions extends PostgresConnectionOptions {
    * @default { main: max(8, 4 × CPUs) }, as in one process
    */
   capacity?: Record<string, number>;
-  /** How long a grant holds without renewal. @default 30000 */
+  /** How long a grant holds without renewal. @default 10000 */
   leaseMs?: number;
   /** Renewal interval. @default leaseMs / 3 */
   heartbeatMs?: number;
@@ -47,7 +47,7 @@ const PROCESS_ID = /^[a-z0-9_-]{1,40}$/;
 /** The options checked and defaulted once; a bad one is a ConfigError naming its field. */
 export function parseClusterOptions(options: ClusterLanesOptions) {
   const schema = checkSchema(options.schema);
-  const leaseMs = positive("leaseMs", options.leaseMs ?? 30_000);
+  const leaseMs = positive("leaseMs", options.leaseMs ?? 10_000);
   const heartbeatMs = positive("heartbeatMs", options.heartbeatMs ?? Math.floor(leaseMs / 3));
   const pollMs = positive("pollMs", options.pollMs ?? 500);
   const agingMs = nonNegative("agingMs", options.agingMs ?? 60_000);

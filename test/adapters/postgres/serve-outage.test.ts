@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEchoModelServer } from "../../support/echo-model-server.js";
+import type { FakeOpenAIServer } from "../../support/fake-openai-server.js";
+import { usePrivatePostgres } from "../../support/private-postgres.js";
+import { type ClusterMember, eventually, startCluster } from "../../support/serve-cluster.js";
+import { useServeProcesses } from "../../support/serve-process.js";
+
+// The database stopped `-m immediate` under load (a crash or failover) and started again, with real
+// `tiller serve --postgres` processes on a private server (never the machine's shared one): no process
+// exits, POST answers 503 STORE_UNAVAILABLE with Retry-After and /readyz 503 while it is away (and
+// /healthz 200); once it is back the processes are ready again, no lane row is left, every acknowledged
+// message is answered or told why within lease + 30 s, and every session answers again.
+
+const db = usePrivatePostgres();
+const procs = useServeProcesses("tiller-outage");
+let model: FakeOpenAIServer;
+beforeAll(async () => {
+  model = await startEchoModelServer();
+});
+afterAll(async () => {
+  await model.close();
+});
+
+const SESSIONS = 12;
+
+async function postRaw(member: ClusterMember, session: string, text: string, id: string) {
+  const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ text, id, mode: "followup" }),
+  });
+  const body = (await response.json()) as { ack?: { disposition: string }; error?: { code: string } };
+  return { status: response.status, retryAfter: response.headers.get("retry-after"), body };
+}
+
+/** Every delivery of the schema: the text of replies and recoveries, and the notices per session. */
+async function deliveries() {
+  for (;;) {
+    try {
+      const { rows } = await db.pool.query<{ session_key: string; kind: string; text: string }>(
+        `SELECT session_key, kind, text FROM ${db.schema}.web_deliveries ORDER BY session_key, seq`,
+      );
+      return rows;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+describe("tiller serve --postgres through a database outage", () => {
+  it("answers 503 while the database is away, and once it is back settles every acknowledged message", async () => {
+    const members = await startCluster(procs, db, ["a", "b"], {
+      config: { lanes: { main: 8 } },
+      args: ["--model-url", model.url, "--model", "echo", "--lease", "3000"],
+    });
+    const acked: Array<{ session: string; text: string }> = [];
+    const post = async (n: number, s: number, m: number) => {
+      const text = `q${s}-${m}`;
+      const result = await postRaw(members[n % members.length]!, `web:s${s}`, text, `s${s}-m${m}`);
+      if (
+        result.status === 200 &&
+        ["started", "queued", "steered", "collected"].includes(result.body.ack!.disposition)
+      )
+        acked.push({ session: `web:s${s}`, text });
+      return result;
+    };
+    // Load, and the database stops in the middle of it (turns, deliveries, claims in flight).
+    const inFlight: Array<Promise<unknown>> = [];
+    for (let m = 0; m < 3; m++)
+      for (let s = 0; s < SESSIONS; s++) inFlight.push(post(s + m, s, m).catch(() => undefined));
+    await eventually("some answers", async () => (await deliveries()).length >= 4, 30_000);
+    await db.server.halt();
+    await Promise.all(inFlight);
+
+    // While it is away: 503 STORE_UNAVAILABLE with Retry-After, /readyz 503, /healthz 200, nobody exits.
+    const refused = await postRaw(members[0]!, "web:s0", "during", "s0-during");
+    expect(refused.status).toBe(503);
+    expect(refused.body.error?.code).toBe("STORE_UNAVAILABLE");
+    expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+    for (const member of members) {
+      expect((await fetch(`${member.url}/readyz`)).status).toBe(503);
+      expect((await fetch(`${member.url}/healthz`)).status).toBe(200);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    for (const member of members) expect(member.proc.exitCode).toBeNull();
+
+    await db.server.restart();
+    const back = Date.now();
+    for (const member of members)
+      await eventually(
+        `${member.name} ready again`,
+        async () => (await fetch(`${member.url}/readyz`)).status === 200,
+        30_000,
+      );
+
+    // No lane row outlives the turn that held it (an ended run's row is not renewed, and its return is
+    // tried again once the database answers).
+    await eventually(
+      "no lane row left",
+      async () => {
+        const lanes = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schema}.lane_runs`);
+        return lanes.rows[0].n === 0;
+      },
+      30_000,
+    );
+    // Every acknowledged message is answered, or its session told why, within lease + 30 s of the
+    // database being back (a waiting task whose row a reaper dropped meanwhile is enqueued again).
+    const open = async () => {
+      const rows = await deliveries();
+      return acked.filter(
+        ({ session, text }) =>
+          !rows.some(
+            (r) => r.session_key === session && (r.text === `Answer to: ${text}` || r.kind === "notice"),
+          ),
+      );
+    };
+    await eventually(
+      "every acknowledged message answered or told why",
+      async () => (await open()).length === 0,
+      33_000 - (Date.now() - back),
+    );
+    // No session blocked: a new message to each is answered.
+    for (let s = 0; s < SESSIONS; s++) await post(s, s, 9);
+    await eventually(
+      "every session answers again",
+      async () => {
+        const rows = await deliveries();
+        return [...Array(SESSIONS).keys()].every((s) =>
+          rows.some((r) => r.session_key === `web:s${s}` && r.text === `Answer to: q${s}-9`),
+        );
+      },
+      30_000,
+    );
+    for (const member of members) expect(member.proc.exitCode).toBeNull();
+  }, 180_000);
+});
