@@ -27,7 +27,8 @@ export class Entry implements Waiting {
     readonly id: number,
     readonly lane: WorkloadLane,
     readonly priorityLevel: 0 | 1 | 2,
-    readonly task: (signal: AbortSignal) => unknown,
+    /** Bound to its enqueuer's async context when it has to wait (see `run`). */
+    public task: (signal: AbortSignal) => unknown,
     readonly resolve: (value: unknown) => void,
     readonly reject: (reason: unknown) => void,
     readonly enqueuedAt: number,

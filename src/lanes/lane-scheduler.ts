@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import { createActor } from "xstate";
 import { SystemClock } from "../adapters/system-clock.js";
 import { ConfigError, GatewayDrainingError, LaneClearedError, LaneTimeoutError } from "../errors.js";
@@ -110,6 +111,11 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       }
       // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
       queues.enqueue(entry, sessionKey);
+      // A task that has to wait is started later by whichever task frees its slot: it keeps the async
+      // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
+      if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
+        entry.task = AsyncResource.bind(entry.task);
+      }
     });
   }
 

@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
 import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../../lanes/lane-scheduler.types.js";
@@ -108,7 +109,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
         sessionKey,
         session,
         priorityLevel(priority),
-        task as (signal: AbortSignal) => unknown,
+        // Started later, from a grant's poll: it keeps the async context (AsyncLocalStorage) of this call.
+        AsyncResource.bind(task as (signal: AbortSignal) => unknown),
         resolve as (value: unknown) => void,
         reject,
         clock.now(),
