@@ -16,6 +16,7 @@ import type { CommitmentFilter, CommitmentHooks, ProposalOutcome } from "./commi
 import type { Ack } from "./compose-ack.js";
 import type { MessageExplanation } from "./message-log.js";
 import type { ScheduleView } from "./schedule-runner.js";
+import type { TelemetryOptions } from "./telemetry/turn-tracer.js";
 import type { TriggerAck, TriggerRequest } from "./trigger.js";
 import type { InboundMessage } from "./validate-inbound.js";
 
@@ -54,6 +55,12 @@ export interface GatewayOptions {
    * @default an in-process scheduler with `config.lanes`
    */
   lanes?: LaneScheduler;
+  /**
+   * OpenTelemetry spans of every turn, model call, tool call and send (docs/observability.md): where
+   * they go and the model name they carry.
+   * @default the globally registered tracer provider, if any (spans cost nothing without one)
+   */
+  telemetry?: TelemetryOptions;
   /**
    * Session ownership and the durable inbox of several processes on one database
    * (`createClusterSessions`, docs/postgres.md): each message goes to the process that owns its
