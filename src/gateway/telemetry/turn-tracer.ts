@@ -286,8 +286,9 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
           { kind: SpanKind.PRODUCER, attributes },
           turn?.ctx ?? context.active(),
         );
+        // A channel that throws rather than rejects still ends its span.
         return context
-          .with(trace.setSpan(context.active(), span), () => inner.send(message))
+          .with(trace.setSpan(context.active(), span), async () => inner.send(message))
           .then(
             (receipt) => {
               const delivered = typeof receipt?.messageId === "string" && receipt.messageId.length > 0;
