@@ -1,4 +1,13 @@
-import { context, type SpanContext, trace } from "@opentelemetry/api";
+import { context, ProxyTracerProvider, type SpanContext, trace } from "@opentelemetry/api";
+
+/** The no-op provider the API hands out while no SDK is registered. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/** True once an SDK is registered globally: spans go somewhere. One comparison, no allocation. */
+export function isTracingOn(): boolean {
+  const global = trace.getTracerProvider();
+  return !(global instanceof ProxyTracerProvider) || global.getDelegate() !== NOOP_PROVIDER;
+}
 
 /**
  * `trace_id` and `span_id` for log lines: the active span's, else (a line about a turn, with its

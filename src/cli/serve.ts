@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { DemoModel, demoTool } from "../adapters/demo-model.js";
 import { clusterRoute } from "../adapters/http/cluster-route.js";
 import { createHttpServer } from "../adapters/http/create-http-server.js";
+import { metricsRoute } from "../adapters/http/metrics-route.js";
 import { operatorRoutes } from "../adapters/http/operator-routes.js";
 import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
@@ -15,9 +16,11 @@ import type { ToolDefinition } from "../adapters/tool.js";
 import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
+import { createGatewayMetrics } from "../gateway/telemetry/gateway-metrics.js";
 import { createLogger } from "../logger.js";
 import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
 import { openServeStore } from "./serve-store.js";
+import { startServeTracing } from "./serve-tracing.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
                     [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
@@ -56,6 +59,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     throw new UsageError(
       "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
     );
+  // Before anything runs: the SDK (only when OTEL_* asks for it) must be the global provider first.
+  const tracing = await startServeTracing(io.env);
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
   const { model, tools, description } = chooseModel({
     modelUrl,
@@ -93,6 +98,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await closeCluster();
   };
   const web = new WebChannel(deliveries);
+  const metrics = createGatewayMetrics();
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
   // (the server that owns that stream is created after the gateway that needs the callback).
   let pushState: (event: TillerEvent) => void = () => {};
@@ -103,10 +109,11 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       config,
       model,
       tools: [...tools, ...userTools],
-      channels: { web },
+      channels: { web: metrics.channel(web) },
       store,
       clock,
       logger: createLogger(),
+      telemetry: { model: modelUrl ? (values.model ?? io.env.TILLER_MODEL ?? "model") : "demo" },
       inspect: states.inspect,
       ...(lanes ? { lanes } : {}),
       ...(cluster ? { cluster } : {}),
@@ -115,6 +122,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await closeStore();
     throw new UsageError(errorMessage(error));
   }
+  metrics.observe(gateway);
   const http = createHttpServer({
     gateway,
     web,
@@ -123,6 +131,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     routes: [
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),
+      metricsRoute(metrics.registry, token),
     ],
   });
   pushState = http.feed.push;
@@ -147,6 +156,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     // The cluster: this process leaves it (its rows go, its sessions are free at once).
     await closeCluster();
     await web.log.close();
+    await tracing?.shutdown().catch(() => undefined);
   });
 
   try {
@@ -170,6 +180,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
             "  A real model: tiller serve --model-url http://127.0.0.1:11434/v1 --model llama3.2",
             "  (any OpenAI-compatible server; the key from TILLER_MODEL_KEY or OPENAI_API_KEY)",
           ]),
+      `  traces:  ${tracing ? tracing.description : "off (set OTEL_EXPORTER_OTLP_ENDPOINT to export OTLP)"}`,
+      `  metrics: ${url}/metrics`,
       `  auth:    ${token ? "Authorization: Bearer $TILLER_TOKEN on every /v1 request" : "none (loopback only; set TILLER_TOKEN to require one)"}`,
       "",
     ].join("\n"),

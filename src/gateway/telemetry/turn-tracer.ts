@@ -16,7 +16,6 @@ import {
   type Context,
   context,
   type Link,
-  ProxyTracerProvider,
   ROOT_CONTEXT,
   type Span,
   type SpanContext,
@@ -28,7 +27,7 @@ import {
 } from "@opentelemetry/api";
 import type { Channel } from "../../adapters/channel.js";
 import type { TillerEvent, TillerEventOf } from "../../events.js";
-import { forgetRunSpan, rememberRunSpan } from "../../trace-fields.js";
+import { forgetRunSpan, isTracingOn, rememberRunSpan } from "../../trace-fields.js";
 
 /** Options of the gateway's tracing (`GatewayOptions.telemetry`). */
 export interface TelemetryOptions {
@@ -44,8 +43,6 @@ export interface TelemetryOptions {
   model?: string;
 }
 
-/** Process-wide: the no-op provider the API hands out while no SDK is registered. */
-const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
 /** Caller contexts kept for turns not started yet; beyond this the oldest is forgotten. */
 const MAX_PENDING_LINKS = 10_000;
 /** Ended turns whose late sends still find their parent. */
@@ -78,9 +75,7 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
 
   /** True once spans can go somewhere; cheap enough for every event. */
   function isOn(): boolean {
-    if (provider) return true;
-    const global = trace.getTracerProvider();
-    return !(global instanceof ProxyTracerProvider) || global.getDelegate() !== NOOP_PROVIDER;
+    return provider !== undefined || isTracingOn();
   }
   function getTracer(): Tracer {
     tracer ??= (provider ?? trace.getTracerProvider()).getTracer("tiller");
