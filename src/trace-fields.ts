@@ -27,8 +27,6 @@ export function forgetRunSpan(runId: string): void {
   runSpans.delete(runId);
 }
 
-const NONE = Object.freeze({});
-
 /**
  * A pino `mixin`: the fields a log line gets from its trace (none outside one).
  *
@@ -44,7 +42,8 @@ export function traceFields(fields: object): { trace_id?: string; span_id?: stri
     (runSpans.size > 0 && typeof (fields as { runId?: unknown }).runId === "string"
       ? runSpans.get((fields as { runId: string }).runId)
       : undefined);
-  if (!spanContext) return NONE;
+  // A fresh object: pino merges the line's own fields into it.
+  if (!spanContext) return {};
   return {
     trace_id: spanContext.traceId,
     span_id: spanContext.spanId,
