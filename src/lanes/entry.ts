@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import type { TimerHandle } from "../adapters/clock.js";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import { type Aging, PriorityWaitList, type QueueLinks, type Waiting, type WaitList } from "./wait-list.js";
@@ -65,4 +66,14 @@ export class SessionLane {
   ) {
     this.waiting = new PriorityWaitList<Entry>(aging);
   }
+}
+
+/**
+ * The task, to run later in the async context (AsyncLocalStorage) of this call. A plain AsyncResource
+ * and a closure: `AsyncResource.bind` costs a hundred times more (it defines properties on the bound
+ * function).
+ */
+export function inContextOfCaller<T>(task: (signal: AbortSignal) => T): (signal: AbortSignal) => T {
+  const resource = new AsyncResource("tiller.lane");
+  return (signal) => resource.runInAsyncScope(task, null, signal);
 }

@@ -1,4 +1,3 @@
-import { AsyncResource } from "node:async_hooks";
 import { createActor } from "xstate";
 import { SystemClock } from "../adapters/system-clock.js";
 import { ConfigError, GatewayDrainingError, LaneClearedError, LaneTimeoutError } from "../errors.js";
@@ -6,7 +5,7 @@ import { type LaneEventType, type TillerEventFields, tillerEvent } from "../even
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import { Entry } from "./entry.js";
+import { Entry, inContextOfCaller } from "./entry.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, defaultMainCapacity, SESSION_PREFIX } from "./run-options.js";
@@ -114,7 +113,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       // A task that has to wait is started later by whichever task frees its slot: it keeps the async
       // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
       if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
-        entry.task = AsyncResource.bind(entry.task);
+        entry.task = inContextOfCaller(entry.task);
       }
     });
   }

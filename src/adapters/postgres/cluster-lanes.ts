@@ -1,6 +1,6 @@
-import { AsyncResource } from "node:async_hooks";
 import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
 import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
+import { inContextOfCaller } from "../../lanes/entry.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../../lanes/lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../../lanes/run-options.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
@@ -110,7 +110,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
         session,
         priorityLevel(priority),
         // Started later, from a grant's poll: it keeps the async context (AsyncLocalStorage) of this call.
-        AsyncResource.bind(task as (signal: AbortSignal) => unknown),
+        inContextOfCaller(task as (signal: AbortSignal) => unknown),
         resolve as (value: unknown) => void,
         reject,
         clock.now(),
