@@ -43,6 +43,20 @@ export interface TelemetryOptions {
   model?: string;
 }
 
+/** The events spans are made from. */
+const TRACED: ReadonlySet<string> = new Set([
+  "lane.started",
+  "message.acked",
+  "turn.started",
+  "turn.ended",
+  "steer.injected",
+  "recheck.fired",
+  "recheck.skipped",
+  "model.called",
+  "model.ended",
+  "tool.started",
+  "tool.ended",
+]);
 /** Caller contexts kept for turns not started yet; beyond this the oldest is forgotten. */
 const MAX_PENDING_LINKS = 10_000;
 /** Ended turns whose late sends still find their parent. */
@@ -193,7 +207,9 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
   }
 
   function observe(event: TillerEvent): void {
-    if (!isOn()) return;
+    // Most events (deltas, lane bookkeeping, commitments) make no span: they leave before the provider
+    // is even looked at.
+    if (!TRACED.has(event.type) || !isOn()) return;
     switch (event.type) {
       case "lane.started":
         if (event.session) laneStarts.set(event.session, { lane: event.lane, waitedMs: event.waitedMs });
