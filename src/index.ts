@@ -100,8 +100,8 @@ export type { CommitmentFilter, FinishedTurn, ProposalOutcome } from "./gateway/
 export type { Ack } from "./gateway/compose-ack.js";
 export { createGateway } from "./gateway/create-gateway.js";
 export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
-export type { TelemetryOptions } from "./gateway/telemetry/turn-tracer.js";
 export type { MessageExplanation } from "./gateway/message-log.js";
+export type { TelemetryOptions } from "./gateway/telemetry/turn-tracer.js";
 export type { InboundMessage } from "./gateway/validate-inbound.js";
 export {
   createLaneScheduler,
