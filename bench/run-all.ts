@@ -32,6 +32,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
   { title: "triggers", file: "triggers.bench.ts", entry: "benchTriggers" },
+  { title: "tracing", file: "tracing.bench.ts", entry: "benchTracing" },
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -70,6 +70,7 @@ export type { MessageExplanation } from "./gateway/explain/message-log.js";
 export type { Gateway, GatewayOptions, SessionInspection } from "./gateway/gateway.types.js";
 export type { Ack } from "./gateway/inbound/compose-ack.js";
 export type { InboundMessage } from "./gateway/inbound/validate-inbound.js";
+export type { TelemetryOptions } from "./gateway/telemetry/turn-tracer.js";
 export {
   createHttpServer,
   type HttpServer,

@@ -1,4 +1,5 @@
 import { pino } from "pino";
+import { traceFields } from "./trace-fields.js";
 
 /** The subset of pino's logger Tiller uses; pass any pino logger (or a compatible one). */
 export interface Logger {
@@ -11,7 +12,8 @@ export interface Logger {
 
 /**
  * The default logger: pino at `warn` (or `TILLER_LOG_LEVEL`), to stderr so stdout stays clean for
- * `tiller run --json`.
+ * `tiller run --json`. A line written inside a span (or about a traced turn) carries `trace_id` and
+ * `span_id`.
  *
  * @example
  * ```ts
@@ -20,7 +22,7 @@ export interface Logger {
  * ```
  */
 export function createLogger(level = process.env.TILLER_LOG_LEVEL ?? "warn"): Logger {
-  return pino({ level, base: null }, pino.destination(2));
+  return pino({ level, base: null, mixin: traceFields }, pino.destination(2));
 }
 
 /** A logger that writes nothing: the default when the gateway is given none. */

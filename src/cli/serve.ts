@@ -9,8 +9,10 @@ import { SystemClock } from "../adapters/system-clock.js";
 import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
+import { createGatewayMetrics } from "../gateway/telemetry/gateway-metrics.js";
 import { clusterRoute } from "../http/cluster-route.js";
 import { createHttpServer } from "../http/create-http-server.js";
+import { metricsRoute } from "../http/metrics-route.js";
 import { operatorRoutes } from "../http/operator-routes.js";
 import { createStateFeed } from "../http/state-feed.js";
 import { createLogger } from "../logger.js";
@@ -18,6 +20,7 @@ import type { ModelProvider } from "../ports/model.js";
 import type { ToolDefinition } from "../ports/tool.js";
 import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
 import { openServeStore } from "./serve-store.js";
+import { startServeTracing } from "./serve-tracing.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
                     [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
@@ -56,6 +59,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     throw new UsageError(
       "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
     );
+  // Before anything runs: the SDK (only when OTEL_* asks for it) must be the global provider first.
+  const tracing = await startServeTracing(io.env);
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
   const { model, tools, description } = chooseModel({
     modelUrl,
@@ -95,6 +100,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await closeCluster();
   };
   const web = new WebChannel(deliveries);
+  const metrics = createGatewayMetrics();
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
   // (the server that owns that stream is created after the gateway that needs the callback).
   let pushState: (event: TillerEvent) => void = () => {};
@@ -105,10 +111,11 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       config,
       model,
       tools: [...tools, ...userTools],
-      channels: { web },
+      channels: { web: metrics.channel(web) },
       store,
       clock,
       logger,
+      telemetry: { model: modelUrl ? (values.model ?? io.env.TILLER_MODEL ?? "model") : "demo" },
       inspect: states.inspect,
       ...(lanes ? { lanes } : {}),
       ...(cluster ? { cluster } : {}),
@@ -117,6 +124,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await closeStore();
     throw new UsageError(errorMessage(error));
   }
+  metrics.observe(gateway);
   const http = createHttpServer({
     gateway,
     web,
@@ -126,6 +134,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     routes: [
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),
+      metricsRoute(metrics.registry, token),
     ],
   });
   pushState = http.feed.push;
@@ -150,6 +159,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     // The cluster: this process leaves it (its rows go, its sessions are free at once).
     await closeCluster();
     await web.log.close();
+    await tracing?.shutdown().catch(() => undefined);
   });
 
   try {
@@ -173,6 +183,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
             "  A real model: tiller serve --model-url http://127.0.0.1:11434/v1 --model llama3.2",
             "  (any OpenAI-compatible server; the key from TILLER_MODEL_KEY or OPENAI_API_KEY)",
           ]),
+      `  traces:  ${tracing ? tracing.description : "off (set OTEL_EXPORTER_OTLP_ENDPOINT to export OTLP)"}`,
+      `  metrics: ${url}/metrics`,
       `  auth:    ${token ? "Authorization: Bearer $TILLER_TOKEN on every /v1 request" : "none (loopback only; set TILLER_TOKEN to require one)"}`,
       "",
     ].join("\n"),

@@ -34,6 +34,7 @@ import { SessionPersistence } from "./sessions/session-persistence.js";
 import { SessionRegistry } from "./sessions/session-registry.js";
 import { createRunSubagent } from "./subagents/run-subagent.js";
 import { SubagentNumbers } from "./subagents/subagent-numbers.js";
+import { createTurnTracer } from "./telemetry/turn-tracer.js";
 
 /**
  * Creates a gateway: the composition root that provides real actors and adapters to the machines,
@@ -56,9 +57,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const writer = new TranscriptWriter(store);
   let draining = false;
   let observeCommitments: (event: TillerEvent) => void = () => {};
+  const tracing = createTurnTracer(options.telemetry);
 
   function publish(event: TillerEvent): void {
     messageLog.observe(event);
+    tracing.observe(event);
     observeCommitments(event);
     logger.debug(event, event.type);
     hub.emit(event);
@@ -76,6 +79,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const onLaneEvent = (event: TillerEvent) => {
     messageLog.observe(event);
+    tracing.observe(event);
     hub.emit(event);
   };
   const lanes: LaneScheduler =
@@ -94,6 +98,10 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   checkAdapters(options, BUILTIN_TOOL_NAMES);
   const channelNames = Object.keys(options.channels);
+  // Each send gets a `tiller.deliver` span while tracing is on.
+  const channels = Object.fromEntries(
+    Object.entries(options.channels).map(([name, channel]) => [name, tracing.channel(channel)]),
+  );
   const deps: ActorDeps = {
     config,
     clock,
@@ -106,7 +114,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         (preferred !== undefined && preferred in options.channels ? preferred : undefined) ??
         registry.get(session)?.channel ??
         channelNames[0]!;
-      const channel = options.channels[name] ?? options.channels[channelNames[0]!]!;
+      const channel = channels[name] ?? channels[channelNames[0]!]!;
       return { name, channel };
     },
     writer,

@@ -18,6 +18,7 @@ import type { Ack } from "./inbound/compose-ack.js";
 import type { TriggerAck, TriggerRequest } from "./inbound/trigger.js";
 import type { InboundMessage } from "./inbound/validate-inbound.js";
 import type { ScheduleView } from "./schedules/schedule-runner.js";
+import type { TelemetryOptions } from "./telemetry/turn-tracer.js";
 
 /** What `createGateway` is built from: the adapters a gateway author plugs in, and the config. */
 export interface GatewayOptions {
@@ -54,6 +55,12 @@ export interface GatewayOptions {
    * @default an in-process scheduler with `config.lanes`
    */
   lanes?: LaneScheduler;
+  /**
+   * OpenTelemetry spans of every turn, model call, tool call and send (docs/observability.md): where
+   * they go and the model name they carry.
+   * @default the globally registered tracer provider, if any (spans cost nothing without one)
+   */
+  telemetry?: TelemetryOptions;
   /**
    * Session ownership and the durable inbox of several processes on one database
    * (`createClusterSessions`, docs/postgres.md): each message goes to the process that owns its

@@ -16,6 +16,7 @@ import { HttpError, sendError, sendJson } from "./http-error.js";
 import { serveOperatorPage } from "./operator-page.js";
 import { type Route, Router } from "./router.js";
 import { scheduleRoutes } from "./schedule-routes.js";
+import { traceRequest } from "./trace-request.js";
 import { v1Routes } from "./v1-routes.js";
 
 /** Options of {@link createHttpServer}: the gateway it serves, the token, the web channel and the page. */
@@ -140,7 +141,7 @@ export function createHttpServer(options: HttpServerOptions) {
   }
 
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
+    traceRequest(req, res, () => handle(req, res)).catch((error: unknown) => {
       const http = toHttpError(error);
       if (http.status >= 500) logger.error({ url: req.url, error: errorMessage(error) }, "http.error");
       if (res.headersSent) {

@@ -5,7 +5,7 @@ import { type LaneEventType, type TillerEventFields, tillerEvent } from "../even
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import { Entry } from "./entry.js";
+import { Entry, inContextOfCaller } from "./entry.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, defaultMainCapacity, SESSION_PREFIX } from "./run-options.js";
@@ -110,6 +110,11 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       }
       // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
       queues.enqueue(entry, sessionKey);
+      // A task that has to wait is started later by whichever task frees its slot: it keeps the async
+      // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
+      if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
+        entry.task = inContextOfCaller(entry.task);
+      }
     });
   }
 

@@ -7,6 +7,7 @@ import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
 import { priorityLevel } from "../../policy/lane-priority.js";
 import { sleep, type TimerHandle } from "../../ports/clock.js";
+import { inContextOfCaller } from "../entry.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
@@ -108,7 +109,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
         sessionKey,
         session,
         priorityLevel(priority),
-        task as (signal: AbortSignal) => unknown,
+        // Started later, from a grant's poll: it keeps the async context (AsyncLocalStorage) of this call.
+        inContextOfCaller(task as (signal: AbortSignal) => unknown),
         resolve as (value: unknown) => void,
         reject,
         clock.now(),
