@@ -42,7 +42,7 @@ const event = (session: string, n: number) => ({
 describe("EventFeed", () => {
   it("writes an event only to the streams of its session and to unfiltered ones, one chunk per turn", async () => {
     const feed = new EventFeed(64);
-    const others = Array.from({ length: 1000 }, (_, i) => sink());
+    const others = Array.from({ length: 1000 }, () => sink());
     const unsubscribes = others.map((other, i) => feed.subscribe(other.target, `web:other${i}`));
     const mine = sink();
     const all = sink();
