@@ -8,6 +8,7 @@ import { commitmentRoutes } from "./commitment-routes.js";
 import { toHttpError } from "./error-status.js";
 import { EventFeed } from "./event-feed.js";
 import { HttpError, sendError, sendJson } from "./http-error.js";
+import { OPENAPI_DOCUMENT } from "./openapi.js";
 import { serveOperatorPage } from "./operator-page.js";
 import { type Route, Router } from "./router.js";
 import { scheduleRoutes } from "./schedule-routes.js";
@@ -76,6 +77,7 @@ export function createHttpServer(options: HttpServerOptions) {
               },
             }),
     },
+    { method: "GET", path: "/openapi.json", handler: ({ res }) => sendJson(res, 200, OPENAPI_DOCUMENT) },
     ...v1Routes({
       gateway,
       web,
