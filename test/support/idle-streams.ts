@@ -26,6 +26,6 @@ function openOne(host: string, port: number, path: string): Promise<Socket> {
       socket.pause();
       resolve(socket);
     });
-    socket.once("error", reject);
+    socket.on("error", (error) => reject(error));
   });
 }
