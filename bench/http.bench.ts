@@ -6,10 +6,11 @@
  * generator (keep-alive `node:http` clients) runs in a worker thread, so a client's reads never wait
  * behind the server's own work on one event loop. Each accepted message starts a turn (model call,
  * delivery, transcript) on the server's event loop, so the accepted rate is what the gateway sustains,
- * turns included, not the cost of acks alone.
+ * turns included, not the cost of acks alone. The same steady load runs again with 2,000 open
+ * `GET /v1/events` streams whose clients never read (the ratio of their ack latency to none's).
  */
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect, type Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { WebChannel } from "../src/adapters/channels/web-channel.js";
@@ -26,6 +27,7 @@ const RATE_SECONDS = envNumber("TILLER_BENCH_HTTP_SECONDS", 1);
 const BURST = envNumber("TILLER_BENCH_HTTP_BURST", 1000);
 const WARMUP = 300;
 const CONNECTIONS = 32;
+const IDLE_STREAMS = envNumber("TILLER_BENCH_HTTP_STREAMS", 2000);
 
 const zeroLatencyModel: ModelProvider = {
   async complete() {
@@ -43,16 +45,46 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-async function gatewayTarget(): Promise<Target> {
+/**
+ * Opens `count` `GET /v1/events` streams (every session's events) on raw sockets that never read:
+ * the server's fan-out must not slow acks down for them.
+ */
+async function openIdleStreams(port: number, count: number): Promise<Socket[]> {
+  const sockets: Socket[] = [];
+  for (let i = 0; i < count; i += 100) {
+    const batch = Array.from(
+      { length: Math.min(100, count - i) },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect({ port, host: "127.0.0.1" }, () =>
+            socket.write("GET /v1/events HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n"),
+          );
+          socket.once("data", () => {
+            socket.pause();
+            resolve(socket);
+          });
+          // A reset when the server closes is expected; before the head, it fails the bench.
+          socket.on("error", (error) => reject(error));
+        }),
+    );
+    sockets.push(...(await Promise.all(batch)));
+  }
+  return sockets;
+}
+
+async function gatewayTarget(idleStreams = 0): Promise<Target> {
   const web = new WebChannel(new MemoryDeliveryLog());
   const gateway = createGateway({ model: zeroLatencyModel, channels: { web }, logger: silentLogger });
   const http = createHttpServer({ gateway, web });
   await gateway.start();
   http.markReady();
   const port = await listen(http.server);
+  const streams = await openIdleStreams(port, idleStreams);
+  if (http.feed.listenerCount !== idleStreams) throw new Error(`${http.feed.listenerCount} streams open`);
   return {
     port,
     async close() {
+      for (const socket of streams) socket.destroy();
       await http.close();
       await gateway.stop();
     },
@@ -197,6 +229,7 @@ async function measure(target: Target): Promise<Measured> {
 export async function benchHttp(): Promise<Figures> {
   const bare = await measure(await bareTarget());
   const gateway = await measure(await gatewayTarget());
+  const streamed = await measure(await gatewayTarget(IDLE_STREAMS));
   return {
     "http.accepted.perSecond": Math.round(gateway.perSecond),
     "http.bare.perSecond": Math.round(bare.perSecond),
@@ -210,6 +243,13 @@ export async function benchHttp(): Promise<Figures> {
     "http.bare.p99Ms": round(bare.p99),
     "http.ack.p50.ratioToBare": round(gateway.p50 / bare.p50, 2),
     "http.ack.p99.ratioToBare": round(gateway.p99 / bare.p99, 2),
+    "http.streams.idle": IDLE_STREAMS,
+    "http.streams.ack.p50Ms": round(streamed.p50),
+    "http.streams.ack.p99Ms": round(streamed.p99),
+    "http.streams.ack.p50.ratioToNone": round(streamed.p50 / gateway.p50, 2),
+    "http.streams.ack.p99.ratioToNone": round(streamed.p99 / gateway.p99, 2),
+    "http.streams.ack.p99.ratioToNone.target": "< 3",
+    "http.streams.accepted.perSecond": Math.round(streamed.perSecond),
   };
 }
 

@@ -1,7 +1,9 @@
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { nanoid } from "nanoid";
+import createClient from "openapi-fetch";
 import { errorMessage } from "../errors.js";
+import type { paths } from "../http/api-types.js";
 import { UsageError } from "./serve-setup.js";
 import { followSse } from "./sse-client.js";
 
@@ -28,12 +30,14 @@ export async function chat(argv: string[], io: ChatIo): Promise<number> {
     ? { authorization: `Bearer ${io.env.TILLER_TOKEN}` }
     : {};
   const path = `${base}/v1/sessions/${encodeURIComponent(session)}`;
+  // The JSON endpoints through the client typed from the server's OpenAPI document.
+  const api = createClient<paths>({ baseUrl: base, headers });
   const out = (text: string) => io.stdout.write(text);
   const stop = new AbortController();
 
   try {
-    const health = await fetch(`${base}/healthz`);
-    if (!health.ok) throw new Error(`HTTP ${health.status}`);
+    const { response } = await api.GET("/healthz");
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
   } catch (error) {
     io.stderr.write(`tiller chat: cannot reach ${base} (${errorMessage(error)}); is tiller serve running?\n`);
     return 1;
@@ -94,18 +98,13 @@ export async function chat(argv: string[], io: ChatIo): Promise<number> {
     if (text === "") continue;
     if (text === "/quit" || text === "/exit") break;
     try {
-      const response = await fetch(`${path}/messages`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...headers },
-        body: JSON.stringify({ text }),
+      const { data, error, response } = await api.POST("/v1/sessions/{key}/messages", {
+        params: { path: { key: session } },
+        body: { text },
       });
-      const body = (await response.json()) as {
-        ack?: { disposition: string; text: string };
-        error?: { code: string; message: string };
-      };
       endDraft();
-      if (body.ack) out(`[ack] ${body.ack.disposition}: ${body.ack.text}\n`);
-      else out(`[error] ${body.error?.code ?? response.status}: ${body.error?.message ?? ""}\n`);
+      if (data) out(`[ack] ${data.ack.disposition}: ${data.ack.text}\n`);
+      else out(`[error] ${error?.error.code ?? response.status}: ${error?.error.message ?? ""}\n`);
     } catch (error) {
       endDraft();
       out(`[error] ${errorMessage(error)}\n`);

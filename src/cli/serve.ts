@@ -24,7 +24,7 @@ import { startServeTracing } from "./serve-tracing.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
                     [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
-                    [--postgres URL] [--schema NAME] [--lease MS]`;
+                    [--request-timeout MS] [--postgres URL] [--schema NAME] [--lease MS]`;
 
 const PAGE_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 
@@ -45,6 +45,9 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   const host = values.host ?? "127.0.0.1";
   const port = parsePort(values.port, 8787, "--port");
   const drainTimeoutMs = parseMs(values["drain-timeout"], 30_000, "--drain-timeout");
+  const requestTimeoutMs = parseMs(values["request-timeout"], 30_000, "--request-timeout");
+  if (requestTimeoutMs === 0)
+    throw new UsageError("--request-timeout: expected milliseconds above 0 (a slow client is always cut)");
   const storeDir = resolve(values.store ?? ".tiller");
   const token = io.env.TILLER_TOKEN || undefined;
   if (!isLoopback(host) && token === undefined)
@@ -131,6 +134,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     ...(token ? { token } : {}),
     pageDir: PAGE_DIR,
     ...(store instanceof PostgresStore ? { storeCheck: () => store.ping() } : {}),
+    requestTimeoutMs,
     routes: [
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),
@@ -253,6 +257,7 @@ function parseCli(argv: string[]) {
         "model-url": { type: "string" },
         model: { type: "string" },
         "drain-timeout": { type: "string" },
+        "request-timeout": { type: "string" },
         postgres: { type: "string" },
         schema: { type: "string" },
         lease: { type: "string" },

@@ -1,18 +1,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { WebChannel } from "../adapters/channels/web-channel.js";
-import {
-  ConfigError,
-  errorMessage,
-  isStoreUnreachable,
-  MessageRejectedError,
-  TillerError,
-} from "../errors.js";
+import { errorMessage } from "../errors.js";
 import type { Gateway } from "../gateway/create-gateway.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { hasBearer } from "./bearer-auth.js";
+import { answerClientError } from "./client-error.js";
 import { commitmentRoutes } from "./commitment-routes.js";
+import { toHttpError } from "./error-status.js";
 import { EventFeed } from "./event-feed.js";
 import { HttpError, sendError, sendJson } from "./http-error.js";
+import { OPENAPI_DOCUMENT } from "./openapi.js";
 import { serveOperatorPage } from "./operator-page.js";
 import { type Route, Router } from "./router.js";
 import { scheduleRoutes } from "./schedule-routes.js";
@@ -32,6 +29,11 @@ export interface HttpServerOptions {
   heartbeatMs?: number;
   /** Events kept for replay from `Last-Event-ID`. @default 4096 */
   eventBuffer?: number;
+  /**
+   * A client that has not sent its whole request (headers and body) this long after it began, or
+   * sends nothing, is answered 408 and cut. Streams, once open, are not limited. @default 30000
+   */
+  requestTimeoutMs?: number;
   /** The built operator page; without one `GET /` says how to build it. */
   pageDir?: string;
   /** More routes, tried after the built-in ones (before the page). */
@@ -97,6 +99,7 @@ export function createHttpServer(options: HttpServerOptions) {
         else sendJson(res, 200, { ready: true });
       },
     },
+    { method: "GET", path: "/openapi.json", handler: ({ res }) => sendJson(res, 200, OPENAPI_DOCUMENT) },
     ...v1Routes({
       gateway,
       web,
@@ -113,12 +116,15 @@ export function createHttpServer(options: HttpServerOptions) {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
     const method = req.method ?? "GET";
+    // Routes match the path as sent: URL parsing would resolve `.`, `..` and their encodings (`%2E`)
+    // and land a key of that name on another route.
+    const raw = req.url?.startsWith("/") ? req.url.split(/[?#]/, 1)[0]! : url.pathname;
     if (url.pathname.startsWith("/v1/") && options.token !== undefined && !hasBearer(req, options.token)) {
       throw new HttpError(401, "UNAUTHORIZED", "expected Authorization: Bearer <token>", "authorization", {
         "www-authenticate": 'Bearer realm="tiller"',
       });
     }
-    const match = router.match(method, url.pathname);
+    const match = router.match(method, raw);
     if (match.kind === "found") {
       await match.route.handler({ req, res, params: match.params, url });
       return;
@@ -140,17 +146,28 @@ export function createHttpServer(options: HttpServerOptions) {
     throw new HttpError(404, "NOT_FOUND", `nothing at ${method} ${url.pathname}`);
   }
 
-  const server: Server = createServer((req, res) => {
-    traceRequest(req, res, () => handle(req, res)).catch((error: unknown) => {
-      const http = toHttpError(error);
-      if (http.status >= 500) logger.error({ url: req.url, error: errorMessage(error) }, "http.error");
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      sendError(res, http);
-    });
-  });
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const server: Server = createServer(
+    {
+      requestTimeout,
+      headersTimeout: requestTimeout,
+      keepAliveTimeout: Math.min(5000, requestTimeout),
+      // How often Node checks those timeouts (its default, 30 s, would double a short one).
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(requestTimeout / 4))),
+    },
+    (req, res) => {
+      traceRequest(req, res, () => handle(req, res)).catch((error: unknown) => {
+        const http = toHttpError(error);
+        if (http.status >= 500) logger.error({ url: req.url, error: errorMessage(error) }, "http.error");
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        sendError(res, http);
+      });
+    },
+  );
+  server.on("clientError", answerClientError);
 
   return {
     server,
@@ -181,25 +198,3 @@ export function createHttpServer(options: HttpServerOptions) {
 
 /** What {@link createHttpServer} returns: the `node:http` server, its router and event feed, and the readiness switch. */
 export type HttpServer = ReturnType<typeof createHttpServer>;
-
-function toHttpError(error: unknown): HttpError {
-  if (error instanceof HttpError) return error;
-  // The database went away (a restart, a failover, max_connections): a passing fault, said as one.
-  if (isStoreUnreachable(error))
-    return new HttpError(
-      503,
-      "STORE_UNAVAILABLE",
-      "the store cannot be reached; try again shortly",
-      undefined,
-      {
-        "retry-after": "5",
-      },
-    );
-  if (error instanceof MessageRejectedError || error instanceof ConfigError)
-    return new HttpError(400, error.code, error.message, error.field);
-  if (error instanceof TillerError && error.code === "GATEWAY_DRAINING")
-    return new HttpError(503, error.code, error.message, undefined, { "retry-after": "5" });
-  if (error instanceof TillerError)
-    return new HttpError(error.retryable ? 503 : 500, error.code, error.message);
-  return new HttpError(500, "INTERNAL", "internal error");
-}

@@ -6,7 +6,7 @@ const DISCARD_MAX = 8 * 1024 * 1024;
 
 /**
  * Reads a JSON request body of at most `limit` bytes: 415 unless the content type is JSON, 413 when
- * the body (declared or received) passes the limit, 400 for bytes that are not JSON.
+ * the body (declared or received) passes the limit, 400 for bytes that are not UTF-8 or not JSON.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
@@ -18,7 +18,14 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
       "content-type",
     );
   }
-  const text = await readLimited(req, limit);
+  const bytes = await readLimited(req, limit);
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    // Decoding would turn the bad bytes into U+FFFD and store a text the client never sent.
+    throw new HttpError(400, "INVALID_JSON", "body: not valid UTF-8", "body");
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
@@ -26,7 +33,9 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   }
 }
 
-function readLimited(req: IncomingMessage, limit: number): Promise<string> {
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -41,9 +50,7 @@ function readLimited(req: IncomingMessage, limit: number): Promise<string> {
         req.pause();
       }
     });
-    req.on("end", () =>
-      over ? reject(tooLarge(limit, false)) : resolve(Buffer.concat(chunks).toString("utf8")),
-    );
+    req.on("end", () => (over ? reject(tooLarge(limit, false)) : resolve(Buffer.concat(chunks))));
     req.on("error", reject);
   });
 }

@@ -12,7 +12,8 @@ export interface RouteContext {
 
 /**
  * One endpoint: `path` is literal segments and `:name` parameters (`/v1/sessions/:key`), matched
- * segment by segment on the raw path, so an encoded `/` (`%2F`) stays inside its parameter.
+ * segment by segment on the raw path, so an encoded `/` (`%2F`) stays inside its parameter and an
+ * encoded `.` or `..` is a parameter like any other.
  */
 export interface Route {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -71,6 +72,15 @@ function matchSegments(segments: string[], parts: string[]): Record<string, stri
     if (segment.startsWith(":")) {
       const name = segment.slice(1);
       if (part === "") return undefined;
+      // A bare `.` or `..` is a dot segment, which clients and proxies resolve away: such a key
+      // must come percent-encoded (`%2E`, `%2E%2E`), and then it is an ordinary key.
+      if (part === "." || part === "..")
+        throw new HttpError(
+          400,
+          "INVALID_INPUT",
+          `${name}: "${part}" is a dot segment; percent-encode it (${part.replaceAll(".", "%2E")})`,
+          name,
+        );
       try {
         params[name] = decodeURIComponent(part);
       } catch {

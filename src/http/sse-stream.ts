@@ -52,6 +52,11 @@ export class SseStream {
     return this.res.write(`${id}event: ${message.event}\ndata: ${data}\n\n`);
   }
 
+  /** Writes frames already formatted; false once the send buffer is full (wait for `onDrain`). */
+  write(chunk: string): boolean {
+    return this.closed ? true : this.res.write(chunk);
+  }
+
   /** Writes a comment line (ignored by clients). */
   comment(text: string): void {
     if (!this.closed) this.res.write(`: ${text.replace(/\n/g, " ")}\n\n`);

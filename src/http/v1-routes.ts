@@ -5,6 +5,7 @@ import type { Gateway } from "../gateway/create-gateway.js";
 import { validateSessionKey } from "../gateway/inbound/validate-inbound.js";
 import { parseControl } from "../policy/control.js";
 import type { Sender } from "../policy/sender.js";
+import { refusalOfAck } from "./error-status.js";
 import type { EventFeed } from "./event-feed.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { readJsonBody } from "./read-json-body.js";
@@ -39,6 +40,8 @@ export function v1Routes(deps: V1Deps): Route[] {
           throw invalid("body", "expected a JSON object");
         const { text, id, channel, mode, sender } = body as Record<string, unknown>;
         if (typeof text !== "string") throw invalid("text", "expected a string");
+        // Nothing to answer: an empty message would start a model turn on nothing.
+        if (text.trim() === "") throw invalid("text", "expected a message, received only white space");
         if (id !== undefined && typeof id !== "string") throw invalid("id", "expected a string");
         if (channel !== undefined && typeof channel !== "string")
           throw invalid("channel", "expected a string");
@@ -59,6 +62,8 @@ export function v1Routes(deps: V1Deps): Route[] {
           // Checked by receive(): a bad sender is a 400 naming the field.
           ...(sender !== undefined ? { sender: sender as Sender } : {}),
         });
+        const refused = refusalOfAck(ack);
+        if (refused) throw refused;
         sendJson(context.res, 200, { ack });
       },
     },

@@ -11,6 +11,9 @@ import { type ControlCommand, parseControl } from "./control.js";
  * // { kind: "control", control: { command: "stop" } }
  * ```
  */
+/** The reason of a message turned away because the gateway drains (an HTTP API answers 503 for it). */
+export const DRAINING_REASON = "the gateway is draining";
+
 export type Admission =
   | { kind: "duplicate" }
   | { kind: "rejected"; reason: string }
@@ -40,6 +43,6 @@ export function admit(facts: AdmissionFacts): Admission {
   }
   const control = parseControl(facts.text);
   if (control) return { kind: "control", control };
-  if (facts.draining) return { kind: "rejected", reason: "the gateway is draining" };
+  if (facts.draining) return { kind: "rejected", reason: DRAINING_REASON };
   return { kind: "accept" };
 }

@@ -9,6 +9,7 @@ import { MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
 /** A stream whose socket takes `room` frames, then is full until `drain()`. */
 function fakeStream(room: number) {
   const sent: SseMessage[] = [];
+  const written: string[] = [];
   let drainers: Array<() => void> = [];
   let closers: Array<() => void> = [];
   let free = room;
@@ -19,6 +20,10 @@ function fakeStream(room: number) {
     },
     send(message: SseMessage) {
       sent.push(message);
+      return --free > 0;
+    },
+    write(chunk: string) {
+      written.push(chunk);
       return --free > 0;
     },
     comment() {},
@@ -37,6 +42,7 @@ function fakeStream(room: number) {
   return {
     stream: stream as unknown as SseStream,
     sent,
+    written,
     drain(more: number) {
       free = more;
       const now = drainers;
@@ -71,14 +77,23 @@ describe("a slow stream client", () => {
     expect(web.listenerCount("s")).toBe(0);
   });
 
-  it("of the events stream is ended once the ring has moved past it (it reconnects and resumes)", () => {
-    const feed = new EventFeed(8);
-    const fake = fakeStream(2);
+  it("of the events stream keeps its send buffer: past it, events are dropped and counted in a gap", async () => {
+    const feed = new EventFeed(64);
+    const fake = fakeStream(1);
     streamEvents(fake.stream, feed, undefined, undefined);
     for (let i = 0; i < 20; i++) feed.push({ at: i, type: "lane.resumed" });
-    expect(fake.sent).toHaveLength(2);
+    await settled();
+    expect(fake.written).toHaveLength(1); // the turn's 20 events in one write; then the buffer is full
+    expect(fake.written[0]!.match(/event: lane.resumed/g)).toHaveLength(20);
+    for (let i = 0; i < 5; i++) feed.push({ at: i, type: "lane.resumed" });
+    await settled();
+    expect(fake.written).toHaveLength(1); // nothing is written, nor buffered, for a full stream
     fake.drain(100);
-    expect(fake.closed).toBe(true);
+    expect(fake.written[1]).toBe('event: gap\ndata: {"dropped":5}\n\n');
+    feed.push({ at: 99, type: "lane.resumed" });
+    await settled();
+    expect(fake.written[2]).toContain(`id: ${feed.idOf(25)}\n`);
+    fake.close();
     expect(feed.listenerCount).toBe(0);
   });
 });

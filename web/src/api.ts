@@ -1,28 +1,21 @@
-/** The page's only way to the gateway: the HTTP API under `/v1` (docs/http.md). */
+/**
+ * The page's only way to the gateway: the HTTP API under `/v1` (docs/http.md), its JSON endpoints
+ * through openapi-fetch with the types generated from the server's OpenAPI document
+ * (src/http/api-types.ts, `npm run api:types`), so a path, parameter or body the server
+ * does not have fails the page's typecheck.
+ */
+import createClient from "openapi-fetch";
+import type { components, paths } from "../../src/http/api-types.js";
 import { authFetch } from "./auth.js";
 import { openStream } from "./event-stream.js";
 
-export interface SessionSummary {
-  key: string;
-  state: string;
-  run: { runId: string; state: string; passes: number; currentTool?: string } | null;
-  queue: Array<{ kind: string; messageIds: string[] }>;
-  lane: { active: number; queued: number; capacity: number } | null;
-  transcriptLength: number;
-}
+type Schemas = components["schemas"];
 
-export interface Ack {
-  messageId: string;
-  disposition: string;
-  mode: string;
-  modeSource: string;
-  text: string;
-  reason?: string;
-  waitsFor?: string;
-  queuePosition?: number;
-  runningTool?: { name: string; cancellable: boolean };
-}
+export type SessionSummary = Schemas["SessionInspection"] & { key: string };
 
+export type Ack = Schemas["Ack"];
+
+/** A transcript record as the page reads it (the document leaves records open: as stored). */
 export interface TranscriptRecord {
   seq: number;
   at?: number;
@@ -66,16 +59,7 @@ export interface Explanation {
 }
 
 /** One entry of `GET /v1/schedules`. */
-export interface ScheduleSummary {
-  id: string;
-  session: string;
-  kind: "everyMs" | "cron" | "at";
-  expression: string | number;
-  timezone: string | null;
-  catchUp: boolean;
-  nextRunAt: number | null;
-  lastRun: { at: number; outcome: string; reason?: string } | null;
-}
+export type ScheduleSummary = Schemas["Schedule"];
 
 export class ApiError extends Error {
   constructor(
@@ -88,47 +72,52 @@ export class ApiError extends Error {
 
 const path = (key: string) => `/v1/sessions/${encodeURIComponent(key)}`;
 
-async function json<T>(url: string, init?: RequestInit): Promise<T> {
-  const response = await authFetch(url, init);
-  if (!response.ok) {
-    let message = `${response.status} ${response.statusText}`;
-    try {
-      const body = (await response.json()) as { error?: { message?: string } };
-      if (body.error?.message) message = body.error.message;
-    } catch {
-      // Not JSON: the status line says enough.
-    }
-    throw new ApiError(response.status, message);
-  }
-  return (await response.json()) as T;
+const client = createClient<paths>({
+  baseUrl: location.origin,
+  // Through authFetch: the token is added, and a 401 asks for it and tries again.
+  fetch: async (request) =>
+    authFetch(request.url, {
+      method: request.method,
+      headers: Object.fromEntries(request.headers),
+      ...(request.method === "GET" ? {} : { body: await request.text() }),
+    }),
+});
+
+/** The answer's data, or an ApiError with the error body's message. */
+async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (data !== undefined) return data;
+  const message = (error as { error?: { message?: string } } | undefined)?.error?.message;
+  throw new ApiError(response.status, message ?? `${response.status} ${response.statusText}`);
 }
 
+const inSession = (key: string) => ({ params: { path: { key } } });
+
 export const api = {
-  sessions: () => json<{ sessions: SessionSummary[] }>("/v1/sessions").then((body) => body.sessions),
-  machines: () => json<{ machines: Record<string, unknown> }>("/v1/machines").then((body) => body.machines),
-  lanes: () =>
-    json<{ lanes: Record<string, { active: number; queued: number; capacity: number }> }>("/v1/lanes"),
+  sessions: () => ok(client.GET("/v1/sessions")).then((body) => body.sessions as SessionSummary[]),
+  machines: () => ok(client.GET("/v1/machines")).then((body) => body.machines as Record<string, unknown>),
+  lanes: () => ok(client.GET("/v1/lanes")),
   transcript: (key: string) =>
-    json<{ records: TranscriptRecord[] }>(`${path(key)}/transcript`).then((body) => body.records),
+    ok(client.GET("/v1/sessions/{key}/transcript", inSession(key))).then(
+      // Records are as stored: the page reads the fields it shows.
+      (body) => body.records as TranscriptRecord[],
+    ),
   /** The session's recent events the server still holds, oldest first, with their stream ids. */
   recentEvents: (key: string) =>
-    json<{ events: Array<{ id: string; event: GatewayEvent }> }>(`${path(key)}/events`).then(
-      (body) => body.events,
+    ok(client.GET("/v1/sessions/{key}/events", inSession(key))).then(
+      (body) => body.events as Array<{ id: string; event: GatewayEvent }>,
     ),
-  explain: (key: string, id: string) => json<Explanation>(`${path(key)}/messages/${encodeURIComponent(id)}`),
+  explain: (key: string, id: string) =>
+    ok(client.GET("/v1/sessions/{key}/messages/{id}", { params: { path: { key, id } } })).then(
+      (body) => body as Explanation,
+    ),
   send: (key: string, body: { text: string; id: string; mode?: string }) =>
-    json<{ ack: Ack }>(`${path(key)}/messages`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    }).then((reply) => reply.ack),
-  schedules: () => json<{ schedules: ScheduleSummary[] }>("/v1/schedules").then((body) => body.schedules),
+    ok(client.POST("/v1/sessions/{key}/messages", { ...inSession(key), body })).then((reply) => reply.ack),
+  schedules: () => ok(client.GET("/v1/schedules")).then((body) => body.schedules),
   /** `null` when commitments are off (the endpoint answers 404). */
   async commitments(key: string): Promise<Array<Record<string, unknown>> | null> {
     try {
-      const body = await json<{ commitments: Array<Record<string, unknown>> }>(
-        `/v1/commitments?session=${encodeURIComponent(key)}`,
-      );
+      const body = await ok(client.GET("/v1/commitments", { params: { query: { session: key } } }));
       return body.commitments;
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return null;

@@ -185,6 +185,7 @@ async function send(): Promise<void> {
     chat.setAck(ack);
   } catch (error) {
     chat.setAck({
+      session: key,
       messageId: id,
       disposition: "rejected",
       mode: mode || "steer",

@@ -1,0 +1,397 @@
+/**
+ * The HTTP API described as OpenAPI 3.1, served at `GET /openapi.json`. Written by hand beside the
+ * routes (they validate by hand too, not from schemas): the tests send a request to every route and
+ * check the real answer against this document, and fail on a route it lacks, so the two cannot drift.
+ * `npm run api:types` turns it into the types of the typed client (web/ and `tiller chat`).
+ */
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const str: Schema = { type: "string" };
+const int: Schema = { type: "integer" };
+const bool: Schema = { type: "boolean" };
+const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: "null" }] });
+const object = (
+  properties: Record<string, Schema>,
+  required: string[] = Object.keys(properties),
+): Schema => ({
+  type: "object",
+  properties,
+  required,
+});
+const array = (items: Schema): Schema => ({ type: "array", items });
+
+const json = (description: string, schema: Schema) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+const eventStream = (description: string) => ({
+  description,
+  content: { "text/event-stream": { schema: str } },
+});
+
+/** The error answers an operation may give, by status, each with the one error body. */
+function errors(...statuses: number[]): Record<string, unknown> {
+  const why: Record<number, string> = {
+    400: "invalid input: `field` names what (a path parameter, a query parameter, the body or one of its fields)",
+    401: "a token is required (`TILLER_TOKEN`) and the request lacks it",
+    404: "no such session, message, commitment or path",
+    405: "the path exists with other methods (`Allow`)",
+    408: "the request was not received within the request timeout",
+    413: "the body is over the limit",
+    415: "the body is not declared `application/json`",
+    431: "the request's headers are over the limit",
+    500: "a fault in the server, logged; nothing accepted is lost",
+    503: "draining (`GATEWAY_DRAINING`) or starting (`STARTING`): retry after `Retry-After` seconds",
+  };
+  return Object.fromEntries(statuses.map((status) => [String(status), json(why[status]!, ref("Error"))]));
+}
+
+const v1Errors = [400, 401, 404, 405, 500] as const;
+const key = {
+  name: "key",
+  in: "path",
+  required: true,
+  description: "the session key, percent-encoded",
+  schema: str,
+};
+const sessionQuery = { name: "session", in: "query", required: false, schema: str };
+
+const schemas: Record<string, Schema> = {
+  Error: object({
+    error: object(
+      {
+        code: {
+          type: "string",
+          description: "stable, to branch on (`INVALID_INPUT`, `GATEWAY_DRAINING`, ...)",
+        },
+        message: str,
+        field: { type: "string", description: "the field, parameter or header at fault" },
+      },
+      ["code", "message"],
+    ),
+  }),
+  MessageBody: {
+    ...object(
+      {
+        text: { type: "string", minLength: 1, description: "the message; not empty or only white space" },
+        id: { type: "string", description: "the message id (made by the server when absent)" },
+        channel: { type: "string", description: "one of the gateway's channels", default: "web" },
+        mode: { type: "string", description: "inline queue mode: steer, followup, collect, interrupt" },
+        sender: object({ id: str, name: str, authority: array(str) }, ["id"]),
+      },
+      ["text"],
+    ),
+    description: "Unknown fields are ignored.",
+  },
+  Ack: object(
+    {
+      session: str,
+      messageId: str,
+      disposition: {
+        type: "string",
+        enum: [
+          "started",
+          "steered",
+          "queued",
+          "collected",
+          "interrupted",
+          "rejected",
+          "duplicate",
+          "control",
+        ],
+      },
+      mode: str,
+      modeSource: { type: "string", enum: ["inline", "session", "channel", "global", "default"] },
+      text: str,
+      reason: str,
+      runId: str,
+      waitsFor: str,
+      runningTool: object({ name: str, cancellable: bool }),
+      completedEffects: array(str),
+      dropped: array(str),
+      queuePosition: int,
+      durable: { const: false },
+      busyWith: str,
+      owner: str,
+    },
+    ["session", "messageId", "disposition", "mode", "modeSource", "text"],
+  ),
+  SessionInspection: object(
+    {
+      state: str,
+      run: nullable(
+        object({ runId: str, state: str, passes: int, currentTool: str }, ["runId", "state", "passes"]),
+      ),
+      queue: array(object({ kind: str, messageIds: array(str) })),
+      lane: nullable(object({ active: int, queued: int, capacity: int })),
+      transcriptLength: int,
+      owner: { ...nullable(str), description: "on a gateway of several processes: the owning process" },
+    },
+    ["state", "run", "queue", "lane", "transcriptLength"],
+  ),
+  TranscriptRecord: { ...object({ seq: int, role: str }), description: "a record as stored (docs/store.md)" },
+  Explanation: object(
+    {
+      messageId: str,
+      arrivedAt: { type: "number" },
+      disposition: str,
+      mode: str,
+      modeSource: str,
+      ackText: str,
+      waited: array(object({ where: str, from: { type: "number" } }, ["where", "from"])),
+      timeline: array(object({ at: { type: "number" }, what: str })),
+    },
+    ["messageId", "disposition", "timeline"],
+  ),
+  Event: { ...object({ at: { type: "number" }, type: str, session: str, runId: str }, ["at", "type"]) },
+  Commitment: object({ id: str }),
+  Schedule: object({
+    id: str,
+    session: str,
+    kind: { type: "string", enum: ["everyMs", "cron", "at"] },
+    expression: { type: ["string", "number"] },
+    timezone: nullable(str),
+    catchUp: bool,
+    nextRunAt: nullable({ type: "number" }),
+    lastRun: nullable(object({ at: { type: "number" }, outcome: str, reason: str }, ["at", "outcome"])),
+  }),
+};
+
+const sseNote =
+  "Server-sent events. Starts with the comment `: open`, then a `: keep-alive` comment while idle. A reconnecting client sends `Last-Event-ID` (or `?after=`).";
+
+const paths: Record<string, Record<string, unknown>> = {
+  "/healthz": {
+    get: {
+      operationId: "health",
+      responses: { "200": json("the process is up", object({ ok: { const: true } })) },
+    },
+  },
+  "/readyz": {
+    get: {
+      operationId: "ready",
+      responses: {
+        "200": json("started and not draining", object({ ready: { const: true } })),
+        ...errors(503),
+      },
+    },
+  },
+  "/openapi.json": {
+    get: { operationId: "openapi", responses: { "200": json("this document", { type: "object" }) } },
+  },
+  "/": {
+    get: {
+      operationId: "operatorPage",
+      responses: { "200": { description: "the operator page", content: { "text/html": { schema: str } } } },
+    },
+  },
+  "/v1/sessions/{key}/messages": {
+    post: {
+      operationId: "sendMessage",
+      parameters: [key],
+      requestBody: { required: true, content: { "application/json": { schema: ref("MessageBody") } } },
+      responses: {
+        "200": json("the message is durable: what happened to it", object({ ack: ref("Ack") })),
+        ...errors(...v1Errors, 408, 413, 415, 431, 503),
+      },
+    },
+  },
+  "/v1/sessions/{key}": {
+    get: {
+      operationId: "inspectSession",
+      parameters: [key],
+      responses: { "200": json("the session's state", ref("SessionInspection")), ...errors(...v1Errors) },
+    },
+  },
+  "/v1/sessions/{key}/transcript": {
+    get: {
+      operationId: "transcript",
+      parameters: [
+        key,
+        { name: "after", in: "query", required: false, schema: { type: "integer", minimum: 0 } },
+        { name: "all", in: "query", required: false, schema: { type: "string", enum: ["1", "true"] } },
+      ],
+      responses: {
+        "200": json("the records after `after`", object({ records: array(ref("TranscriptRecord")) })),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/sessions/{key}/messages/{id}": {
+    get: {
+      operationId: "explain",
+      parameters: [key, { name: "id", in: "path", required: true, schema: str }],
+      responses: { "200": json("what became of the message", ref("Explanation")), ...errors(...v1Errors) },
+    },
+  },
+  "/v1/sessions/{key}/deliveries": {
+    get: {
+      operationId: "deliveries",
+      parameters: [key, { name: "after", in: "query", required: false, schema: str }],
+      responses: {
+        "200": eventStream(
+          `${sseNote} \`event: delivery\` (id: its messageId, data { messageId, kind, text, runId?, at }); \`event: pruned\` (data { after, next, missed }).`,
+        ),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/sessions/{key}/events": {
+    get: {
+      operationId: "recentEvents",
+      parameters: [
+        key,
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1 } },
+      ],
+      responses: {
+        "200": json(
+          "the session's newest events still held",
+          object({ events: array(object({ id: str, event: ref("Event") })) }),
+        ),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/events": {
+    get: {
+      operationId: "events",
+      parameters: [sessionQuery, { name: "after", in: "query", required: false, schema: str }],
+      responses: {
+        "200": eventStream(
+          `${sseNote} \`event:\` the event's type, \`id:\` its id, data the event; \`event: gap\` (no id, data { dropped }) when events were dropped for a client that did not read.`,
+        ),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/commitments": {
+    get: {
+      operationId: "commitments",
+      parameters: [
+        sessionQuery,
+        {
+          name: "status",
+          in: "query",
+          required: false,
+          schema: { type: "string", enum: ["pending", "sent", "dismissed", "expired"] },
+        },
+      ],
+      responses: {
+        "200": json("oldest first", object({ commitments: array(ref("Commitment")) })),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/commitments/{id}/dismiss": {
+    post: {
+      operationId: "dismissCommitment",
+      parameters: [{ name: "id", in: "path", required: true, schema: str }],
+      responses: {
+        "200": json("the commitment", object({ commitment: ref("Commitment") })),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/schedules": {
+    get: {
+      operationId: "schedules",
+      parameters: [sessionQuery],
+      responses: {
+        "200": json("the config's schedules", object({ schedules: array(ref("Schedule")) })),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/sessions": {
+    get: {
+      operationId: "sessions",
+      responses: {
+        "200": json(
+          "every session seen or stored",
+          object({ sessions: array({ allOf: [ref("SessionInspection"), object({ key: str })] }) }),
+        ),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/machines": {
+    get: {
+      operationId: "machines",
+      responses: {
+        "200": json(
+          "each machine's config",
+          object({
+            machines: object({
+              session: { type: "object" },
+              run: { type: "object" },
+              laneScheduler: { type: "object" },
+              laneEntry: { type: "object" },
+            }),
+          }),
+        ),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/lanes": {
+    get: {
+      operationId: "lanes",
+      responses: {
+        "200": json(
+          "the lane scheduler's snapshot",
+          object({
+            lanes: {
+              type: "object",
+              additionalProperties: object({ active: int, queued: int, capacity: int }),
+            },
+          }),
+        ),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+  "/v1/cluster": {
+    get: {
+      operationId: "cluster",
+      responses: {
+        "200": json("the cluster as the database has it; `{ clustered: false }` alone", {
+          oneOf: [
+            object({ clustered: { const: false } }),
+            object(
+              {
+                clustered: { const: true },
+                schema: str,
+                process: str,
+                at: str,
+                lanes: array({ type: "object" }),
+                processes: array({ type: "object" }),
+                sessions: array({ type: "object" }),
+              },
+              ["clustered", "process", "lanes", "processes", "sessions"],
+            ),
+          ],
+        }),
+        ...errors(...v1Errors),
+      },
+    },
+  },
+};
+
+/** The document served at `GET /openapi.json`. */
+export const OPENAPI_DOCUMENT = {
+  openapi: "3.1.0",
+  info: {
+    title: "Tiller gateway HTTP API",
+    version: "1",
+    description:
+      "Errors are `{ error: { code, message, field? } }`. With `TILLER_TOKEN` set, every `/v1` request needs `Authorization: Bearer <token>`.",
+  },
+  components: {
+    schemas,
+    securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+  },
+  security: [{}, { bearer: [] }],
+  paths,
+} as const;

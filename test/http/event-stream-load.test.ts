@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ModelProvider } from "../../src/ports/model.js";
+import { startTestServer, type TestServer } from "../support/http-gateway.js";
+import { openIdleStreams } from "../support/idle-streams.js";
+
+// Many open event streams whose clients do not read slow nothing else: acks stay as fast as with
+// none, and every stream's memory goes when it closes. (The full figure, 2,000 streams, is in the bench.)
+
+const STREAMS = 300;
+const MESSAGES = 60;
+const instant: ModelProvider = {
+  async complete() {
+    return { text: "ok", toolCalls: [] };
+  },
+};
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ model: instant, tools: [] });
+});
+afterAll(() => server.close());
+
+async function medianAckMs(tag: string): Promise<number> {
+  const latencies: number[] = [];
+  for (let i = 0; i < MESSAGES; i++) {
+    const started = performance.now();
+    const { status } = await server.post(`web:${tag}${i % 10}`, { text: `hello ${i}`, id: `${tag}${i}` });
+    latencies.push(performance.now() - started);
+    expect(status).toBe(200);
+  }
+  return latencies.sort((a, b) => a - b)[Math.floor(latencies.length / 2)]!;
+}
+
+describe("event streams under load", { timeout: 60_000 }, () => {
+  it(`${STREAMS} streams that never read leave ack latency within 3x of none, and are forgotten once closed`, async () => {
+    await medianAckMs("warm");
+    const none = await medianAckMs("a");
+    const unfiltered = await openIdleStreams(server.url, "/v1/events", STREAMS / 2);
+    const filtered = await openIdleStreams(server.url, "/v1/events?session=web%3Ab1", STREAMS / 2);
+    expect(server.http.feed.listenerCount).toBe(STREAMS);
+    const loaded = await medianAckMs("b");
+    expect(loaded / none, `median ack ${loaded.toFixed(2)} ms against ${none.toFixed(2)} ms`).toBeLessThan(3);
+    for (const socket of [...unfiltered, ...filtered]) socket.destroy();
+    for (let i = 0; i < 200 && server.http.feed.listenerCount > 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(server.http.feed.listenerCount).toBe(0);
+    expect(server.http.feed.groupCount).toBe(0);
+    // And a normal request is answered at once.
+    expect((await server.post("web:after", { text: "still here", id: "after1" })).status).toBe(200);
+  });
+});
