@@ -15,7 +15,16 @@
  * ```
  */
 
-export type { Channel, DeliveryReceipt, OutboundMessage } from "./adapters/channel.js";
+export {
+  ACK_REACTIONS,
+  type Channel,
+  type ChannelCallOptions,
+  type DeliveryReceipt,
+  type EditTarget,
+  isCommitted,
+  type OutboundMessage,
+  type ReconcileResult,
+} from "./adapters/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
 export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";
 export {
@@ -73,6 +82,8 @@ export { SystemClock } from "./adapters/system-clock.js";
 export type { JsonSchema, ToolContext, ToolDefinition, ToolSpec } from "./adapters/tool.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export {
+  ChannelSendError,
+  type ChannelSendOutcome,
   ConfigError,
   GatewayDrainingError,
   LaneClearedError,
