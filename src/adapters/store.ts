@@ -29,6 +29,9 @@ export interface UserRecord {
   channel?: string;
   /** Who wrote it, when the channel said (group chats). */
   sender?: Sender;
+  /** The platform id an answer replies to, and the platform thread (`InboundMessage.replyTo`, `thread`). */
+  replyTo?: string;
+  thread?: string;
 }
 
 export interface AssistantRecord {

@@ -15,6 +15,8 @@ export function userItem(message: OwnedMessage): TurnItem {
     messageId: message.id,
     channel: message.channel,
     ...(message.sender ? { sender: message.sender } : {}),
+    ...(message.replyTo ? { replyTo: message.replyTo } : {}),
+    ...(message.thread ? { thread: message.thread } : {}),
   };
 }
 

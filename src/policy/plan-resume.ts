@@ -155,6 +155,9 @@ export function planResume(
     resumed: true,
     deliveryId: intent.deliveryId,
     intent: { kind: intent.kind, final: intent.final },
+    ...(intent.replyTo ? { replyTo: intent.replyTo } : {}),
+    ...(intent.thread ? { thread: intent.thread } : {}),
+    ...(intent.parts ? { parts: intent.parts } : {}),
   }));
   for (const intent of open)
     notes.push(`${intent.kind} ${intent.deliveryId} had no receipt; it is resent once`);

@@ -8,7 +8,12 @@ import { latestUserText } from "../../src/adapters/model.js";
 import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { ExpectedHead, RecordBody } from "../../src/adapters/store.js";
 import type { ToolDefinition } from "../../src/adapters/tool.js";
-import { COULD_NOT_DELIVER_NOTICE, FAILED_NOTICE, TIMED_OUT_NOTICE } from "../../src/policy/delivery.js";
+import {
+  COULD_NOT_DELIVER_NOTICE,
+  FAILED_NOTICE,
+  TIMED_OUT_NOTICE,
+  UNCERTAIN_DELIVERY_NOTICE,
+} from "../../src/policy/delivery.js";
 import { gatewayOn } from "../support/gateway-on.js";
 
 // Faults injected at each port, each on its own schedule (it hits the first message, then clears):
@@ -146,7 +151,8 @@ describe("faults at the ports", () => {
     ["store appends stall (fsync)", { stallMs: 40 }, [["reply", "Re: first question"]]],
     ["state saves fail twice (ENOSPC), then work", { failStateSaves: 2 }, [["reply", "Re: first question"]]],
     ["the channel fails a send", { channel: "fail" }, [["recovery", "Re: first question"]]],
-    ["the channel does not answer a send", { channel: "timeout" }, [["recovery", "Re: first question"]]],
+    // It may yet have posted (aborted, never settled): not resent blindly, the user is told to check.
+    ["the channel does not answer a send", { channel: "timeout" }, [["notice", UNCERTAIN_DELIVERY_NOTICE]]],
     ["the channel omits the messageId", { channel: "omit" }, [["recovery", "Re: first question"]]],
     ["the model call fails", { model: "fail" }, [["notice", FAILED_NOTICE]]],
     ["the model call hangs", { model: "hang" }, [["notice", FAILED_NOTICE]]],
