@@ -76,6 +76,50 @@ export async function sendThroughChannel(
   return { failure: attempt.failure };
 }
 
+/**
+ * Replaces the text of message `messageId` (a streaming preview) with `text`, under the same timeout
+ * and settle rules as a send; whether the platform took it. A channel without `edit` never does.
+ */
+export async function editThroughChannel(
+  deps: ActorDeps,
+  channel: Channel,
+  messageId: string,
+  message: OutboundMessage,
+  text: string,
+): Promise<boolean> {
+  if (!channel.edit) return false;
+  const timeoutMs = deps.config.delivery.sendTimeoutMs;
+  const controller = new AbortController();
+  const timer = deps.clock.setTimeout(() => controller.abort(new DeadlineError(timeoutMs)), timeoutMs);
+  try {
+    await withDeadline(
+      deps.clock,
+      Promise.resolve().then(() =>
+        channel.edit?.(
+          {
+            session: message.session,
+            messageId,
+            ...(message.deliveryId ? { deliveryId: message.deliveryId } : {}),
+            ...(message.thread ? { thread: message.thread } : {}),
+          },
+          text,
+          { signal: controller.signal },
+        ),
+      ),
+      timeoutMs + deps.config.delivery.sendAbortGraceMs,
+    );
+    return true;
+  } catch (error) {
+    failed(deps, message, {
+      ...classify(error, controller.signal.aborted, timeoutMs),
+      reason: `edit: ${errorMessage(error)}`,
+    });
+    return false;
+  } finally {
+    deps.clock.clearTimeout(timer);
+  }
+}
+
 /** One call of `channel.send`, settled: its receipt or what its failure means. */
 async function attemptSend(deps: ActorDeps, channel: Channel, message: OutboundMessage): Promise<Attempt> {
   const timeoutMs = deps.config.delivery.sendTimeoutMs;
@@ -110,7 +154,11 @@ async function attemptSend(deps: ActorDeps, channel: Channel, message: OutboundM
 }
 
 /** What a channel's rejection means (read by shape, so a channel need not import the error class). */
-export function classify(error: unknown, aborted: boolean, timeoutMs: number): Attempt {
+export function classify(
+  error: unknown,
+  aborted: boolean,
+  timeoutMs: number,
+): Extract<Attempt, { failure: SendFailure }> {
   const fields = (typeof error === "object" && error !== null ? error : {}) as {
     permanent?: unknown;
     outcome?: unknown;

@@ -88,7 +88,9 @@ export function createDeliver(deps: ActorDeps) {
     let failure: SendFailure | undefined;
     let parts: Record<string, string> | undefined;
     if (visibleReplies === "auto") {
+      const preview = await deps.previews?.take(output.runId);
       ({ deliveryId, messageId, failure, parts } = await sendDurably(deps, session, output.final, "reply", {
+        ...(preview ? { editOf: preview.messageId } : {}),
         fallbackId: `reply:${session}:${turnKey(input)}`,
         runId: output.runId,
         via: output.channel,

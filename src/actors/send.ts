@@ -2,7 +2,12 @@ import type { DeliveryKind, OutboundMessage } from "../adapters/channel.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../adapters/store.js";
 import { errorMessage } from "../errors.js";
 import { splitText } from "../policy/split-text.js";
-import { type ChannelSendResult, type SendFailure, sendThroughChannel } from "./channel-send.js";
+import {
+  type ChannelSendResult,
+  editThroughChannel,
+  type SendFailure,
+  sendThroughChannel,
+} from "./channel-send.js";
 import type { ActorDeps } from "./deps.js";
 
 export interface SendOptions {
@@ -16,6 +21,8 @@ export interface SendOptions {
   thread?: string | undefined;
   /** Parts of a split text already delivered (part number → messageId): they are not sent again. */
   parts?: Readonly<Record<string, string>> | undefined;
+  /** A preview (its messageId) the text replaces by an edit, instead of a new message. */
+  editOf?: string | undefined;
   /** Called as each part of a split text is delivered (to write its receipt). */
   onPart?: ((deliveryId: string, messageId: string) => Promise<void>) | undefined;
 }
@@ -67,8 +74,16 @@ export async function sendWithOutcome(
     typeof maxLength === "number" && maxLength > 0 && text.length > maxLength
       ? splitText(text, maxLength)
       : [text];
-  if (texts.length === 1) return sendThroughChannel(deps, channel, base);
   const parts: Record<string, string> = { ...options.parts };
+  // The preview becomes the (first part of the) answer; if it cannot be edited, a new message goes out.
+  if (
+    options.editOf &&
+    !parts["1"] &&
+    (await editThroughChannel(deps, channel, options.editOf, base, texts[0]!))
+  )
+    parts["1"] = options.editOf;
+  if (texts.length === 1)
+    return parts["1"] ? { messageId: parts["1"] } : sendThroughChannel(deps, channel, base);
   let failure: SendFailure | undefined;
   for (const [index, part] of texts.entries()) {
     const number = String(index + 1);

@@ -8,6 +8,7 @@ import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
+import { StreamPreviews } from "../actors/stream-previews.js";
 import { MemoryStore } from "../adapters/memory-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import type { ToolDefinition } from "../adapters/tool.js";
@@ -33,6 +34,7 @@ import { SessionRegistry } from "./session-registry.js";
 import { SubagentNumbers } from "./subagent-numbers.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 import { createTrigger, type TriggerAck, type TriggerRequest } from "./trigger.js";
+import { TypingIndicator } from "./typing-indicator.js";
 import { type InboundMessage, stateName } from "./validate-inbound.js";
 
 /**
@@ -56,10 +58,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const writer = new TranscriptWriter(store);
   let draining = false;
   let observeCommitments: (event: TillerEvent) => void = () => {};
+  let observeChannelEdge: (event: TillerEvent) => void = () => {};
 
   function publish(event: TillerEvent): void {
     messageLog.observe(event);
     observeCommitments(event);
+    observeChannelEdge(event);
     logger.debug(event, event.type);
     hub.emit(event);
   }
@@ -122,6 +126,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       await persistence.covered(entry, ids);
     },
     runSubagent: (parent, subagent) => runSubagent(parent, subagent),
+  };
+  // What a chat channel shows while a turn runs: "typing…", and drafts the final replaces.
+  const typing = new TypingIndicator(deps);
+  const previews = new StreamPreviews(deps);
+  deps.previews = previews;
+  observeChannelEdge = (event) => {
+    typing.observe(event);
+    previews.observe(event);
   };
   for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
@@ -379,6 +391,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       clusterInbox?.stop();
       commitments.stop();
       scheduleRunner.stop();
+      typing.stop();
       await lanes.drain();
       registry.stopAll();
       // The turns' last state saves are still on their way: the store closes once they have landed.

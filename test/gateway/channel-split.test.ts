@@ -53,7 +53,7 @@ describe("a reply longer than the channel's maxLength", () => {
     await world.settle();
     const replies = (world.channel as LoopbackChannel).sent.filter((sent) => sent.kind === "reply");
     expect(replies.map((sent) => sent.text)).toEqual(splitText(LONG_REPLY, 60));
-    const id = world.ofType("final.delivered")[0]?.deliveryId;
+    const id = (world.ofType("final.delivered")[0] as { deliveryId?: string } | undefined)?.deliveryId;
     expect(replies.map((sent) => sent.deliveryId)).toEqual(replies.map((_, index) => `${id}#${index + 1}`));
     expect(replies.map((sent) => sent.part)).toEqual(
       replies.map((_, index) => ({ index: index + 1, count: replies.length })),

@@ -16,7 +16,7 @@ export interface ChatGatewayOptions {
   config?: GatewayConfigInput;
   rules?: ScriptedRule[];
   tools?: ToolDefinition[];
-  model?: ModelProvider;
+  model?: ModelProvider | ((clock: SimulatedClock) => ModelProvider);
   store?: TranscriptStore;
 }
 
@@ -33,7 +33,7 @@ export function chatGateway(channel: (clock: SimulatedClock) => Channel, options
   const gateway = createGateway({
     config: options.config ?? {},
     model:
-      options.model ??
+      (typeof options.model === "function" ? options.model(clock) : options.model) ??
       new ScriptedModel(options.rules ?? [{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
     tools: options.tools ?? [],
     channels: { chat: built },
