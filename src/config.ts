@@ -180,7 +180,10 @@ export const configSchema = z
          */
         streaming: z
           .object({
-            /** @default "off" */
+            /**
+             * `edit`: previews edited as the model streams (channels with `edit`); `off`: the final only.
+             * @default "off"
+             */
             mode: z.enum(["off", "edit"]).default("off"),
             /**
              * The shortest time between two edits of a preview.
