@@ -246,12 +246,37 @@ export interface TillerEventMap {
   "final.undelivered": InTurn & { reason: string };
   /** The final was empty: nothing is sent. */
   "final.silent": InTurn;
-  /** A channel send failed or gave no `messageId`. */
+  /**
+   * A channel send failed or gave no `messageId`. `outcome`: `not-delivered` (the platform does not
+   * have it), `permanent` (refused for good, never retried) or `unknown` (it may have arrived).
+   */
   "delivery.failed": InSession & {
     runId?: string | undefined;
     kind: DeliveryKind;
     reason: string;
     deliveryId?: string | undefined;
+    outcome?: "not-delivered" | "permanent" | "unknown";
+  };
+  /** A send refused with `retryAfterMs` is tried once more after that long. */
+  "delivery.retried": InSession & {
+    runId?: string | undefined;
+    kind: DeliveryKind;
+    deliveryId?: string | undefined;
+    afterMs: number;
+  };
+  /** A send answered with a receipt after `delivery.sendTimeoutMs`: it counts as delivered. */
+  "delivery.late": InSession & {
+    runId?: string | undefined;
+    kind: DeliveryKind;
+    deliveryId?: string | undefined;
+    timeoutMs: number;
+  };
+  /** The channel's `reconcile` was asked about a send of unknown outcome, and what it answered. */
+  "delivery.reconciled": InSession & {
+    runId?: string | undefined;
+    kind: DeliveryKind;
+    deliveryId: string;
+    answer: "delivered" | "not-delivered" | "unknown";
   };
   /** After a restart: an intent without a receipt was sent once more, under the same `deliveryId`. */
   "delivery.resent": InTurn & { deliveryId: string; kind: DeliveryKind; delivered: boolean };

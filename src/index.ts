@@ -41,6 +41,8 @@ export { SimulatedClock } from "./adapters/simulated-clock.js";
 export { SystemClock } from "./adapters/system-clock.js";
 export { type GatewayConfig, type GatewayConfigInput, parseConfig } from "./config.js";
 export {
+  ChannelSendError,
+  type ChannelSendOutcome,
   ConfigError,
   GatewayDrainingError,
   LaneClearedError,
@@ -132,7 +134,16 @@ export {
   type RecheckFigures,
   type StaleReason,
 } from "./policy/stale-reply.js";
-export type { Channel, DeliveryReceipt, OutboundMessage } from "./ports/channel.js";
+export {
+  ACK_REACTIONS,
+  type Channel,
+  type ChannelCallOptions,
+  type DeliveryReceipt,
+  type EditTarget,
+  isCommitted,
+  type OutboundMessage,
+  type ReconcileResult,
+} from "./ports/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./ports/clock.js";
 export {
   DEFAULT_KEEP_DELIVERIES,

@@ -1,9 +1,14 @@
 import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
-import { COULD_NOT_DELIVER_NOTICE, markerDeliveryMode } from "../policy/delivery.js";
+import {
+  COULD_NOT_DELIVER_NOTICE,
+  markerDeliveryMode,
+  UNCERTAIN_DELIVERY_NOTICE,
+} from "../policy/delivery.js";
 import { RECOVERED } from "../policy/turn-context.js";
 import { UNDELIVERED_FINAL } from "../ports/store.js";
+import type { SendFailure } from "./channel-send.js";
 import type { ActorDeps } from "./deps.js";
-import { send, sendDurably, writeReceipt } from "./send.js";
+import { sendDurably, sendWithOutcome, writeReceipt } from "./send.js";
 
 /**
  * The end of a recovery turn: the one resend of a stranded final (`automatic`: the same text under the
@@ -22,12 +27,16 @@ export async function deliverRecovery(
   let messageId: string | undefined;
   let recovered = false;
   let deliveryId: string | undefined;
+  let failure: SendFailure | undefined;
   if (recovery?.deliveryMode === "automatic") {
-    ({ deliveryId, messageId } = await sendDurably(deps, session, recovery.text, "recovery", {
+    ({ deliveryId, messageId, failure } = await sendDurably(deps, session, recovery.text, "recovery", {
       ...(recovery.deliveryId ? { deliveryId: recovery.deliveryId } : {}),
       fallbackId: `recovery:${session}:${strandedRunId}`,
       runId: output.runId,
       receipt: false,
+      replyTo: recovery.replyTo,
+      thread: recovery.thread,
+      parts: recovery.parts,
     }));
     recovered = messageId !== undefined;
   } else {
@@ -59,7 +68,7 @@ export async function deliverRecovery(
     return { delivered: true, recovery: null };
   }
   deps.emit("recovery.failed", { session, runId: output.runId, strandedRunId });
-  await couldNotDeliver(deps, input);
+  await couldNotDeliver(deps, input, failure);
   return { delivered: false, recovery: null };
 }
 
@@ -70,9 +79,14 @@ async function resendIntent(deps: ActorDeps, input: DeliverInput): Promise<Deliv
   const intent = recovery.intent!;
   const deliveryId = recovery.deliveryId ?? "";
   const strandedRunId = recovery.strandedRunId;
-  const messageId = await send(deps, session, recovery.text, intent.kind, {
+  const { messageId, failure } = await sendWithOutcome(deps, session, recovery.text, intent.kind, {
     deliveryId,
     runId: strandedRunId || output.runId,
+    replyTo: recovery.replyTo,
+    thread: recovery.thread,
+    // Parts whose receipts are durable were delivered before the crash: only the others go out.
+    parts: recovery.parts,
+    onPart: (partId, partMessageId) => writeReceipt(deps, session, partId, partMessageId),
   });
   const delivered = messageId !== undefined;
   deps.emit("delivery.resent", { session, runId: output.runId, deliveryId, kind: intent.kind, delivered });
@@ -113,7 +127,7 @@ async function resendIntent(deps: ActorDeps, input: DeliverInput): Promise<Deliv
       { role: "custom", customType: RECOVERED, display: false, details: { strandedRunId, recovered: false } },
     ]);
     deps.emit("marker.appended", { session, runId: strandedRunId, finalSeq: final?.seq ?? 0 });
-    await couldNotDeliver(deps, input);
+    await couldNotDeliver(deps, input, failure);
     return { delivered: false, recovery: null };
   }
   if (intent.kind === "recovery") {
@@ -130,20 +144,23 @@ async function resendIntent(deps: ActorDeps, input: DeliverInput): Promise<Deliv
       return { delivered: true, recovery: null };
     }
     deps.emit("recovery.failed", { session, runId: output.runId, strandedRunId });
-    await couldNotDeliver(deps, input);
+    await couldNotDeliver(deps, input, failure);
     return { delivered: false, recovery: null };
   }
-  await writeReceipt(deps, session, deliveryId, messageId);
+  await writeReceipt(deps, session, deliveryId, messageId, failure);
   return { delivered, recovery: null };
 }
 
-async function couldNotDeliver(deps: ActorDeps, input: DeliverInput): Promise<void> {
+async function couldNotDeliver(deps: ActorDeps, input: DeliverInput, failure?: SendFailure): Promise<void> {
   const { session, output, recovery } = input;
   const id = `notice:undelivered:${session}:recovery:${recovery?.deliveryId ?? recovery?.strandedRunId ?? output.runId}`;
-  const { messageId } = await sendDurably(deps, session, COULD_NOT_DELIVER_NOTICE, "notice", {
+  const text = failure === "unknown" ? UNCERTAIN_DELIVERY_NOTICE : COULD_NOT_DELIVER_NOTICE;
+  const { messageId } = await sendDurably(deps, session, text, "notice", {
     deliveryId: id,
     fallbackId: id,
     runId: output.runId,
+    replyTo: recovery?.replyTo,
+    thread: recovery?.thread,
   });
   deps.emit("notice.sent", { session, runId: output.runId, delivered: messageId !== undefined });
 }

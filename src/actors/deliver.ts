@@ -1,16 +1,18 @@
 import { fromPromise } from "xstate";
 import { errorMessage } from "../errors.js";
-import type { DeliverInput, DeliverOutput } from "../machines/session.types.js";
-import { LANE_TIMEOUT_REASON } from "../machines/session.types.js";
+import { type DeliverInput, type DeliverOutput, LANE_TIMEOUT_REASON } from "../machines/session.types.js";
 import {
   COULD_NOT_DELIVER_NOTICE,
   FAILED_NOTICE,
   failedNotice,
   markerDeliveryMode,
   TIMED_OUT_NOTICE,
+  UNCERTAIN_DELIVERY_NOTICE,
   wantsRecovery,
 } from "../policy/delivery.js";
+import { RECOVERED, type TurnItem } from "../policy/turn-context.js";
 import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
+import type { SendFailure } from "./channel-send.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably } from "./send.js";
@@ -31,12 +33,14 @@ const UNDELIVERED: DeliverOutput = { delivered: false, recovery: null };
 export function createDeliver(deps: ActorDeps) {
   return fromPromise<DeliverOutput, DeliverInput>(async ({ input, signal }) => {
     const { output, session } = input;
+    const threading = threadingOf(output.journal);
     const notice = (text: string, why: string) =>
       sendDurably(deps, session, text, "notice", {
         deliveryId: `notice:${why}:${session}:${turnKey(input)}`,
         fallbackId: `notice:${why}:${session}:${turnKey(input)}`,
         runId: output.runId,
         via: output.channel,
+        ...threading,
       });
     try {
       await deps.writer.appendJournal(
@@ -80,13 +84,18 @@ export function createDeliver(deps: ActorDeps) {
     let delivered = false;
     let messageId: string | undefined;
     let deliveryId: string | undefined;
+    let failure: SendFailure | undefined;
+    let parts: Record<string, string> | undefined;
     if (visibleReplies === "auto") {
-      ({ deliveryId, messageId } = await sendDurably(deps, session, output.final, "reply", {
+      const preview = await deps.previews?.take(output.runId);
+      ({ deliveryId, messageId, failure, parts } = await sendDurably(deps, session, output.final, "reply", {
+        ...(preview ? { editOf: preview.messageId } : {}),
         fallbackId: `reply:${session}:${turnKey(input)}`,
         runId: output.runId,
         via: output.channel,
         final: true,
         receipt: false,
+        ...threading,
       }));
       delivered = messageId !== undefined;
     } else delivered = output.messageSends > 0;
@@ -164,6 +173,23 @@ export function createDeliver(deps: ActorDeps) {
       return UNDELIVERED;
     }
     deps.emit("marker.appended", { session, runId: output.runId, finalSeq: final?.seq ?? 0 });
+    if (failure === "permanent" || failure === "unknown") {
+      // Never resent: refused for good, or it may be on the platform already. The user is told either way.
+      await deps.writer.append(session, [
+        {
+          role: "custom",
+          customType: RECOVERED,
+          display: false,
+          details: { strandedRunId: output.runId, recovered: false, outcome: failure },
+        },
+      ]);
+      const sent = await notice(
+        failure === "permanent" ? COULD_NOT_DELIVER_NOTICE : UNCERTAIN_DELIVERY_NOTICE,
+        "undelivered",
+      );
+      deps.emit("notice.sent", { session, runId: output.runId, delivered: sent.messageId !== undefined });
+      return UNDELIVERED;
+    }
     // In `auto` mode any final the channel failed to take is resent once; a private `message_tool`
     // final earns a recovery turn only when it is substantive.
     if (!wantsRecovery(output.final, visibleReplies)) return { delivered: false, recovery: null };
@@ -176,9 +202,27 @@ export function createDeliver(deps: ActorDeps) {
         strandedRunId: output.runId,
         deliveryMode,
         ...(deliveryId ? { deliveryId } : {}),
+        ...threading,
+        ...(parts && Object.keys(parts).length > 0 ? { parts } : {}),
       },
     };
   });
+}
+
+/**
+ * The threading of a turn's answer: the `replyTo` and `thread` of the newest user message it answers
+ * that carries them.
+ */
+export function threadingOf(journal: readonly TurnItem[]): { replyTo?: string; thread?: string } {
+  for (let index = journal.length - 1; index >= 0; index--) {
+    const item = journal[index];
+    if (item?.role !== "user" || (!item.replyTo && !item.thread)) continue;
+    return {
+      ...(item.replyTo ? { replyTo: item.replyTo } : {}),
+      ...(item.thread ? { thread: item.thread } : {}),
+    };
+  }
+  return {};
 }
 
 /** What a turn's notices are named after: the messages it owned (stable across a re-run). */

@@ -29,6 +29,8 @@ export interface ActorDeps {
     parent: { session: string; runId: string; signal: AbortSignal; lane?: string },
     options: SubagentOptions,
   ): Promise<string>;
+  /** The turns' streaming previews (`delivery.streaming`), which a final replaces; set by the gateway. */
+  previews?: { take(runId: string): Promise<{ messageId: string } | undefined> };
   /** Emits an observability event stamped with the clock. */
   emit: EmitEvent;
   /** Stores a proposed commitment (the `commitment` tool); set by the gateway. */

@@ -1,7 +1,14 @@
 import { errorMessage } from "../errors.js";
-import { type DeliveryKind, isCommitted } from "../ports/channel.js";
+import { splitText } from "../policy/split-text.js";
+import { type DeliveryKind, isCommitted, type OutboundMessage } from "../ports/channel.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
+import {
+  type ChannelSendResult,
+  editThroughChannel,
+  type SendFailure,
+  sendThroughChannel,
+} from "./channel-send.js";
 import type { ActorDeps } from "./deps.js";
 
 export interface SendOptions {
@@ -10,6 +17,21 @@ export interface SendOptions {
   runId?: string | undefined;
   /** The channel of the turn the text belongs to, when the gateway has it. */
   via?: string | undefined;
+  /** The platform id the text answers and its thread (from the user record), for threading. */
+  replyTo?: string | undefined;
+  thread?: string | undefined;
+  /** Parts of a split text already delivered (part number → messageId): they are not sent again. */
+  parts?: Readonly<Record<string, string>> | undefined;
+  /** A preview (its messageId) the text replaces by an edit, instead of a new message. */
+  editOf?: string | undefined;
+  /** Called as each part of a split text is delivered (to write its receipt). */
+  onPart?: ((deliveryId: string, messageId: string) => Promise<void>) | undefined;
+}
+
+/** What a send came to: the messageId of a committed receipt, or why there is none. */
+export interface SendResult extends ChannelSendResult {
+  /** For a split text: the parts delivered so far (part number → messageId). */
+  parts?: Record<string, string>;
 }
 
 /**
@@ -23,34 +45,74 @@ export async function send(
   kind: DeliveryKind,
   options: SendOptions,
 ): Promise<string | undefined> {
+  return (await sendWithOutcome(deps, session, text, kind, options)).messageId;
+}
+
+/**
+ * As {@link send}, with why a send failed. A text longer than the channel's `maxLength` goes out in
+ * parts, each under `<deliveryId>#<n>`; the first part's messageId stands for the whole.
+ */
+export async function sendWithOutcome(
+  deps: ActorDeps,
+  session: string,
+  text: string,
+  kind: DeliveryKind,
+  options: SendOptions,
+): Promise<SendResult> {
   const { channel } = deps.channelFor(session, options.via);
-  const { runId, deliveryId } = options;
-  try {
-    const receipt = await withDeadline(
-      deps.clock,
-      channel.send({ session, text, kind, deliveryId, ...(runId ? { runId } : {}) }),
-      deps.config.delivery.sendTimeoutMs,
-    );
-    if (isCommitted(receipt)) return receipt.messageId;
-    deps.emit("delivery.failed", { session, runId, kind, deliveryId, reason: "receipt without messageId" });
-  } catch (error) {
-    deps.emit("delivery.failed", {
-      session,
-      runId,
-      kind,
-      deliveryId,
-      reason:
-        error instanceof DeadlineError
-          ? `the channel did not answer within ${error.ms} ms`
-          : errorMessage(error),
+  const { runId, deliveryId, replyTo, thread } = options;
+  const base: OutboundMessage = {
+    session,
+    text,
+    kind,
+    deliveryId,
+    ...(runId ? { runId } : {}),
+    ...(replyTo ? { replyTo } : {}),
+    ...(thread ? { thread } : {}),
+  };
+  const maxLength = channel.maxLength;
+  const texts =
+    typeof maxLength === "number" && maxLength > 0 && text.length > maxLength
+      ? splitText(text, maxLength)
+      : [text];
+  const parts: Record<string, string> = { ...options.parts };
+  // The preview becomes the (first part of the) answer; if it cannot be edited, a new message goes out.
+  if (
+    options.editOf &&
+    !parts["1"] &&
+    (await editThroughChannel(deps, channel, options.editOf, base, texts[0]!))
+  )
+    parts["1"] = options.editOf;
+  if (texts.length === 1)
+    return parts["1"] ? { messageId: parts["1"] } : sendThroughChannel(deps, channel, base);
+  let failure: SendFailure | undefined;
+  for (const [index, part] of texts.entries()) {
+    const number = String(index + 1);
+    if (parts[number]) continue;
+    const partId = `${deliveryId}#${number}`;
+    const result = await sendThroughChannel(deps, channel, {
+      ...base,
+      text: part,
+      deliveryId: partId,
+      part: { index: index + 1, count: texts.length },
     });
+    if (!result.messageId) {
+      failure = result.failure ?? "not-delivered";
+      break;
+    }
+    parts[number] = result.messageId;
+    await options.onPart?.(partId, result.messageId);
   }
-  return undefined;
+  if (failure) return { failure, parts };
+  return { messageId: parts["1"] as string, parts };
 }
 
 export interface DurableSend {
   deliveryId: string;
   messageId: string | undefined;
+  failure?: SendFailure | undefined;
+  /** For a split text: the parts delivered (part number → messageId). */
+  parts?: Record<string, string> | undefined;
 }
 
 /**
@@ -86,6 +148,8 @@ export async function sendDurably(
           ...(options.runId ? { runId: options.runId } : {}),
           ...(options.via ? { channel: options.via } : {}),
           ...(options.final ? { final: true } : {}),
+          ...(options.replyTo ? { replyTo: options.replyTo } : {}),
+          ...(options.thread ? { thread: options.thread } : {}),
         },
       },
     ]);
@@ -101,9 +165,15 @@ export async function sendDurably(
       error: errorMessage(error),
     });
   }
-  const messageId = await send(deps, session, text, kind, { ...options, deliveryId });
-  if (durable && options.receipt !== false) await writeReceipt(deps, session, deliveryId, messageId);
-  return { deliveryId, messageId };
+  const result = await sendWithOutcome(deps, session, text, kind, {
+    ...options,
+    deliveryId,
+    // Each part's receipt is durable as it lands: a restart sends only the parts that never did.
+    ...(durable ? { onPart: (partId, messageId) => writeReceipt(deps, session, partId, messageId) } : {}),
+  });
+  const { messageId, failure, parts } = result;
+  if (durable && options.receipt !== false) await writeReceipt(deps, session, deliveryId, messageId, failure);
+  return { deliveryId, messageId, ...(failure ? { failure } : {}), ...(parts ? { parts } : {}) };
 }
 
 /** The receipt of an intent; a failed write is logged (a restart then resends once, deduplicated). */
@@ -112,6 +182,7 @@ export async function writeReceipt(
   session: string,
   deliveryId: string,
   messageId: string | undefined,
+  failure?: SendFailure,
 ): Promise<void> {
   try {
     await deps.writer.append(session, [
@@ -119,7 +190,12 @@ export async function writeReceipt(
         role: "custom",
         customType: DELIVERY_RECEIPT,
         display: false,
-        details: { deliveryId, delivered: messageId !== undefined, ...(messageId ? { messageId } : {}) },
+        details: {
+          deliveryId,
+          delivered: messageId !== undefined,
+          ...(messageId ? { messageId } : {}),
+          ...(failure ? { outcome: failure } : {}),
+        },
       },
     ]);
   } catch (error) {

@@ -8,6 +8,7 @@ import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
+import { StreamPreviews } from "../actors/stream-previews.js";
 import { MemoryStore } from "../adapters/memory-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import { compileTool } from "../adapters/tool-schema.js";
@@ -35,6 +36,7 @@ import { SessionRegistry } from "./sessions/session-registry.js";
 import { createRunSubagent } from "./subagents/run-subagent.js";
 import { SubagentNumbers } from "./subagents/subagent-numbers.js";
 import { createTurnTracer } from "./telemetry/turn-tracer.js";
+import { TypingIndicator } from "./typing-indicator.js";
 
 /**
  * Creates a gateway: the composition root that provides real actors and adapters to the machines,
@@ -58,11 +60,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   let draining = false;
   let observeCommitments: (event: TillerEvent) => void = () => {};
   const tracing = createTurnTracer(options.telemetry);
+  let observeChannelEdge: (event: TillerEvent) => void = () => {};
 
   function publish(event: TillerEvent): void {
     messageLog.observe(event);
     tracing.observe(event);
     observeCommitments(event);
+    observeChannelEdge(event);
     logger.debug(event, event.type);
     hub.emit(event);
   }
@@ -130,6 +134,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       await persistence.covered(entry, ids);
     },
     runSubagent: (parent, subagent) => runSubagent(parent, subagent),
+  };
+  // What a chat channel shows while a turn runs: "typing…", and drafts the final replaces.
+  const typing = new TypingIndicator(deps);
+  const previews = new StreamPreviews(deps);
+  deps.previews = previews;
+  observeChannelEdge = (event) => {
+    typing.observe(event);
+    previews.observe(event);
   };
   for (const tool of builtinTools(deps)) registerTool(deps, tool, tool.name);
   for (const [index, tool] of (options.tools ?? []).entries()) registerTool(deps, tool, `tools[${index}]`);
@@ -397,6 +409,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       clusterInbox?.stop();
       commitments.stop();
       scheduleRunner.stop();
+      typing.stop();
       await lanes.drain();
       registry.stopAll();
       // The turns' last state saves are still on their way: the store closes once they have landed.

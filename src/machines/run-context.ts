@@ -2,8 +2,15 @@ import { errorMessage, isTillerErrorCode } from "../errors.js";
 import { MESSAGE_TOOL } from "../policy/delivery.js";
 import { isTypedTrigger } from "../policy/lane-priority.js";
 import { assessDraft, compilePatterns, type DraftFacts } from "../policy/stale-reply.js";
-import type { OwnedMessage, ToolCallRequest, TurnItem } from "../policy/turn-context.js";
-import { INTERIM_TEXT, journalToModel, NOTICED, TURN_NOTE } from "../policy/turn-context.js";
+import {
+  INTERIM_TEXT,
+  journalToModel,
+  NOTICED,
+  type OwnedMessage,
+  type ToolCallRequest,
+  TURN_NOTE,
+  type TurnItem,
+} from "../policy/turn-context.js";
 import type { CallModelInput, RunContext, RunError, RunVerdict } from "./run.types.js";
 
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.
@@ -15,6 +22,8 @@ export function userItem(message: OwnedMessage): TurnItem {
     messageId: message.id,
     channel: message.channel,
     ...(message.sender ? { sender: message.sender } : {}),
+    ...(message.replyTo ? { replyTo: message.replyTo } : {}),
+    ...(message.thread ? { thread: message.thread } : {}),
   };
 }
 

@@ -25,6 +25,11 @@ export interface OpenIntent {
   /** A turn's final (its receipt is the assistant record), rather than a message-tool send or notice. */
   final: boolean;
   channel?: string;
+  /** Threading the first send carried, so the resend answers the same message. */
+  replyTo?: string;
+  thread?: string;
+  /** For a split text: the parts whose own receipts are durable (part number → messageId). */
+  parts?: Record<string, string>;
   seq: number;
 }
 
@@ -52,6 +57,10 @@ export function unreceiptedIntents(records: readonly TranscriptRecord[]): OpenIn
   for (const record of records) {
     const receipt = receiptOf(record);
     if (receipt !== undefined) open.delete(receipt);
+    const part = receipt === undefined ? undefined : /^(.*)#(\d+)$/.exec(receipt);
+    const whole = part?.[1] === undefined ? undefined : open.get(part[1]);
+    if (part?.[2] && whole && record.role === "custom" && typeof record.details.messageId === "string")
+      whole.parts = { ...whole.parts, [part[2]]: record.details.messageId };
     if (record.role !== "custom" || record.customType !== DELIVERY_INTENT) continue;
     const deliveryId = intentDeliveryId(record);
     const { details } = record;
@@ -62,6 +71,8 @@ export function unreceiptedIntents(records: readonly TranscriptRecord[]): OpenIn
       runId: String(details.runId ?? ""),
       final: details.final === true,
       ...(typeof details.channel === "string" ? { channel: details.channel } : {}),
+      ...(typeof details.replyTo === "string" ? { replyTo: details.replyTo } : {}),
+      ...(typeof details.thread === "string" ? { thread: details.thread } : {}),
       seq: record.seq,
     });
   }

@@ -70,3 +70,41 @@ export function failedNotice(error: { code: string } | null | undefined): string
 /** A turn ran past the lane timeout and was stopped. */
 export const TIMED_OUT_NOTICE =
   "I could not finish this reply in time and stopped working on it. Please try again.";
+
+/** Which acks a channel shows as messages (`delivery.visibleAcks`, resolved for one channel). */
+export type AckVisibility = "problems" | "all" | "none";
+
+/**
+ * `delivery.visibleAcks` for one channel: a per-channel entry, else the one value; the `web` channel's
+ * page shows every ack already, so it sends acks as messages only when asked by name or with `all`.
+ *
+ * @example
+ * ```ts
+ * ackVisibilityFor("problems", "telegram"); // "problems"
+ * ackVisibilityFor("problems", "web");      // "none"
+ * ```
+ */
+export function ackVisibilityFor(
+  setting: AckVisibility | Readonly<Record<string, AckVisibility>>,
+  channel: string,
+): AckVisibility {
+  if (typeof setting === "string") return channel === "web" && setting !== "all" ? "none" : setting;
+  return setting[channel] ?? (channel === "web" ? "none" : "problems");
+}
+
+/**
+ * Whether an ack is a problem a person must see: its message will never be answered (rejected, dropped),
+ * it reports messages dropped to make room, or it answers a control command.
+ */
+export function isProblemAck(ack: { disposition: string; dropped?: readonly string[] }): boolean {
+  return (
+    ack.disposition === "rejected" ||
+    ack.disposition === "dropped" ||
+    ack.disposition === "control" ||
+    (ack.dropped?.length ?? 0) > 0
+  );
+}
+
+/** Told when a reply may or may not have reached the user and was not resent, so nobody waits on it. */
+export const UNCERTAIN_DELIVERY_NOTICE =
+  "The chat service did not confirm my last reply. If you do not see it above, please ask again.";

@@ -1,11 +1,9 @@
-import type { RecordBody, TranscriptRecord } from "../ports/store.js";
-import { UNDELIVERED_FINAL } from "../ports/store.js";
+import { type RecordBody, type TranscriptRecord, UNDELIVERED_FINAL } from "../ports/store.js";
 import { markerDeliveryMode, type VisibleReplies, wantsRecovery } from "./delivery.js";
 import { isFinalIntent, unreceiptedIntents } from "./delivery-ledger.js";
 import type { PendingTurn, QueueItem } from "./queue-item.js";
 import type { QueueSettings } from "./queue-mode.js";
-import type { OwnedMessage } from "./turn-context.js";
-import { RECOVERED, SUBAGENT_CUT_OFF } from "./turn-context.js";
+import { type OwnedMessage, RECOVERED, SUBAGENT_CUT_OFF } from "./turn-context.js";
 
 /**
  * What a session persists so that a restarted gateway resumes it exactly once (docs/store.md): the turn
@@ -155,6 +153,9 @@ export function planResume(
     resumed: true,
     deliveryId: intent.deliveryId,
     intent: { kind: intent.kind, final: intent.final },
+    ...(intent.replyTo ? { replyTo: intent.replyTo } : {}),
+    ...(intent.thread ? { thread: intent.thread } : {}),
+    ...(intent.parts ? { parts: intent.parts } : {}),
   }));
   for (const intent of open)
     notes.push(`${intent.kind} ${intent.deliveryId} had no receipt; it is resent once`);

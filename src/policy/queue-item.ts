@@ -18,6 +18,11 @@ export type QueueItem =
        * turn's final, whose receipt is its assistant record). No new intent is written.
        */
       intent?: { kind: "reply" | "ack" | "recovery" | "notice" | "commitment"; final: boolean };
+      /** The threading of the stranded send (`OutboundMessage.replyTo`, `thread`). */
+      replyTo?: string;
+      thread?: string;
+      /** Parts of a split text already delivered (part number → messageId): never sent again. */
+      parts?: Record<string, string>;
     };
 
 /** The turn a session is about to run or runs now, as a restart finds it. */

@@ -1,6 +1,5 @@
 import type { ModelMessage, ToolCallRequest } from "../ports/model.js";
-import type { RecordBody, TranscriptRecord } from "../ports/store.js";
-import { UNDELIVERED_FINAL } from "../ports/store.js";
+import { type RecordBody, type TranscriptRecord, UNDELIVERED_FINAL } from "../ports/store.js";
 import type { Sender } from "./sender.js";
 
 export type { ModelMessage, ToolCallRequest };
@@ -14,6 +13,9 @@ export interface OwnedMessage {
   at: number;
   /** Who wrote it; absent: the session's single anonymous user. */
   sender?: Sender;
+  /** The platform id an answer replies to, and its thread: handed back on the answer's send. */
+  replyTo?: string;
+  thread?: string;
   /** What started it when nobody typed it (`cron`, `heartbeat`, `subagent`, ...); absent for a user's message. */
   trigger?: string;
   /** For a triggered turn: the workload lane when not the trigger's own (a subagent of a scheduled job). */

@@ -31,6 +31,9 @@ export interface UserRecord {
   channel?: string;
   /** Who wrote it, when the channel said (group chats). */
   sender?: Sender;
+  /** The platform id an answer replies to, and the platform thread (`InboundMessage.replyTo`, `thread`). */
+  replyTo?: string;
+  thread?: string;
 }
 
 /** The assistant's text in the transcript: a turn's final, with its run and whether it was delivered. */

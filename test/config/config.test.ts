@@ -65,7 +65,7 @@ describe("config", () => {
     expect(message({ queue: { cap: 0 } })).toBe("config.queue.cap: expected a value > 0, received 0");
     expect(message({ warnAfterMs: -1 })).toBe("config.warnAfterMs: expected a value >= 0, received -1");
     expect(message({ delivery: { visibleAcks: "yes" } })).toContain(
-      "expected one of: a boolean; or a record",
+      'expected one of: one of "problems", "all", "none"; or a boolean; or a record',
     );
     // A collect window of days would park a session's messages (the /queue command refuses it too).
     expect(message({ queue: { debounceMs: 1e15 } })).toBe(

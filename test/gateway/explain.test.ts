@@ -130,7 +130,7 @@ model:
   - reply: { delayMs: 300, text: "Re: {{latestUser}}" }
 channels:
   telegram: { failSends: 2 }
-config: { queue: { mode: followup, cap: 1, drop: old } }
+config: { queue: { mode: followup, cap: 1, drop: old }, delivery: { visibleAcks: none } }
 inbound:
   - { at: 0, session: "s", channel: telegram, id: m1, text: "first" }
   - { at: 100, session: "s", channel: telegram, id: m2, text: "second" }

@@ -186,11 +186,11 @@ describe("faults", () => {
     await gateway.stop();
   });
 
-  it("a channel that never answers counts as not delivered after delivery.sendTimeoutMs: the session goes on", async () => {
+  it("a channel that never answers is aborted at delivery.sendTimeoutMs, given up after sendAbortGraceMs, and not resent: the session goes on", async () => {
     const clock = new SimulatedClock();
     const events: TillerEvent[] = [];
     const gateway = createGateway({
-      config: { delivery: { sendTimeoutMs: 1_000 } },
+      config: { delivery: { sendTimeoutMs: 1_000, sendAbortGraceMs: 2_000 } },
       model: new ScriptedModel([{ reply: { delayMs: 100, text: "Re: {{latestUser}}" } }], clock),
       channels: { web: { send: () => new Promise(() => {}) } },
       clock,
@@ -201,9 +201,12 @@ describe("faults", () => {
     await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hello" });
     await clock.runUntilIdle({ isBusy: () => gateway.isBusy });
     expect(events.find((event) => event.type === "delivery.failed")).toMatchObject({
-      reason: "the channel did not answer within 1000 ms",
+      reason: "the channel did not settle within 3000 ms (it was aborted after 1000 ms)",
+      outcome: "unknown",
     });
+    expect(events.find((event) => event.type === "delivery.failed")?.at).toBe(3100);
     expect(events.map((event) => event.type)).toContain("final.undelivered");
+    expect(events.map((event) => event.type)).not.toContain("recovery.queued");
     expect(gateway.inspectSession("a")?.state).toBe("idle");
     // A second message is answered (or at least tried) instead of waiting forever behind the first.
     await gateway.receive({ session: "a", channel: "web", id: "m2", text: "still there?" });

@@ -2,11 +2,20 @@ import { describe, expect, it } from "vitest";
 import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import { COULD_NOT_DELIVER_NOTICE, FAILED_NOTICE, TIMED_OUT_NOTICE } from "../../src/policy/delivery.js";
+import {
+  COULD_NOT_DELIVER_NOTICE,
+  FAILED_NOTICE,
+  TIMED_OUT_NOTICE,
+  UNCERTAIN_DELIVERY_NOTICE,
+} from "../../src/policy/delivery.js";
 import type { Channel, DeliveryReceipt, OutboundMessage } from "../../src/ports/channel.js";
 import { sleep } from "../../src/ports/clock.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../src/ports/model.js";
-import { latestUserText } from "../../src/ports/model.js";
+import {
+  latestUserText,
+  type ModelProvider,
+  type ModelReply,
+  type ModelRequest,
+} from "../../src/ports/model.js";
 import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
 import type { ToolDefinition } from "../../src/ports/tool.js";
 import { gatewayOn } from "../support/gateway-on.js";
@@ -146,7 +155,8 @@ describe("faults at the ports", () => {
     ["store appends stall (fsync)", { stallMs: 40 }, [["reply", "Re: first question"]]],
     ["state saves fail twice (ENOSPC), then work", { failStateSaves: 2 }, [["reply", "Re: first question"]]],
     ["the channel fails a send", { channel: "fail" }, [["recovery", "Re: first question"]]],
-    ["the channel does not answer a send", { channel: "timeout" }, [["recovery", "Re: first question"]]],
+    // It may yet have posted (aborted, never settled): not resent blindly, the user is told to check.
+    ["the channel does not answer a send", { channel: "timeout" }, [["notice", UNCERTAIN_DELIVERY_NOTICE]]],
     ["the channel omits the messageId", { channel: "omit" }, [["recovery", "Re: first question"]]],
     ["the model call fails", { model: "fail" }, [["notice", FAILED_NOTICE]]],
     ["the model call hangs", { model: "hang" }, [["notice", FAILED_NOTICE]]],

@@ -1,12 +1,15 @@
 import type { ActorDeps } from "../../actors/deps.js";
 import { send } from "../../actors/send.js";
 import { type GatewayConfig, queueLayers } from "../../config.js";
+import { errorMessage } from "../../errors.js";
 import type { EmitEvent } from "../../events.js";
 import type { SessionDecision } from "../../machines/session.types.js";
 import { admit } from "../../policy/admission.js";
+import { ackVisibilityFor, isProblemAck } from "../../policy/delivery.js";
 import { isTypedTrigger } from "../../policy/lane-priority.js";
 import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
 import type { Sender } from "../../policy/sender.js";
+import { ACK_REACTIONS, type Channel } from "../../ports/channel.js";
 import type { SessionMemory, SessionPersistence } from "../sessions/session-persistence.js";
 import type { SessionRegistry } from "../sessions/session-registry.js";
 import { applyControl, runViewOf } from "./apply-control.js";
@@ -37,15 +40,40 @@ export interface ReceiveDeps {
 export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Promise<Ack> {
   const { config, deps, registry, persistence, emit } = ctx;
 
-  function isAckVisible(channel: string): boolean {
-    const visible = config.delivery.visibleAcks;
-    return typeof visible === "boolean" ? visible : visible[channel] === true;
+  /**
+   * Shows the ack on the message's channel as `delivery.visibleAcks` and `delivery.ackReactions` say:
+   * a reaction where the channel has them, a visible message for every problem (by default), never
+   * blocking the ack itself.
+   */
+  function showAck(session: string, channelName: string, ack: Ack, inbound: InboundMessage): void {
+    const visibility = ackVisibilityFor(config.delivery.visibleAcks, channelName);
+    const { channel } = deps.channelFor(session, channelName);
+    const reaction = ACK_REACTIONS[ack.disposition];
+    const reacted = config.delivery.ackReactions && channel.react !== undefined && reaction !== undefined;
+    if (reacted) void react(channel, session, inbound.replyTo ?? inbound.id, reaction);
+    const problem = isProblemAck(ack);
+    if (visibility === "none" || (!problem && (visibility === "problems" || reacted))) return;
+    void send(deps, session, ack.text, "ack", {
+      deliveryId: `ack:${session}:${ack.messageId}`,
+      via: channelName,
+      replyTo: inbound.replyTo,
+      thread: inbound.thread,
+    });
+  }
+
+  async function react(channel: Channel, session: string, messageId: string, reaction: string) {
+    try {
+      await channel.react?.(session, messageId, reaction);
+    } catch (error) {
+      deps.logger.warn({ session, messageId, error: errorMessage(error) }, "ack.reactionFailed");
+    }
   }
 
   function finishAck(
     session: string,
     entry: SessionMemory,
     decision: SessionDecision,
+    inbound: InboundMessage,
     runBefore?: RunView,
     sender?: Sender,
     busyWith?: string,
@@ -74,8 +102,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         ? { ...stored, busyWith, text: `${stored.text} (The session is busy with a scheduled task.)` }
         : stored;
     emit("message.acked", { ...ack, session, ...(sender ? { sender } : {}) });
-    if (isAckVisible(entry.channel))
-      void send(deps, session, ack.text, "ack", { deliveryId: `ack:${session}:${decision.messageId}` });
+    showAck(session, entry.channel, ack, inbound);
     return ack;
   }
 
@@ -99,6 +126,8 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       channel: message.channel,
       at: now,
       ...(message.sender ? { sender: message.sender } : {}),
+      ...(message.replyTo ? { replyTo: message.replyTo } : {}),
+      ...(message.thread ? { thread: message.thread } : {}),
     };
 
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
@@ -143,10 +172,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           session: message.session,
           ...(message.sender ? { sender: message.sender } : {}),
         });
-        if (isAckVisible(entry.channel))
-          void send(deps, message.session, ack.text, "ack", {
-            deliveryId: `ack:${message.session}:${message.id}`,
-          });
+        showAck(message.session, entry.channel, ack, message);
         return ack;
       }
       case "accept": {
@@ -187,7 +213,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       await releaseInbound(deps.writer.store, deps.logger, message);
     // Nothing runs for it (a duplicate, a rejection): a session without an actor keeps no window.
     registry.keepWindow(message.session, entry, false);
-    return finishAck(message.session, entry, decision, runBefore, message.sender, busyWith);
+    return finishAck(message.session, entry, decision, message, runBefore, message.sender, busyWith);
   };
 }
 

@@ -13,6 +13,13 @@ export interface InboundMessage {
   mode?: string;
   /** Who wrote it; absent: the session's single anonymous user. */
   sender?: Sender;
+  /**
+   * The platform id the answer should reply to (usually the platform's own id of this message); kept on
+   * the user record and handed back as `OutboundMessage.replyTo`, so a channel can thread its answer.
+   */
+  replyTo?: string;
+  /** The platform thread this message is in; handed back as `OutboundMessage.thread`. */
+  thread?: string;
 }
 
 // Control characters in a session key or message id are refused (they corrupt logs and file names).
@@ -55,6 +62,21 @@ export function validateInbound(
       "id",
       "expected a non-empty string of at most 256 characters of well-formed Unicode, without control characters",
     );
+  }
+  for (const field of ["replyTo", "thread"] as const) {
+    const value = inbound[field];
+    if (
+      value !== undefined &&
+      (typeof value !== "string" ||
+        value.length === 0 ||
+        value.length > 256 ||
+        hasControlChars(value) ||
+        hasLoneSurrogate(value))
+    )
+      throw new MessageRejectedError(
+        field,
+        "expected a non-empty string of at most 256 characters of well-formed Unicode, without control characters",
+      );
   }
   const sender = validateSender(inbound.sender);
   return sender ? { ...inbound, sender } : inbound;
