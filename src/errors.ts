@@ -34,7 +34,8 @@ export type TillerErrorCode =
   | "MODEL_BAD_REQUEST"
   | "MODEL_STREAM_INTERRUPTED"
   | "LEASE_LOST"
-  | "SUBAGENT_FAILED";
+  | "SUBAGENT_FAILED"
+  | "CHANNEL_SEND_FAILED";
 
 // One entry per code: TypeScript refuses this object when a code of the union is missing from it.
 const CODES: Record<TillerErrorCode, true> = {
@@ -63,6 +64,7 @@ const CODES: Record<TillerErrorCode, true> = {
   DETECTOR_VERDICT_INVALID: true,
   LEASE_LOST: true,
   SUBAGENT_FAILED: true,
+  CHANNEL_SEND_FAILED: true,
 };
 
 /** True for a value that is one of Tiller's error codes (an adapter's own codes are not). */
@@ -264,3 +266,51 @@ export function errorMessage(error: unknown): string {
     return (error as { message: string }).message;
   return describe(error);
 }
+
+/**
+ * What a channel throws from `send` (or `edit`) to say what became of the message, so Tiller decides
+ * the right thing (docs/channels.md):
+ * - `outcome: "not-delivered"` (the default): the platform certainly does not have it; Tiller may
+ *   resend it under the same deliveryId. With `retryAfterMs` the failure is transient (a 429): the
+ *   send is tried once more after that long.
+ * - `permanent: true`: the platform refused it for good (a 400, a blocked bot); never retried, the
+ *   user gets the could-not-deliver notice where one can still reach them.
+ * - `outcome: "unknown"`: the request may have reached the platform (aborted after it was written, a
+ *   connection cut before the answer). Tiller resends only if the channel's `reconcile(deliveryId)`
+ *   says it was not delivered; without `reconcile` it never resends.
+ *
+ * Any other error a channel throws counts as `not-delivered`.
+ *
+ * @example
+ * ```ts
+ * throw new ChannelSendError("telegram: 429 Too Many Requests", { retryAfterMs: 3000 });
+ * throw new ChannelSendError("telegram: 400 chat not found", { permanent: true });
+ * throw new ChannelSendError("telegram: aborted mid-request", { outcome: "unknown" });
+ * ```
+ */
+export class ChannelSendError extends TillerError {
+  /** Whether the platform may have the message. @default "not-delivered" */
+  readonly outcome: ChannelSendOutcome;
+  /** Transient: the platform asks to wait this long before one more try. */
+  readonly retryAfterMs: number | undefined;
+  /** Refused for good: never retried. @default false */
+  readonly permanent: boolean;
+  constructor(
+    message: string,
+    options: {
+      outcome?: ChannelSendOutcome;
+      retryAfterMs?: number;
+      permanent?: boolean;
+      cause?: unknown;
+    } = {},
+  ) {
+    const permanent = options.permanent === true;
+    super("CHANNEL_SEND_FAILED", message, { retryable: !permanent, cause: options.cause });
+    this.outcome = options.outcome ?? "not-delivered";
+    this.retryAfterMs = options.retryAfterMs;
+    this.permanent = permanent;
+  }
+}
+
+/** Whether a failed send may have reached the platform. */
+export type ChannelSendOutcome = "not-delivered" | "unknown";

@@ -16,6 +16,7 @@ import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
 import { createLogger } from "../logger.js";
+import { openChatChannels } from "./serve-channels.js";
 import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
 import { openServeStore } from "./serve-store.js";
 
@@ -93,6 +94,13 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     await closeCluster();
   };
   const web = new WebChannel(deliveries);
+  let chat: Awaited<ReturnType<typeof openChatChannels>>;
+  try {
+    chat = await openChatChannels(config, io.env, storeDir, createLogger());
+  } catch (error) {
+    await closeStore();
+    throw error;
+  }
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
   // (the server that owns that stream is created after the gateway that needs the callback).
   let pushState: (event: TillerEvent) => void = () => {};
@@ -103,7 +111,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       config,
       model,
       tools: [...tools, ...userTools],
-      channels: { web },
+      channels: { ...chat.channels, web },
       store,
       clock,
       logger: createLogger(),
@@ -121,6 +129,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     ...(token ? { token } : {}),
     pageDir: PAGE_DIR,
     routes: [
+      ...chat.routes,
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),
     ],
@@ -138,6 +147,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
 
   const stopped = onSignals(io, async () => {
     http.startDraining();
+    await chat.stop();
     io.stdout.write("draining: new messages get 503; send the signal again to stop at once\n");
     const finished = await Promise.race([gateway.drain().then(() => true), delay(drainTimeoutMs, false)]);
     if (!finished)
@@ -158,11 +168,21 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     throw new UsageError(`${storeDescription}: cannot resume (${errorMessage(error)})`);
   }
   http.markReady();
+  try {
+    await chat.start((message) => gateway.receive(message));
+  } catch (error) {
+    await chat.stop();
+    await http.close();
+    await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
+    await closeCluster().catch(() => undefined);
+    throw error;
+  }
   io.stdout.write(
     [
       `tiller serve: listening on ${url}`,
       `  browser: open ${url}/   terminal: tiller chat --url ${url}`,
       `  store:   ${storeDescription}`,
+      ...chat.lines.map((line) => `  channel: ${line}`),
       `  model:   ${description}`,
       ...(modelUrl
         ? []
