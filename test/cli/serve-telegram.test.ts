@@ -17,11 +17,19 @@ afterEach(async () => {
   await Promise.all(fakes.splice(0).map((fake) => fake.close()));
 });
 
-async function serveTelegram(store: string, delivery: Record<string, unknown> = {}, taskMs = 1500) {
+async function serveTelegram(
+  store: string,
+  delivery: Record<string, unknown> = {},
+  taskMs = 1500,
+  telegram: Record<string, unknown> = {},
+) {
   const api = fakes[0] ?? (await new FakeTelegramApi().start());
   if (!fakes.includes(api)) fakes.push(api);
   const config = join(procs.dir, `${store}.json`);
-  await writeFile(config, JSON.stringify({ channels: { telegram: { apiRoot: api.url } }, delivery }));
+  await writeFile(
+    config,
+    JSON.stringify({ channels: { telegram: { apiRoot: api.url, ...telegram } }, delivery }),
+  );
   const proc = runTiller(
     procs.command,
     ["serve", "--port", "0", "--store", join(procs.dir, store), "--config", config],
@@ -89,10 +97,8 @@ describe("tiller serve with channels.telegram", () => {
     });
     api.userSays(42, "hello");
     await api.waitFor(() => api.chat(42).length === 1, 20_000, "the reply after the 429");
-    await events.waitFor(
-      (event) => event.event === "session.idle" || event.event === "final.delivered",
-      20_000,
-    );
+    // The failed send is resent once by the recovery, after the channel waited out retry_after.
+    await events.waitFor((event) => event.event === "recovery.delivered", 30_000);
     const sends = api.calls.filter((call) => call.method === "sendMessage");
     expect(sends).toHaveLength(2);
     expect(api.chat(42)).toHaveLength(1);
@@ -103,14 +109,16 @@ describe("tiller serve with channels.telegram", () => {
     api.hold("sendMessage", 2500);
     api.userSays(42, "hello");
     await api.waitFor(() => api.chat(42).length === 1, 20_000, "the slow reply");
+    // The timeout made the gateway resend; the resend joined the send in flight.
     await events.waitFor(
-      (event) => event.event === "delivery.resent" || event.event === "final.delivered",
-      20_000,
+      (event) => ["recovery.delivered", "recovery.failed"].includes(event.event ?? ""),
+      30_000,
     );
-    // The resend joined the send in flight: Telegram saw one request.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-    expect(api.calls.filter((call) => call.method === "sendMessage")).toHaveLength(1);
-    expect(api.chat(42)).toHaveLength(1);
+    const reply = api.chat(42)[0]!.text;
+    expect(reply).toContain('You said: "hello"');
+    expect(
+      api.calls.filter((call) => call.method === "sendMessage" && call.body.text === reply),
+    ).toHaveLength(1);
   }, 180_000);
 
   it("kill -9 while Telegram holds the answer: the restart does not post it again", async () => {
@@ -124,11 +132,49 @@ describe("tiller serve with channels.telegram", () => {
     const second = await serveTelegram("crash");
     // The restart resends the intent it found; the channel's ledger knows the send began.
     await second.events.waitFor(
-      (event) => event.event === "delivery.resent" || event.event === "delivery.failed",
-      20_000,
+      (event) => ["notice.sent", "recovery.delivered", "recovery.failed"].includes(event.event ?? ""),
+      30_000,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(api.chat(42).filter((message) => message.text.includes("hello"))).toHaveLength(1);
-    expect(api.calls.filter((call) => call.method === "sendMessage")).toHaveLength(1);
+    const reply = api.chat(42)[0]!.text;
+    expect(reply).toContain('You said: "hello"');
+    expect(
+      api.calls.filter((call) => call.method === "sendMessage" && call.body.text === reply),
+    ).toHaveLength(1);
+  }, 180_000);
+
+  it("webhook mode: registers the webhook, takes updates with the secret, refuses them without", async () => {
+    const { api, running } = await serveTelegram("webhook", {}, 1500, {
+      mode: "webhook",
+      webhookUrl: "https://bot.example.test/telegram",
+      webhookSecret: "s3cret",
+    });
+    expect(running.stdout()).toContain("telegram (webhook at POST /telegram, secret checked)");
+    expect(api.webhookUrl).toBe("https://bot.example.test/telegram");
+    expect(api.calls.find((call) => call.method === "setWebhook")?.body.secret_token).toBe("s3cret");
+    const update = {
+      update_id: 1,
+      message: {
+        message_id: 5,
+        date: 0,
+        chat: { id: 77, type: "private" },
+        from: { id: 77, is_bot: false, first_name: "Ada" },
+        text: "hello hook",
+      },
+    };
+    const post = (secret?: string) =>
+      fetch(`${running.url}/telegram`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(secret ? { "x-telegram-bot-api-secret-token": secret } : {}),
+        },
+        body: JSON.stringify(update),
+      });
+    expect((await post()).status).toBe(401);
+    expect((await post("wrong")).status).toBe(401);
+    expect((await post("s3cret")).status).toBe(200);
+    await api.waitFor(() => api.chat(77).length === 1, 30_000, "the answer");
+    expect(api.chat(77)[0]!.text).toContain('You said: "hello hook"');
+    expect(api.calls.some((call) => call.method === "getUpdates")).toBe(false);
   }, 180_000);
 });
