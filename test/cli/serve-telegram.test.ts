@@ -132,7 +132,10 @@ describe("tiller serve with channels.telegram", () => {
     const second = await serveTelegram("crash");
     // The restart resends the intent it found; the channel's ledger knows the send began.
     await second.events.waitFor(
-      (event) => ["notice.sent", "recovery.delivered", "recovery.failed"].includes(event.event ?? ""),
+      (event) =>
+        ["notice.sent", "delivery.resent", "recovery.delivered", "recovery.failed"].includes(
+          event.event ?? "",
+        ),
       30_000,
     );
     const reply = api.chat(42)[0]!.text;
