@@ -1,6 +1,7 @@
 import { checkSync } from "recheck";
 import { z } from "zod";
 import { ConfigError } from "./errors.js";
+import { channelsSchema } from "./policy/channels-config.js";
 import { DROP_POLICIES, parseQueueMode, type QueueMode, type QueueSettings } from "./policy/queue-mode.js";
 import { compileCron } from "./policy/schedule-time.js";
 import type { StaleDetector } from "./policy/stale-detector.js";
@@ -226,6 +227,11 @@ export const configSchema = z
       })
       .strict()
       .default({ keepDeliveries: 1000 }),
+    /**
+     * The chat platforms `tiller serve` answers on: `telegram` and `slack` (docs/channels.md).
+     * @default {}
+     */
+    channels: channelsSchema.default({}),
     /**
      * Capacity per workload lane (`main`, `cron`, `cron-nested`, `subagent`, any name); 0 pauses a lane,
      * but not `main`: every user turn runs in it, so `main: 0` would accept messages that never run.

@@ -18,6 +18,7 @@ import { createStateFeed } from "../http/state-feed.js";
 import { createLogger } from "../logger.js";
 import type { ModelProvider } from "../ports/model.js";
 import type { ToolDefinition } from "../ports/tool.js";
+import { openChatChannels } from "./serve-channels.js";
 import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
 import { openServeStore } from "./serve-store.js";
 import { startServeTracing } from "./serve-tracing.js";
@@ -104,6 +105,13 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   };
   const web = new WebChannel(deliveries);
   const metrics = createGatewayMetrics();
+  let chat: Awaited<ReturnType<typeof openChatChannels>>;
+  try {
+    chat = await openChatChannels(config, io.env, storeDir, createLogger());
+  } catch (error) {
+    await closeStore();
+    throw error;
+  }
   // The operator page's `state` events: made from inspection, pushed into the HTTP event stream only
   // (the server that owns that stream is created after the gateway that needs the callback).
   let pushState: (event: TillerEvent) => void = () => {};
@@ -114,7 +122,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       config,
       model,
       tools: [...tools, ...userTools],
-      channels: { web: metrics.channel(web) },
+      channels: { ...metrics.channels(chat.channels), web: metrics.channel(web) },
       store,
       clock,
       logger,
@@ -136,6 +144,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     ...(store instanceof PostgresStore ? { storeCheck: () => store.ping() } : {}),
     requestTimeoutMs,
     routes: [
+      ...chat.routes,
       ...operatorRoutes(gateway),
       clusterRoute(store instanceof PostgresStore ? () => store.clusterView() : undefined),
       metricsRoute(metrics.registry, token),
@@ -154,6 +163,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
 
   const stopped = onSignals(io, async () => {
     http.startDraining();
+    await chat.stop();
     io.stdout.write("draining: new messages get 503; send the signal again to stop at once\n");
     const finished = await Promise.race([gateway.drain().then(() => true), delay(drainTimeoutMs, false)]);
     if (!finished)
@@ -175,11 +185,21 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     throw new UsageError(`${storeDescription}: cannot resume (${errorMessage(error)})`);
   }
   http.markReady();
+  try {
+    await chat.start((message) => gateway.receive(message));
+  } catch (error) {
+    await chat.stop();
+    await http.close();
+    await Promise.race([gateway.stop().catch(() => undefined), delay(1000, undefined)]);
+    await closeCluster().catch(() => undefined);
+    throw error;
+  }
   io.stdout.write(
     [
       `tiller serve: listening on ${url}`,
       `  browser: open ${url}/   terminal: tiller chat --url ${url}`,
       `  store:   ${storeDescription}`,
+      ...chat.lines.map((line) => `  channel: ${line}`),
       `  model:   ${description}`,
       ...(modelUrl
         ? []

@@ -1,25 +1,7 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Route, RouteContext } from "../ports/http-route.js";
 import { HttpError } from "./http-error.js";
 
-/** What a route handler gets: the request, the response, the matched path parameters and the URL. */
-export interface RouteContext {
-  req: IncomingMessage;
-  res: ServerResponse;
-  /** Path parameters, percent-decoded. */
-  params: Record<string, string>;
-  url: URL;
-}
-
-/**
- * One endpoint: `path` is literal segments and `:name` parameters (`/v1/sessions/:key`), matched
- * segment by segment on the raw path, so an encoded `/` (`%2F`) stays inside its parameter and an
- * encoded `.` or `..` is a parameter like any other.
- */
-export interface Route {
-  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-  path: string;
-  handler(context: RouteContext): Promise<void> | void;
-}
+export type { Route, RouteContext };
 
 export type RouteMatch =
   | { kind: "found"; route: Route; params: Record<string, string> }

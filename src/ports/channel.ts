@@ -115,3 +115,25 @@ export const ACK_REACTIONS: Readonly<Record<string, string>> = {
   interrupted: "⚡",
   rejected: "🤷",
 };
+
+/**
+ * `inner` with its `send` replaced by `send` and every optional capability passed through as it is, so a
+ * wrapper that observes sends (metrics, traces) never hides `edit`, `typing`, `react`, `reconcile` or
+ * `maxLength` from the gateway.
+ */
+export function withSend(inner: Channel, send: Channel["send"]): Channel {
+  const wrapped: { -readonly [K in keyof Channel]: Channel[K] } = { send };
+  if (inner.maxLength !== undefined) wrapped.maxLength = inner.maxLength;
+  if (inner.edit)
+    wrapped.edit = (target, text, options) =>
+      (inner.edit as NonNullable<Channel["edit"]>).call(inner, target, text, options);
+  if (inner.typing)
+    wrapped.typing = (session) => (inner.typing as NonNullable<Channel["typing"]>).call(inner, session);
+  if (inner.react)
+    wrapped.react = (session, messageId, reaction) =>
+      (inner.react as NonNullable<Channel["react"]>).call(inner, session, messageId, reaction);
+  if (inner.reconcile)
+    wrapped.reconcile = (deliveryId) =>
+      (inner.reconcile as NonNullable<Channel["reconcile"]>).call(inner, deliveryId);
+  return wrapped;
+}

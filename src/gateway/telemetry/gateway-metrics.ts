@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { TillerEvent } from "../../events.js";
 import type { LaneSnapshot } from "../../lanes/lane-scheduler.types.js";
-import { type Channel, isCommitted } from "../../ports/channel.js";
+import { type Channel, isCommitted, withSend } from "../../ports/channel.js";
 
 /** Chat turns: a quick answer in a fraction of a second, a tool-using turn in minutes. */
 const TURN_BUCKETS = [0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300, 600];
@@ -164,18 +164,22 @@ export function createGatewayMetrics() {
     },
     /** The channel, with each send counted in `tiller_deliveries_total`. */
     channel<C extends Channel>(inner: C): Channel {
-      return {
-        async send(message) {
-          try {
-            const receipt = await inner.send(message);
-            deliveries.inc({ kind: message.kind, outcome: isCommitted(receipt) ? "delivered" : "failed" });
-            return receipt;
-          } catch (error) {
-            deliveries.inc({ kind: message.kind, outcome: "failed" });
-            throw error;
-          }
-        },
-      };
+      return withSend(inner, async (message, options) => {
+        try {
+          const receipt = await inner.send(message, options);
+          deliveries.inc({ kind: message.kind, outcome: isCommitted(receipt) ? "delivered" : "failed" });
+          return receipt;
+        } catch (error) {
+          deliveries.inc({ kind: message.kind, outcome: "failed" });
+          throw error;
+        }
+      });
+    },
+    /** Each of `channels`, wrapped as {@link channel} does. */
+    channels(inner: Record<string, Channel>): Record<string, Channel> {
+      return Object.fromEntries(
+        Object.entries(inner).map(([name, channel]) => [name, this.channel(channel)]),
+      );
     },
   };
 }

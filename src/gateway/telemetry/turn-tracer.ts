@@ -26,7 +26,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import type { TillerEvent, TillerEventOf } from "../../events.js";
-import type { Channel } from "../../ports/channel.js";
+import { type Channel, withSend } from "../../ports/channel.js";
 import { forgetRunSpan, isTracingOn, rememberRunSpan } from "../../trace-fields.js";
 
 /** Options of the gateway's tracing (`GatewayOptions.telemetry`). */
@@ -282,9 +282,9 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
   }
 
   function channel(inner: Channel): Channel {
-    return {
-      send(message) {
-        if (!isOn()) return inner.send(message);
+    return withSend(inner, (message, options) => {
+      {
+        if (!isOn()) return inner.send(message, options);
         const turn = message.runId ? (turns.get(message.runId) ?? ended.get(message.runId)) : undefined;
         const attributes: Attributes = {
           "tiller.session": message.session,
@@ -299,7 +299,7 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
         );
         // A channel that throws rather than rejects still ends its span.
         return context
-          .with(trace.setSpan(context.active(), span), async () => inner.send(message))
+          .with(trace.setSpan(context.active(), span), async () => inner.send(message, options))
           .then(
             (receipt) => {
               const delivered = typeof receipt?.messageId === "string" && receipt.messageId.length > 0;
@@ -316,8 +316,8 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
               throw error;
             },
           );
-      },
-    };
+      }
+    });
   }
 
   return { observe, channel };
