@@ -1,7 +1,7 @@
 import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
 import type { ModelReply } from "../adapters/model.js";
-import { latestUserText } from "../adapters/model.js";
+import { callSettings, latestUserText } from "../adapters/model.js";
 import type { ToolSpec } from "../adapters/tool.js";
 import { errorMessage, TillerError } from "../errors.js";
 import type { TillerEventFields } from "../events.js";
@@ -72,6 +72,7 @@ export function createCallModel(deps: ActorDeps) {
         tools: toolSpecs(deps, input.tools),
         signal: control.signal,
         onDelta,
+        ...callSettings(deps.config.model),
       });
       reply = await withDeadline(deps.clock, call, timeoutMs, signal);
     } catch (error) {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { fromPromise } from "xstate";
 import { DeadlineError, withDeadline } from "../adapters/clock.js";
-import { latestUserText, type ModelMessage } from "../adapters/model.js";
+import { callSettings, latestUserText, type ModelMessage } from "../adapters/model.js";
 import type { TranscriptRecord } from "../adapters/store.js";
 import type { ToolSpec } from "../adapters/tool.js";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
@@ -190,6 +190,7 @@ async function modelReview(
       turnStart,
       tools,
       signal,
+      ...callSettings(deps.config.model),
     });
     const reply = checkModelReply(raw, runId, call);
     const decisionCall = reply.toolCalls.find((toolCall) => toolCall.name === DECISION_TOOL);

@@ -16,11 +16,20 @@ import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
 import { createLogger } from "../logger.js";
-import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
+import {
+  isLoopback,
+  loadConfigFile,
+  loadInstructionsFile,
+  loadToolsFile,
+  parseMs,
+  parsePort,
+  UsageError,
+} from "./serve-setup.js";
 import { openServeStore } from "./serve-store.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
-                    [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
+                    [--tools FILE.mjs] [--instructions FILE] [--drain-timeout MS]
+                    [--provider openai|anthropic] [--model-url URL] [--model NAME]
                     [--postgres URL] [--schema NAME] [--lease MS]`;
 
 const PAGE_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
@@ -49,6 +58,8 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       `--host ${host}: refusing to listen beyond this machine without a token; set TILLER_TOKEN (clients then send Authorization: Bearer <token>) or bind 127.0.0.1`,
     );
   const config = await loadConfigFile(values.config);
+  if (values.instructions !== undefined)
+    config.model.instructions = await loadInstructionsFile(values.instructions);
   const clock = new SystemClock();
   const userTools = await loadToolsFile(values.tools);
   const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
@@ -234,6 +245,7 @@ function parseCli(argv: string[]) {
         port: { type: "string" },
         store: { type: "string" },
         config: { type: "string" },
+        instructions: { type: "string" },
         tools: { type: "string" },
         "model-url": { type: "string" },
         model: { type: "string" },
