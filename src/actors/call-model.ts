@@ -10,7 +10,7 @@ import { toRunError } from "../machines/run-context.js";
 import { attributeSenders } from "../policy/sender.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
-import { checkModelReply } from "./model-reply.js";
+import { checkModelReply, contextCallIds } from "./model-reply.js";
 
 /**
  * One model call of a run. The turn's pending journal items are stored while the model works: the call
@@ -107,7 +107,7 @@ export function createCallModel(deps: ActorDeps) {
     }
     let checked: ModelReply;
     try {
-      checked = checkModelReply(reply, input.runId, input.call);
+      checked = checkModelReply(reply, input.runId, input.call, contextCallIds(input.context));
     } catch (error) {
       ended({ status: "failed", error: errorSummary(error) });
       throw error;

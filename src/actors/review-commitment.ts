@@ -18,7 +18,7 @@ import { DECISION_TOOL, reviewContext } from "../policy/review-prompt.js";
 import { historyToModel } from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
-import { checkModelReply } from "./model-reply.js";
+import { checkModelReply, contextCallIds } from "./model-reply.js";
 
 /** What the review model is told about `commitment_decision`. */
 const DECISION_SPEC: ToolSpec = {
@@ -192,7 +192,7 @@ async function modelReview(
       signal,
       ...callSettings(deps.config.model),
     });
-    const reply = checkModelReply(raw, runId, call);
+    const reply = checkModelReply(raw, runId, call, contextCallIds(context));
     const decisionCall = reply.toolCalls.find((toolCall) => toolCall.name === DECISION_TOOL);
     if (decisionCall) return readDecision(decisionCall.args, commitment, nonce);
     if (reply.toolCalls.length === 0)
