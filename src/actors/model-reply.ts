@@ -40,11 +40,12 @@ export function checkModelReply(
     ids.add(request.callId);
   }
   // Reported, never acted on: a provider that sends them in another shape loses only the report.
+  const counted = toUsage(usage);
   return {
     text: text ?? "",
     toolCalls: calls,
     ...(typeof finishReason === "string" ? { finishReason } : {}),
-    ...(isUsage(usage) ? { usage } : {}),
+    ...(counted ? { usage: counted } : {}),
   };
 }
 
@@ -64,12 +65,20 @@ export function contextCallIds(context: readonly ModelMessage[]): Set<string> {
   return ids;
 }
 
-function isUsage(value: unknown): value is ModelUsage {
-  if (value === null || typeof value !== "object") return false;
+/** `{ inputTokens, outputTokens }` as counts, `totalTokens` their sum when the provider gave none. */
+function toUsage(value: unknown): ModelUsage | undefined {
+  if (value === null || typeof value !== "object") return undefined;
   const { inputTokens, outputTokens, totalTokens } = value as Record<string, unknown>;
-  return [inputTokens, outputTokens, totalTokens].every(
-    (count) => typeof count === "number" && Number.isFinite(count),
-  );
+  if (!isCount(inputTokens) || !isCount(outputTokens)) return undefined;
+  return {
+    inputTokens,
+    outputTokens,
+    totalTokens: isCount(totalTokens) ? totalTokens : inputTokens + outputTokens,
+  };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0;
 }
 
 function toolCall(request: unknown, index: number, runId: string, call: number): ToolCallRequest {

@@ -87,10 +87,12 @@ export interface ModelReply {
   usage?: ModelUsage;
 }
 
+/** Token counts of one model call (or, on `turn.ended`, of a turn's calls summed). */
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;
-  totalTokens: number;
+  /** The provider's total; the gateway fills in `inputTokens + outputTokens` when it gives none. */
+  totalTokens?: number;
 }
 
 /** A tool call the model asked for. */

@@ -33,6 +33,7 @@ import { SessionRegistry } from "./session-registry.js";
 import { SubagentNumbers } from "./subagent-numbers.js";
 import { TranscriptWriter } from "./transcript-writer.js";
 import { createTrigger, type TriggerAck, type TriggerRequest } from "./trigger.js";
+import { TurnUsage } from "./turn-usage.js";
 import { type InboundMessage, stateName } from "./validate-inbound.js";
 
 /**
@@ -57,7 +58,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   let draining = false;
   let observeCommitments: (event: TillerEvent) => void = () => {};
 
-  function publish(event: TillerEvent): void {
+  const turnUsage = new TurnUsage();
+
+  function publish(raw: TillerEvent): void {
+    const event = turnUsage.annotate(raw);
     messageLog.observe(event);
     observeCommitments(event);
     logger.debug(event, event.type);
