@@ -15,6 +15,8 @@
  * ```
  */
 
+export { type AISDKModel, createAISDKModel } from "./adapters/ai-sdk/create-ai-sdk-model.js";
+export type { AISDKModelOptions, AISDKSettings } from "./adapters/ai-sdk/options.js";
 export type { Channel, DeliveryReceipt, OutboundMessage } from "./adapters/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
 export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";
