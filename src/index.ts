@@ -17,6 +17,10 @@
 
 export { type AISDKModel, createAISDKModel } from "./adapters/ai-sdk/create-ai-sdk-model.js";
 export type { AISDKModelOptions, AISDKSettings } from "./adapters/ai-sdk/options.js";
+export {
+  type AnthropicModelOptions,
+  createAnthropicModel,
+} from "./adapters/anthropic/create-anthropic-model.js";
 export type { Channel, DeliveryReceipt, OutboundMessage } from "./adapters/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./adapters/clock.js";
 export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";

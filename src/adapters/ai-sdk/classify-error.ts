@@ -38,6 +38,12 @@ export function classifyAISDKError(
   if (streamed === "overloaded_error" || streamed === "api_error")
     return unavailable(`the model server is unavailable: ${reason(error)}`, error);
   const name = (error as { name?: unknown })?.name;
+  if (name === "AI_LoadAPIKeyError")
+    return {
+      error: new ModelError("MODEL_AUTH", `no API key for the model server: ${reason(error)}`, {
+        cause: error,
+      }),
+    };
   if (
     name === "AI_JSONParseError" ||
     name === "AI_TypeValidationError" ||
