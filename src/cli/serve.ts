@@ -1,21 +1,18 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DemoModel, demoTool } from "../adapters/demo-model.js";
 import { clusterRoute } from "../adapters/http/cluster-route.js";
 import { createHttpServer } from "../adapters/http/create-http-server.js";
 import { operatorRoutes } from "../adapters/http/operator-routes.js";
 import { createStateFeed } from "../adapters/http/state-feed.js";
 import { WebChannel } from "../adapters/http/web-channel.js";
-import type { ModelProvider } from "../adapters/model.js";
-import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
 import { PostgresStore } from "../adapters/postgres/postgres-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
-import type { ToolDefinition } from "../adapters/tool.js";
 import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
 import { createGateway } from "../gateway/create-gateway.js";
 import { createLogger } from "../logger.js";
+import { chooseModel } from "./serve-model.js";
 import {
   isLoopback,
   loadConfigFile,
@@ -63,15 +60,13 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   const clock = new SystemClock();
   const userTools = await loadToolsFile(values.tools);
   const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
-  if (values.model !== undefined && modelUrl === undefined)
-    throw new UsageError(
-      "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
-    );
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
-  const { model, tools, description } = chooseModel({
+  const { model, tools, description, real } = chooseModel({
+    provider: values.provider,
     modelUrl,
     modelName: values.model ?? (io.env.TILLER_MODEL || undefined),
-    apiKey: io.env.TILLER_MODEL_KEY || io.env.OPENAI_API_KEY || undefined,
+    modelFlag: values.model !== undefined,
+    env: io.env,
     clock,
     demoTaskMs,
   });
@@ -175,11 +170,12 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       `  browser: open ${url}/   terminal: tiller chat --url ${url}`,
       `  store:   ${storeDescription}`,
       `  model:   ${description}`,
-      ...(modelUrl
+      ...(real
         ? []
         : [
             "  A real model: tiller serve --model-url http://127.0.0.1:11434/v1 --model llama3.2",
             "  (any OpenAI-compatible server; the key from TILLER_MODEL_KEY or OPENAI_API_KEY)",
+            "  or: tiller serve --provider anthropic --model claude-sonnet-4-5 (the key from ANTHROPIC_API_KEY)",
           ]),
       `  auth:    ${token ? "Authorization: Bearer $TILLER_TOKEN on every /v1 request" : "none (loopback only; set TILLER_TOKEN to require one)"}`,
       "",
@@ -188,50 +184,6 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   await stopped;
   io.stdout.write("stopped\n");
   return 0;
-}
-
-interface ModelChoice {
-  modelUrl: string | undefined;
-  modelName: string | undefined;
-  apiKey: string | undefined;
-  clock: SystemClock;
-  demoTaskMs: number;
-}
-
-/** The OpenAI-compatible provider when a URL is given, else the demo model and its slow tool. */
-function chooseModel(choice: ModelChoice): {
-  model: ModelProvider;
-  tools: ToolDefinition[];
-  description: string;
-} {
-  const { modelUrl, modelName, apiKey, clock } = choice;
-  if (modelUrl !== undefined) {
-    if (modelName === undefined)
-      throw new UsageError(
-        "--model: required with --model-url (or TILLER_MODEL): the name the server knows, such as llama3.2",
-      );
-    try {
-      const model = createOpenAIModel({
-        baseURL: modelUrl,
-        model: modelName,
-        ...(apiKey ? { apiKey } : {}),
-        clock,
-        logger: createLogger(),
-      });
-      return {
-        model,
-        tools: [],
-        description: `${modelName} at ${modelUrl} (OpenAI-compatible${apiKey ? ", with a key" : ", no key"})`,
-      };
-    } catch (error) {
-      throw new UsageError(`--model-url ${modelUrl}: ${errorMessage(error)}`);
-    }
-  }
-  return {
-    model: new DemoModel({ clock }),
-    tools: [demoTool({ clock, durationMs: choice.demoTaskMs })],
-    description: `DEMO: the built-in scripted demo model, no language model (ask it to "run a task" to see a ${choice.demoTaskMs / 1000} s tool)`,
-  };
 }
 
 function parseCli(argv: string[]) {
@@ -247,6 +199,7 @@ function parseCli(argv: string[]) {
         config: { type: "string" },
         instructions: { type: "string" },
         tools: { type: "string" },
+        provider: { type: "string" },
         "model-url": { type: "string" },
         model: { type: "string" },
         "drain-timeout": { type: "string" },
