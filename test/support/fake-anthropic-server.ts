@@ -19,7 +19,9 @@ export type AnthropicStep =
 export type AnthropicReply =
   | { stream: AnthropicStep[] }
   | { status: number; body: unknown; headers?: Record<string, string> }
-  | { hang: true };
+  | { hang: true }
+  /** Writes the response itself (a benchmark's paced stream). */
+  | ((response: ServerResponse) => void | Promise<void>);
 
 export interface AnthropicRequest {
   path: string;
@@ -112,6 +114,7 @@ export async function startFakeAnthropicServer(replies: AnthropicReply[] = []): 
 }
 
 async function play(reply: AnthropicReply, res: ServerResponse): Promise<void> {
+  if (typeof reply === "function") return reply(res);
   if ("hang" in reply) return;
   if ("status" in reply) return sendJson(res, reply.status, reply.body, reply.headers);
   res.writeHead(200, {
