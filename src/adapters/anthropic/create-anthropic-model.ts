@@ -1,4 +1,4 @@
-import { createAnthropic } from "@ai-sdk/anthropic";
+import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { ConfigError } from "../../errors.js";
 import { type AISDKModel, createAISDKModel } from "../ai-sdk/create-ai-sdk-model.js";
 import type { AISDKModelOptions } from "../ai-sdk/options.js";
@@ -37,12 +37,26 @@ export function createAnthropicModel(options: AnthropicModelOptions): AISDKModel
     throw new ConfigError("anthropic.apiKey", "a string", "(not shown)");
   if (baseURL !== undefined && !isHttpUrl(baseURL))
     throw new ConfigError("anthropic.baseURL", "an http(s) URL such as https://api.anthropic.com", baseURL);
-  const provider = createAnthropic({
-    ...(apiKey ? { apiKey } : {}),
-    ...(baseURL ? { baseURL: `${baseURL.replace(/\/+$/, "")}/v1` } : {}),
-    ...(fetch ? { fetch } : {}),
-  });
-  return createAISDKModel({ ...rest, model: provider.languageModel(model) });
+  // The provider module is loaded at the first call, so a process that never calls Anthropic (every
+  // `tiller` command, every gateway on another model) does not pay for loading it at start.
+  let loaded: Promise<LanguageModelV3> | undefined;
+  const load = () =>
+    (loaded ??= import("@ai-sdk/anthropic").then(({ createAnthropic }) =>
+      createAnthropic({
+        ...(apiKey ? { apiKey } : {}),
+        ...(baseURL ? { baseURL: `${baseURL.replace(/\/+$/, "")}/v1` } : {}),
+        ...(fetch ? { fetch } : {}),
+      }).languageModel(model),
+    ));
+  const lazy: LanguageModelV3 = {
+    specificationVersion: "v3",
+    provider: "anthropic.messages",
+    modelId: model,
+    supportedUrls: {},
+    doGenerate: async (call) => (await load()).doGenerate(call),
+    doStream: async (call) => (await load()).doStream(call),
+  };
+  return createAISDKModel({ ...rest, model: lazy });
 }
 
 function isHttpUrl(value: unknown): boolean {
