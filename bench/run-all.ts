@@ -29,6 +29,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "delivery logs", file: "deliveries.bench.ts", entry: "benchDeliveries" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
+  { title: "model adapters (AI SDK, Anthropic)", file: "models.bench.ts", entry: "benchModels" },
   { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
   { title: "triggers", file: "triggers.bench.ts", entry: "benchTriggers" },

@@ -162,7 +162,13 @@ export interface TillerEventMap {
    * A turn ended, whatever the outcome: `error` says why a failed turn failed, `reason` why an aborted
    * one stopped (`/stop`, an interrupting message, `/new`, a lane timeout).
    */
-  "turn.ended": InTurn & { status: "done" | "aborted" | "failed"; error?: RunError; reason?: string };
+  "turn.ended": InTurn & {
+    status: "done" | "aborted" | "failed";
+    error?: RunError;
+    reason?: string;
+    /** The token usage of the turn's model calls, summed, when the provider reported any. */
+    usage?: ModelUsage;
+  };
   /** A cleared or draining lane refused the turn: its messages wait in the queue again. */
   "turn.requeued": InSession & { messageIds: string[]; reason: string };
   /** A steering message reached the running turn before its next model call. */

@@ -15,6 +15,12 @@
  * ```
  */
 
+export { type AISDKModel, createAISDKModel } from "./adapters/ai-sdk/create-ai-sdk-model.js";
+export type { AISDKModelOptions, AISDKSettings } from "./adapters/ai-sdk/options.js";
+export {
+  type AnthropicModelOptions,
+  createAnthropicModel,
+} from "./adapters/anthropic/create-anthropic-model.js";
 export { LoopbackChannel } from "./adapters/channels/loopback-channel.js";
 export { WebChannel } from "./adapters/channels/web-channel.js";
 export { DEMO_TOOL, DemoModel, type DemoModelOptions, demoTool } from "./adapters/demo-model.js";

@@ -5,12 +5,11 @@ import type { CallModelInput, CallModelOutput, RunError } from "../machines/run.
 import { toRunError } from "../machines/run-context.js";
 import { attributeSenders } from "../policy/sender.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
-import type { ModelReply } from "../ports/model.js";
-import { latestUserText } from "../ports/model.js";
+import { callSettings, latestUserText, type ModelReply } from "../ports/model.js";
 import type { ToolSpec } from "../ports/tool.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
-import { checkModelReply } from "./model-reply.js";
+import { checkModelReply, contextCallIds } from "./model-reply.js";
 
 /**
  * One model call of a run. The turn's pending journal items are stored while the model works: the call
@@ -72,6 +71,7 @@ export function createCallModel(deps: ActorDeps) {
         tools: toolSpecs(deps, input.tools),
         signal: control.signal,
         onDelta,
+        ...callSettings(deps.config.model),
       });
       reply = await withDeadline(deps.clock, call, timeoutMs, signal);
     } catch (error) {
@@ -106,7 +106,7 @@ export function createCallModel(deps: ActorDeps) {
     }
     let checked: ModelReply;
     try {
-      checked = checkModelReply(reply, input.runId, input.call);
+      checked = checkModelReply(reply, input.runId, input.call, contextCallIds(input.context));
     } catch (error) {
       ended({ status: "failed", error: errorSummary(error) });
       throw error;

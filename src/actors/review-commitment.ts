@@ -2,8 +2,12 @@ import { randomBytes } from "node:crypto";
 import { fromPromise } from "xstate";
 import { invalidArgsResult } from "../adapters/tool-schema.js";
 import { errorMessage } from "../errors.js";
-import type { Classification, Commitment, ReviewOutput } from "../machines/commitment.types.js";
-import { CLASSIFICATIONS } from "../machines/commitment.types.js";
+import {
+  CLASSIFICATIONS,
+  type Classification,
+  type Commitment,
+  type ReviewOutput,
+} from "../machines/commitment.types.js";
 import {
   followUpProblem,
   isStillPending,
@@ -13,12 +17,12 @@ import {
 import { DECISION_TOOL, reviewContext } from "../policy/review-prompt.js";
 import { historyToModel } from "../policy/turn-context.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
-import { latestUserText, type ModelMessage } from "../ports/model.js";
+import { callSettings, latestUserText, type ModelMessage } from "../ports/model.js";
 import type { TranscriptRecord } from "../ports/store.js";
 import type { ToolSpec } from "../ports/tool.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
-import { checkModelReply } from "./model-reply.js";
+import { checkModelReply, contextCallIds } from "./model-reply.js";
 
 /** What the review model is told about `commitment_decision`. */
 const DECISION_SPEC: ToolSpec = {
@@ -190,8 +194,9 @@ async function modelReview(
       turnStart,
       tools,
       signal,
+      ...callSettings(deps.config.model),
     });
-    const reply = checkModelReply(raw, runId, call);
+    const reply = checkModelReply(raw, runId, call, contextCallIds(context));
     const decisionCall = reply.toolCalls.find((toolCall) => toolCall.name === DECISION_TOOL);
     if (decisionCall) return readDecision(decisionCall.args, commitment, nonce);
     if (reply.toolCalls.length === 0)

@@ -1,7 +1,6 @@
 import { errorMessage } from "../errors.js";
 import { splitText } from "../policy/split-text.js";
-import { type DeliveryKind, isCommitted, type OutboundMessage } from "../ports/channel.js";
-import { DeadlineError, withDeadline } from "../ports/clock.js";
+import { type DeliveryKind, type OutboundMessage } from "../ports/channel.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
 import {
   type ChannelSendResult,

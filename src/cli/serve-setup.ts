@@ -33,6 +33,26 @@ export async function loadConfigFile(file: string | undefined): Promise<GatewayC
   }
 }
 
+/** The longest instructions accepted (config `model.instructions` has the same bound). */
+const MAX_INSTRUCTIONS = 200_000;
+
+/** Reads `--instructions FILE`: the system prompt, as UTF-8 text (trailing whitespace dropped). */
+export async function loadInstructionsFile(file: string): Promise<string> {
+  let text: string;
+  try {
+    text = (await readFile(file, "utf8")).trimEnd();
+  } catch (error) {
+    throw new UsageError(`--instructions ${file}: cannot read it (${errorMessage(error)})`);
+  }
+  if (text.trim() === "")
+    throw new UsageError(`--instructions ${file}: the file is empty (expected the system prompt as text)`);
+  if (text.length > MAX_INSTRUCTIONS)
+    throw new UsageError(
+      `--instructions ${file}: expected at most ${MAX_INSTRUCTIONS} characters, received ${text.length}`,
+    );
+  return text;
+}
+
 /** Imports `--tools FILE.mjs`: its default export is an array of tool definitions. */
 export async function loadToolsFile(file: string | undefined): Promise<ToolDefinition[]> {
   if (file === undefined) return [];

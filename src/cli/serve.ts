@@ -2,8 +2,6 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { WebChannel } from "../adapters/channels/web-channel.js";
-import { DemoModel, demoTool } from "../adapters/demo-model.js";
-import { createOpenAIModel } from "../adapters/openai/create-openai-model.js";
 import { PostgresStore } from "../adapters/postgres/postgres-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import { errorMessage } from "../errors.js";
@@ -16,16 +14,24 @@ import { metricsRoute } from "../http/metrics-route.js";
 import { operatorRoutes } from "../http/operator-routes.js";
 import { createStateFeed } from "../http/state-feed.js";
 import { createLogger } from "../logger.js";
-import type { ModelProvider } from "../ports/model.js";
-import type { ToolDefinition } from "../ports/tool.js";
 import { openChatChannels } from "./serve-channels.js";
-import { isLoopback, loadConfigFile, loadToolsFile, parseMs, parsePort, UsageError } from "./serve-setup.js";
+import { chooseModel } from "./serve-model.js";
+import {
+  isLoopback,
+  loadConfigFile,
+  loadInstructionsFile,
+  loadToolsFile,
+  parseMs,
+  parsePort,
+  UsageError,
+} from "./serve-setup.js";
 import { openServeStore } from "./serve-store.js";
 import { startServeTracing } from "./serve-tracing.js";
 
 export const SERVE_USAGE = `usage: tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE]
-                    [--tools FILE.mjs] [--model-url URL] [--model NAME] [--drain-timeout MS]
-                    [--request-timeout MS] [--postgres URL] [--schema NAME] [--lease MS]`;
+                    [--tools FILE.mjs] [--instructions FILE] [--drain-timeout MS] [--request-timeout MS]
+                    [--provider openai|anthropic] [--model-url URL] [--model NAME]
+                    [--postgres URL] [--schema NAME] [--lease MS]`;
 
 const PAGE_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 
@@ -56,20 +62,20 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       `--host ${host}: refusing to listen beyond this machine without a token; set TILLER_TOKEN (clients then send Authorization: Bearer <token>) or bind 127.0.0.1`,
     );
   const config = await loadConfigFile(values.config);
+  if (values.instructions !== undefined)
+    config.model.instructions = await loadInstructionsFile(values.instructions);
   const clock = new SystemClock();
   const userTools = await loadToolsFile(values.tools);
   const modelUrl = values["model-url"] ?? (io.env.TILLER_MODEL_URL || undefined);
-  if (values.model !== undefined && modelUrl === undefined)
-    throw new UsageError(
-      "--model: names a model of the server given by --model-url (or TILLER_MODEL_URL), which is not set",
-    );
   // Before anything runs: the SDK (only when OTEL_* asks for it) must be the global provider first.
   const tracing = await startServeTracing(io.env);
   const demoTaskMs = parseMs(io.env.TILLER_DEMO_TASK_MS || undefined, 5000, "TILLER_DEMO_TASK_MS");
-  const { model, tools, description } = chooseModel({
+  const { model, tools, description, real } = chooseModel({
+    provider: values.provider,
     modelUrl,
     modelName: values.model ?? (io.env.TILLER_MODEL || undefined),
-    apiKey: io.env.TILLER_MODEL_KEY || io.env.OPENAI_API_KEY || undefined,
+    modelFlag: values.model !== undefined,
+    env: io.env,
     clock,
     demoTaskMs,
   });
@@ -201,11 +207,12 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
       `  store:   ${storeDescription}`,
       ...chat.lines.map((line) => `  channel: ${line}`),
       `  model:   ${description}`,
-      ...(modelUrl
+      ...(real
         ? []
         : [
             "  A real model: tiller serve --model-url http://127.0.0.1:11434/v1 --model llama3.2",
             "  (any OpenAI-compatible server; the key from TILLER_MODEL_KEY or OPENAI_API_KEY)",
+            "  or: tiller serve --provider anthropic --model claude-sonnet-4-5 (the key from ANTHROPIC_API_KEY)",
           ]),
       `  traces:  ${tracing ? tracing.description : "off (set OTEL_EXPORTER_OTLP_ENDPOINT to export OTLP)"}`,
       `  metrics: ${url}/metrics`,
@@ -216,50 +223,6 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
   await stopped;
   io.stdout.write("stopped\n");
   return 0;
-}
-
-interface ModelChoice {
-  modelUrl: string | undefined;
-  modelName: string | undefined;
-  apiKey: string | undefined;
-  clock: SystemClock;
-  demoTaskMs: number;
-}
-
-/** The OpenAI-compatible provider when a URL is given, else the demo model and its slow tool. */
-function chooseModel(choice: ModelChoice): {
-  model: ModelProvider;
-  tools: ToolDefinition[];
-  description: string;
-} {
-  const { modelUrl, modelName, apiKey, clock } = choice;
-  if (modelUrl !== undefined) {
-    if (modelName === undefined)
-      throw new UsageError(
-        "--model: required with --model-url (or TILLER_MODEL): the name the server knows, such as llama3.2",
-      );
-    try {
-      const model = createOpenAIModel({
-        baseURL: modelUrl,
-        model: modelName,
-        ...(apiKey ? { apiKey } : {}),
-        clock,
-        logger: createLogger(),
-      });
-      return {
-        model,
-        tools: [],
-        description: `${modelName} at ${modelUrl} (OpenAI-compatible${apiKey ? ", with a key" : ", no key"})`,
-      };
-    } catch (error) {
-      throw new UsageError(`--model-url ${modelUrl}: ${errorMessage(error)}`);
-    }
-  }
-  return {
-    model: new DemoModel({ clock }),
-    tools: [demoTool({ clock, durationMs: choice.demoTaskMs })],
-    description: `DEMO: the built-in scripted demo model, no language model (ask it to "run a task" to see a ${choice.demoTaskMs / 1000} s tool)`,
-  };
 }
 
 function parseCli(argv: string[]) {
@@ -273,7 +236,9 @@ function parseCli(argv: string[]) {
         port: { type: "string" },
         store: { type: "string" },
         config: { type: "string" },
+        instructions: { type: "string" },
         tools: { type: "string" },
+        provider: { type: "string" },
         "model-url": { type: "string" },
         model: { type: "string" },
         "drain-timeout": { type: "string" },

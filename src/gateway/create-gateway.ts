@@ -36,6 +36,7 @@ import { SessionRegistry } from "./sessions/session-registry.js";
 import { createRunSubagent } from "./subagents/run-subagent.js";
 import { SubagentNumbers } from "./subagents/subagent-numbers.js";
 import { createTurnTracer } from "./telemetry/turn-tracer.js";
+import { TurnUsage } from "./turn-usage.js";
 import { TypingIndicator } from "./typing-indicator.js";
 
 /**
@@ -62,7 +63,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const tracing = createTurnTracer(options.telemetry);
   let observeChannelEdge: (event: TillerEvent) => void = () => {};
 
-  function publish(event: TillerEvent): void {
+  const turnUsage = new TurnUsage();
+
+  function publish(raw: TillerEvent): void {
+    const event = turnUsage.annotate(raw);
     messageLog.observe(event);
     tracing.observe(event);
     observeCommitments(event);

@@ -37,6 +37,46 @@ export interface ModelRequest {
   tools: ToolSpec[];
   signal: AbortSignal;
   onDelta?: (text: string) => void;
+  /**
+   * The gateway's instructions (config `model.instructions`): a provider sends them as its system
+   * prompt, first, before anything of `context`. Absent when none are configured.
+   */
+  instructions?: string;
+  /** Sampling temperature (config `model.temperature`). @default the provider's */
+  temperature?: number;
+  /** The longest reply in tokens (config `model.maxOutputTokens`). @default the provider's */
+  maxOutputTokens?: number;
+  /** The longest wait for the first data and the longest silence within the stream (config `model.timeoutMs`). @default the provider's */
+  timeoutMs?: number;
+}
+
+/** The per-call settings of {@link ModelRequest} that come from the gateway's `model` config. */
+export type ModelCallSettings = Pick<
+  ModelRequest,
+  "instructions" | "temperature" | "maxOutputTokens" | "timeoutMs"
+>;
+
+/** The `model` config as request fields, the absent ones left out. */
+export function callSettings(config: {
+  instructions?: string | undefined;
+  temperature?: number | undefined;
+  maxOutputTokens?: number | undefined;
+  timeoutMs?: number | undefined;
+}): ModelCallSettings {
+  const settings: ModelCallSettings = {};
+  if (config.instructions) settings.instructions = config.instructions;
+  if (config.temperature !== undefined) settings.temperature = config.temperature;
+  if (config.maxOutputTokens !== undefined) settings.maxOutputTokens = config.maxOutputTokens;
+  if (config.timeoutMs !== undefined) settings.timeoutMs = config.timeoutMs;
+  return settings;
+}
+
+/**
+ * The system prompt of a call: a provider's own (`system` option) and the gateway's instructions, in
+ * that order, separated by a blank line; "" when neither is set.
+ */
+export function systemPrompt(own: string | undefined, request: Pick<ModelRequest, "instructions">): string {
+  return [own, request.instructions].filter((part): part is string => Boolean(part)).join("\n\n");
 }
 
 /** What the model answered for one call: its text, its tool calls and its token usage where reported. */
@@ -49,11 +89,12 @@ export interface ModelReply {
   usage?: ModelUsage;
 }
 
-/** Tokens one model call used, as the provider reports them. */
+/** Token counts of one model call (or, on `turn.ended`, of a turn's calls summed). */
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;
-  totalTokens: number;
+  /** The provider's total; the gateway fills in `inputTokens + outputTokens` when it gives none. */
+  totalTokens?: number;
 }
 
 /** A tool call the model asked for. */

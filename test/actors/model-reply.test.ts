@@ -16,6 +16,26 @@ describe("checkModelReply", () => {
     });
   });
 
+  it("renames a call id repeated in the reply or already in the context, keeping the first as is", () => {
+    const reply = {
+      toolCalls: [
+        { name: "a", callId: "call_1" },
+        { name: "b", callId: "call_1" },
+        { name: "c", callId: "call_2" },
+      ],
+    };
+    expect(checkModelReply(reply, "a#1", 1).toolCalls.map((c) => c.callId)).toEqual([
+      "call_1",
+      "call_1-2",
+      "call_2",
+    ]);
+    expect(checkModelReply(reply, "a#1", 3, ["call_1", "call_1-2"]).toolCalls.map((c) => c.callId)).toEqual([
+      "call_1-3",
+      "call_1-4",
+      "call_2",
+    ]);
+  });
+
   it.each([
     [null, "the reply must be an object, received null"],
     ["just text", 'the reply must be an object, received "just text"'],
@@ -28,15 +48,6 @@ describe("checkModelReply", () => {
     [
       { toolCalls: [{ name: "a", args: [1] }] },
       "toolCalls[0].args must be an object, received an array of 1",
-    ],
-    [
-      {
-        toolCalls: [
-          { name: "a", callId: "c" },
-          { name: "b", callId: "c" },
-        ],
-      },
-      'toolCalls[1].callId must be unique in the reply, received "c"',
     ],
   ])("refuses %j with a typed error naming the field", (reply, message) => {
     let caught: unknown;

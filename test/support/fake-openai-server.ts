@@ -134,7 +134,8 @@ export async function startFakeOpenAIServer(replies: FakeReply[] = []): Promise<
   };
 }
 
-async function play(reply: FakeReply, res: ServerResponse, request: FakeRequest): Promise<void> {
+/** Plays one scripted reply on `res` (for a function reply that decides from the request what to send). */
+export async function play(reply: FakeReply, res: ServerResponse, request: FakeRequest): Promise<void> {
   if (typeof reply === "function") return reply(res, request);
   if ("hang" in reply) return;
   if ("status" in reply) return sendJson(res, reply.status, reply.body ?? {}, reply.headers);

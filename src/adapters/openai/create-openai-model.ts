@@ -3,7 +3,7 @@ import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/
 import { ModelError } from "../../errors.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import { type Clock, sleep } from "../../ports/clock.js";
-import type { ModelProvider, ModelReply, ModelRequest } from "../../ports/model.js";
+import { type ModelProvider, type ModelReply, type ModelRequest, systemPrompt } from "../../ports/model.js";
 import { SystemClock } from "../system-clock.js";
 import { retryDelay } from "./backoff.js";
 import { type Classified, classifyError, interrupted } from "./classify-error.js";
@@ -53,6 +53,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
     body: ChatCompletionCreateParamsStreaming,
     request: ModelRequest,
     progress: StreamProgress,
+    timeoutMs: number,
   ) {
     // One controller per HTTP exchange: the turn's signal and the silence timeout both close it.
     const exchange = new AbortController();
@@ -62,8 +63,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
     const arm = () =>
       clock.setTimeout(() => {
         timedOut = true;
-        exchange.abort(new Error(`no data from the model server for ${settings.timeoutMs} ms`));
-      }, settings.timeoutMs);
+        exchange.abort(new Error(`no data from the model server for ${timeoutMs} ms`));
+      }, timeoutMs);
     let timer = arm();
     inFlight++;
     try {
@@ -86,7 +87,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
       return reply;
     } catch (error) {
       if (request.signal.aborted) throw request.signal.reason;
-      if (timedOut) throw timeoutError(progress, settings.timeoutMs);
+      if (timedOut) throw timeoutError(progress, timeoutMs);
       throw classifyError(error, progress);
     } finally {
       inFlight--;
@@ -96,21 +97,28 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
   }
 
   async function complete(request: ModelRequest): Promise<ModelReply> {
+    // The gateway's per-call settings (its `model` config) win over this provider's own options.
+    const temperature = request.temperature ?? settings.temperature;
+    const maxTokens = request.maxOutputTokens ?? settings.maxTokens;
+    const timeoutMs = request.timeoutMs ?? settings.timeoutMs;
     const body: ChatCompletionCreateParamsStreaming = {
       ...settings.extraBody,
       model: settings.model,
-      messages: toChatMessages(request.context, { system: settings.system, notesAs: settings.notesAs }),
+      messages: toChatMessages(request.context, {
+        system: systemPrompt(settings.system, request),
+        notesAs: settings.notesAs,
+      }),
       stream: true,
       ...(settings.includeUsage ? { stream_options: { include_usage: true } } : {}),
       ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
-      ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
-      ...(settings.maxTokens !== undefined ? { max_tokens: settings.maxTokens } : {}),
+      ...(temperature !== undefined ? { temperature } : {}),
+      ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     } as ChatCompletionCreateParamsStreaming;
     for (let retry = 0; ; retry++) {
       if (request.signal.aborted) throw request.signal.reason;
       const progress: StreamProgress = { started: false, chars: 0 };
       try {
-        return await attempt(body, request, progress);
+        return await attempt(body, request, progress, timeoutMs);
       } catch (thrown) {
         if (request.signal.aborted) throw request.signal.reason;
         if (!isClassified(thrown)) throw thrown;

@@ -23,6 +23,11 @@ export interface MessageExplanation {
   firstSeenBy?: { runId: string; call: number; at: number; recheck: boolean };
   answeredBy?: { runId: string; delivered: boolean; at: number };
   dropped?: { reason: string; at: number };
+  /**
+   * Tokens of the model calls made while a turn owned this message (from the call that first saw it),
+   * summed, when the provider reported usage; `calls` is how many calls reported it.
+   */
+  usage?: { inputTokens: number; outputTokens: number; calls: number };
   /** Child turns a tool of the turn that owns this message ran (`context.runSubagent`), in order. */
   subagents?: Array<{ session: string; startedAt: number; status?: string; endedAt?: number }>;
   timeline: Array<{ at: number; what: string }>;
@@ -91,6 +96,27 @@ export class MessageLog {
           });
         }
         return;
+      case "model.ended": {
+        const usage = event.usage;
+        if (!usage || event.review) return;
+        for (const id of this.runMessages.get(event.runId) ?? []) {
+          this.note(
+            session,
+            id,
+            event.at,
+            `model call ${event.call} of ${event.runId} used ${usage.inputTokens} input and ${usage.outputTokens} output tokens`,
+            (entry) => {
+              const sum = entry.usage ?? { inputTokens: 0, outputTokens: 0, calls: 0 };
+              entry.usage = {
+                inputTokens: sum.inputTokens + usage.inputTokens,
+                outputTokens: sum.outputTokens + usage.outputTokens,
+                calls: sum.calls + 1,
+              };
+            },
+          );
+        }
+        return;
+      }
       case "subagent.started":
       case "subagent.ended": {
         const child = String(event.child);
