@@ -357,7 +357,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return commitments.explain(id);
     },
     get isBusy(): boolean {
-      return writer.isBusy || commitments.book.isBusy;
+      return writer.isBusy || commitments.book.isBusy || scheduleRunner.isBusy;
     },
     get isDraining(): boolean {
       return draining;
