@@ -386,8 +386,12 @@ export interface TillerEventMap {
   "commitment.sent": InCommitment & { messageId: string; text: string };
   /** A send was cut off by a crash: it may have reached the user, so it is never sent again. */
   "commitment.sendInterrupted": InCommitment & { receipt: "unknown"; text: string };
-  /** It ended without a send: completed, superseded, or dismissed by an operator (`why`). */
-  "commitment.dismissed": InCommitment & { why: string };
+  /** It ended without a send: completed, superseded, a duplicate of its dedupeKey, or dismissed by an operator (`why`). */
+  "commitment.dismissed": InCommitment & {
+    why: string;
+    /** With `why: "duplicate"`: the commitment of the same session and dedupeKey that stands. */
+    duplicateOf?: string;
+  };
   /** No decision this time (unclear, an error, a voided review): reviewed again at a later tick. */
   "commitment.retried": InCommitment & { why: string; attempt: number };
   /** Its window passed without a still-pending review: nothing was sent. */

@@ -27,6 +27,8 @@ export function createSendCommitment(deps: ActorDeps, book: CommitmentBook, gate
     const notSent = (reason: string): SendOutput => ({ delivered: false, reason, at: deps.clock.now() });
     if (gate.arrivedSinceDecision(id, session)) return notSent("a user message arrived after the review");
     if (book.sentInWindow(session, deps.clock.now()) >= gate.maxPerDay) return notSent("maxPerDay reached");
+    const original = book.duplicateOf(id);
+    if (original) return notSent(`a duplicate of ${original.id} (same dedupeKey)`);
     const intent = await book.update(id, (current) =>
       current?.status === "pending" && !current.sending
         ? { ...current, sending: { at: deps.clock.now(), text }, updatedAt: deps.clock.now() }
