@@ -141,6 +141,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       resetTranscript: createResetTranscript(deps),
     },
   });
+  writer.onStored = (session, records) => {
+    const entry = registry.get(session);
+    if (!entry?.unstored?.size) return;
+    const ids: string[] = [];
+    for (const record of records) if (record.role === "user") ids.push(record.messageId);
+    persistence.stored(session, entry, ids);
+  };
   const registry = new SessionRegistry({
     config,
     clock,

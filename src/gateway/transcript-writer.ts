@@ -33,6 +33,9 @@ export class TranscriptWriter {
   /** Appends in flight per session: a window read while one is pending may miss it, so is not kept. */
   private readonly appending = new Map<string, number>();
 
+  /** Told of every append the store acknowledged (the gateway learns which messages are stored). */
+  onStored: ((session: string, records: readonly TranscriptRecord[]) => void) | undefined;
+
   constructor(readonly store: TranscriptStore) {}
 
   get isBusy(): boolean {
@@ -46,6 +49,7 @@ export class TranscriptWriter {
       return await this.track(async () => {
         const head = await this.head(session);
         const stored = await this.store.append(session, records, head);
+        this.onStored?.(session, stored);
         const last = stored.at(-1);
         if (last) this.lastSeqs.set(session, last.seq);
         this.extendWindow(session, stored);
