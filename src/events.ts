@@ -166,6 +166,12 @@ export interface TillerEventMap {
   "turn.requeued": InSession & { messageIds: string[]; reason: string };
   /** A steering message reached the running turn before its next model call. */
   "steer.injected": InTurn & { messageIds: string[] };
+  /**
+   * Messages acked `steered` that the run ended without showing to the model (it was already writing
+   * its final text, with no re-check left): each is answered by a turn of its own. The ack was made
+   * before the outcome was known; this says what happened.
+   */
+  "steer.missed": InTurn & { messageIds: string[]; reason: string };
 
   // Model
   /** A model call starts; `userTexts` and `messageIds` are the user messages of this turn it sees. */

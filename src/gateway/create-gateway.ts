@@ -8,6 +8,7 @@ import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
+import { send } from "../actors/send.js";
 import { MemoryStore } from "../adapters/memory-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
 import type { ToolDefinition } from "../adapters/tool.js";
@@ -62,6 +63,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     observeCommitments(event);
     logger.debug(event, event.type);
     hub.emit(event);
+    if (event.type === "steer.missed") correctSteeredAck(event.session, event.messageIds);
+  }
+
+  /** Where acks are visible, a `steered` ack that did not hold is followed by the truth (once each). */
+  function correctSteeredAck(session: string, messageIds: readonly string[]): void {
+    const channel = registry.get(session)?.channel;
+    const visible = config.delivery.visibleAcks;
+    if (!channel || !(typeof visible === "boolean" ? visible : visible[channel] === true)) return;
+    const text =
+      "The reply I was writing finished before it could take your message into account; I answer it next.";
+    for (const id of messageIds)
+      void send(deps, session, text, "ack", { deliveryId: `ack:${session}:${id}:missed` });
   }
   const emit: EmitEvent = (type, fields) => publish(tillerEvent(type, clock.now(), fields));
 

@@ -291,6 +291,17 @@ export const sessionSetup = setup({
       const leftover = new Set(kept.map((message) => message.id));
       const head = context.queue[0];
       const interrupted = output.status === "aborted" && output.abortReason?.startsWith(INTERRUPTED) === true;
+      // Acked `steered` before the outcome was known: say what became of them.
+      if (kept.length > 0)
+        enqueue.emit({
+          type: "steer.missed" as const,
+          runId: output.runId,
+          messageIds: kept.map((message) => message.id),
+          reason:
+            output.status === "done"
+              ? "the reply was already written when it arrived: it gets an answer of its own"
+              : "the run stopped before its next step: it gets an answer of its own",
+        });
       enqueue.assign({
         lastOutput: output,
         // An interrupted run's held-back steering waited too: it folds into the interrupting turn.

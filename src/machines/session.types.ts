@@ -103,7 +103,7 @@ export const LANE_TIMEOUT_REASON = "the turn ran past the lane timeout";
 
 /** The session's observable events (the gateway adds `session`; see src/events.ts). */
 export type SessionEmitted = EmittedEvent<
-  "turn.started" | "turn.ended" | "message.dropped" | "turn.requeued"
+  "turn.started" | "turn.ended" | "message.dropped" | "turn.requeued" | "steer.missed"
 >;
 
 export interface DeliverInput {
