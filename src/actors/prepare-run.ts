@@ -1,4 +1,4 @@
-import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
+import type { TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
 import { laneForTurn } from "../policy/lane-priority.js";
