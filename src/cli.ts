@@ -15,7 +15,7 @@ import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.j
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
        tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
                     [--model-url URL] [--model NAME] [--drain-timeout MS]
-                    [--postgres URL] [--schema NAME]
+                    [--postgres URL] [--schema NAME] [--lease MS]
        tiller chat [--url http://127.0.0.1:8787] [--session KEY]
        ${SCHEDULES_USAGE.slice("usage: ".length)}
        ${PATHS_USAGE.slice("usage: ".length).split("\n")[0]}
@@ -23,9 +23,9 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
 
   FILE     a scenario (.yaml, .yml or .json); DIR runs every scenario in it, in name order
   --json   print one JSON object per scenario (docs/scenarios.md) instead of a timeline
-  --json   print one JSON object per scenario (the format of docs and examples) instead of a timeline
   --store  keep transcripts in the JSONL store at DIR (resuming what an earlier run left there)
   --postgres  (serve) several processes on one PostgreSQL (or TILLER_DATABASE_URL); --schema its tables
+  --lease  (serve, with --postgres) how long runs and session ownerships hold without renewal (30000 ms)
   --explain  after the run, explain what happened to the message with this id
 
 A scenario's expect block is checked after it runs; a directory of such scenarios is a test suite and
@@ -63,8 +63,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command !== "run") {
-    process.stderr.write(`${USAGE}\n`);
-    return command === "--help" || command === "-h" ? 0 : 2;
+    // Asked for, the usage is the output; after a mistake it is the error.
+    const asked = command === "--help" || command === "-h";
+    (asked ? process.stdout : process.stderr).write(`${USAGE}\n`);
+    return asked ? 0 : 2;
   }
   let target: string | undefined;
   let json = false;

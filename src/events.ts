@@ -173,6 +173,12 @@ export interface TillerEventMap {
   "turn.requeued": InSession & { messageIds: string[]; reason: string };
   /** A steering message reached the running turn before its next model call. */
   "steer.injected": InTurn & { messageIds: string[] };
+  /**
+   * Messages acked `steered` that the run ended without showing to the model (it was already writing
+   * its final text, with no re-check left): each is answered by a turn of its own. The ack was made
+   * before the outcome was known; this says what happened.
+   */
+  "steer.missed": InTurn & { messageIds: string[]; reason: string };
 
   // Model
   /** A model call starts; `userTexts` and `messageIds` are the user messages of this turn it sees. */
@@ -418,8 +424,12 @@ export interface TillerEventMap {
   "commitment.sent": InCommitment & { messageId: string; text: string };
   /** A send was cut off by a crash: it may have reached the user, so it is never sent again. */
   "commitment.sendInterrupted": InCommitment & { receipt: "unknown"; text: string };
-  /** It ended without a send: completed, superseded, or dismissed by an operator (`why`). */
-  "commitment.dismissed": InCommitment & { why: string };
+  /** It ended without a send: completed, superseded, a duplicate of its dedupeKey, or dismissed by an operator (`why`). */
+  "commitment.dismissed": InCommitment & {
+    why: string;
+    /** With `why: "duplicate"`: the commitment of the same session and dedupeKey that stands. */
+    duplicateOf?: string;
+  };
   /** No decision this time (unclear, an error, a voided review): reviewed again at a later tick. */
   "commitment.retried": InCommitment & { why: string; attempt: number };
   /** Its window passed without a still-pending review: nothing was sent. */

@@ -88,3 +88,15 @@ describe("tiller run and user mistakes", () => {
     expect(result.deliveries).toEqual([]);
   });
 });
+
+describe("tiller --help", () => {
+  it("lists each option once, --lease included", async () => {
+    const result = await tiller("--help");
+    expect(result.code).toBe(0);
+    const described = result.stdout.split("\n").filter((line) => /^ {2}--\w/.test(line));
+    const names = described.map((line) => line.trim().split(/\s+/)[0]);
+    expect(names).toEqual([...new Set(names)]);
+    expect(result.stdout).toMatch(/\[--lease MS\]/);
+    expect(names).toContain("--lease");
+  }, 30_000);
+});

@@ -26,15 +26,9 @@ export function prepareRun(deps: ActorDeps, args: PrepareRunArgs): RunInput | Pr
 }
 
 async function prepareFromStore(deps: ActorDeps, args: PrepareRunArgs): Promise<RunInput> {
+  // A crash may have cut a tool call off: it is closed before the model sees the history again.
+  if (args.pending.resumed) await deps.writer.repaired(args.session, args.runId);
   let records = await deps.writer.readWindow(args.session);
-  if (args.pending.resumed) {
-    // A crash may have cut a tool call off: close it before the model sees the history again.
-    const closing = danglingToolResults(records, args.runId);
-    if (closing.length > 0) {
-      await deps.writer.append(args.session, closing);
-      records = await deps.writer.readWindow(args.session);
-    }
-  }
   if (records.length > deps.config.limits.maxWindowRecords) {
     // Compaction: the model starts from a fresh window; every record stays in the transcript.
     await deps.writer.rotate(args.session);
@@ -141,19 +135,4 @@ function resumedTurnStart(
 function storedIds(records: readonly TranscriptRecord[], pending: PendingTurn): string[] {
   const stored = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
   return pending.messages.filter((message) => stored.has(message.id)).map((message) => message.id);
-}
-
-function danglingToolResults(records: readonly TranscriptRecord[], runId: string): RecordBody[] {
-  const open = new Map<string, string>();
-  for (const record of records) {
-    if (record.role === "toolCall") open.set(record.callId, record.runId);
-    if (record.role === "toolResult") open.delete(record.callId);
-  }
-  return [...open.keys()].map((callId) => ({
-    role: "toolResult" as const,
-    callId,
-    status: "cancelled" as const,
-    result: "cut off by a restart: the outcome of this call is unknown",
-    runId,
-  }));
 }

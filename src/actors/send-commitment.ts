@@ -8,6 +8,8 @@ import type { ActorDeps } from "./deps.js";
 /** The part of the commitment book a send writes through: the daily count and ordered updates. */
 export interface CommitmentLedger {
   sentInWindow(session: string, now: number): number;
+  /** An older commitment of the same session and dedupe key that is pending, being sent or sent. */
+  duplicateOf(id: string): Commitment | undefined;
   update(
     id: string,
     change: (current: Commitment | undefined) => Commitment | undefined,
@@ -35,6 +37,8 @@ export function createSendCommitment(deps: ActorDeps, book: CommitmentLedger, ga
     const notSent = (reason: string): SendOutput => ({ delivered: false, reason, at: deps.clock.now() });
     if (gate.arrivedSinceDecision(id, session)) return notSent("a user message arrived after the review");
     if (book.sentInWindow(session, deps.clock.now()) >= gate.maxPerDay) return notSent("maxPerDay reached");
+    const original = book.duplicateOf(id);
+    if (original) return notSent(`a duplicate of ${original.id} (same dedupeKey)`);
     const intent = await book.update(id, (current) =>
       current?.status === "pending" && !current.sending
         ? { ...current, sending: { at: deps.clock.now(), text }, updatedAt: deps.clock.now() }

@@ -1,6 +1,6 @@
 import { errorMessage } from "../errors.js";
 import { splitText } from "../policy/split-text.js";
-import { type DeliveryKind, type OutboundMessage } from "../ports/channel.js";
+import type { DeliveryKind, OutboundMessage } from "../ports/channel.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
 import {
   type ChannelSendResult,

@@ -93,7 +93,7 @@ export class DemoModel implements ModelProvider {
   ): string {
     const users = turn.filter((message) => message.role === "user").map((message) => message.text);
     const lines: string[] = [];
-    if (request.recheck) lines.push(`(Re-checked: your newest message came in while I was answering.)`);
+    if (request.recheck) lines.push(recheckLine(turn));
     const last = results.at(-1);
     if (last) {
       const call = turn.find((message) => message.role === "toolCall" && message.callId === last.callId);
@@ -181,4 +181,17 @@ function mentions(text: string, tool: string): boolean {
 function clip(text: string, max = 120): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/**
+ * Why this reply was drafted again, from the re-check's own note: a complaint is not a message that
+ * came in while answering, and the demo must not claim one did.
+ */
+function recheckLine(turn: readonly ModelMessage[]): string {
+  const note = turn.findLast((message) => message.role === "note")?.text ?? "";
+  if (note.startsWith("A newer user message arrived"))
+    return "(Re-checked: your newest message came in while I was answering.)";
+  if (note.startsWith("The user says the previous reply missed"))
+    return "(Re-checked: you said my previous reply missed your question, so here is a direct answer.)";
+  return "(Re-checked my draft against your newest message.)";
 }

@@ -30,8 +30,13 @@ export class TranscriptWriter {
   private readonly windowStartSeq = new Map<string, number>();
   /** Sessions whose window is worth keeping; others are read from the store each time. */
   private readonly kept = new Set<string>();
+  /** Per session, this process's first write closing what a dead process left open (see `repaired`). */
+  private readonly repairs = new Map<string, Promise<void>>();
   /** Appends in flight per session: a window read while one is pending may miss it, so is not kept. */
   private readonly appending = new Map<string, number>();
+
+  /** Told of every append the store acknowledged (the gateway learns which messages are stored). */
+  onStored: ((session: string, records: readonly TranscriptRecord[]) => void) | undefined;
 
   constructor(readonly store: TranscriptStore) {}
 
@@ -44,8 +49,10 @@ export class TranscriptWriter {
     this.appending.set(session, (this.appending.get(session) ?? 0) + 1);
     try {
       return await this.track(async () => {
+        await this.repaired(session);
         const head = await this.head(session);
         const stored = await this.store.append(session, records, head);
+        this.onStored?.(session, stored);
         const last = stored.at(-1);
         if (last) this.lastSeqs.set(session, last.seq);
         this.extendWindow(session, stored);
@@ -97,9 +104,15 @@ export class TranscriptWriter {
     }
   }
 
+  /**
+   * `/new`: a new revision. A tool call of the old one still without its result (the turn `/new`
+   * stops) is closed first: no revision ends with a call left open.
+   */
   async reset(session: string): Promise<void> {
     this.dropWindow(session);
     await this.track(async () => {
+      await this.repaired(session);
+      await this.closeDangling(session, "cut off by /new: the outcome of this call is unknown");
       const head = await this.head(session);
       const next = this.store.reset(session, head);
       this.heads.set(session, next);
@@ -154,6 +167,7 @@ export class TranscriptWriter {
   async rotate(session: string): Promise<void> {
     this.dropWindow(session);
     await this.track(async () => {
+      await this.repaired(session);
       const head = await this.head(session);
       const next = this.store.rotate(session, head);
       this.heads.set(session, next);
@@ -164,6 +178,7 @@ export class TranscriptWriter {
   /** Drops cached heads (after a restart the store is the truth). */
   forget(session: string): void {
     this.heads.delete(session);
+    this.repairs.delete(session);
     this.dropWindow(session);
   }
 
@@ -182,6 +197,34 @@ export class TranscriptWriter {
       return;
     }
     window.push(...stored);
+  }
+
+  /**
+   * Before this process's first write to a transcript: a tool call a dead process left without its
+   * result (a crash mid-tool, mid-interrupt) gets one now, before anything else is appended, so no
+   * context built from the transcript carries a call without its result (strict providers refuse it).
+   * A failed repair is tried again at the next write. `runId`: the run the closing results are
+   * stored under (a resumed turn's; default the run of each call).
+   */
+  repaired(session: string, runId?: string): Promise<void> {
+    let repair = this.repairs.get(session);
+    if (!repair) {
+      repair = this.closeDangling(session, undefined, runId);
+      this.repairs.set(session, repair);
+      repair.catch(() => this.repairs.delete(session));
+    }
+    return repair;
+  }
+
+  private async closeDangling(session: string, why?: string, runId?: string): Promise<void> {
+    const head = await this.head(session);
+    if (Math.max(head.lastSeq, this.lastSeq(session)) === 0) return;
+    const closing = closingResults(await this.store.readWindow(session), why, runId);
+    if (closing.length === 0) return;
+    const stored = await this.store.append(session, closing, head);
+    const last = stored.at(-1);
+    if (last) this.lastSeqs.set(session, last.seq);
+    this.dropWindow(session);
   }
 
   private head(session: string): Promise<TranscriptHead> {
@@ -205,4 +248,24 @@ export class TranscriptWriter {
       this.inFlight--;
     }
   }
+}
+
+/** A result for each tool call of the records that has none (its process died before it was stored). */
+export function closingResults(
+  records: readonly TranscriptRecord[],
+  why = "cut off by a restart: the outcome of this call is unknown",
+  runId?: string,
+): RecordBody[] {
+  const open = new Map<string, string>();
+  for (const record of records) {
+    if (record.role === "toolCall") open.set(record.callId, record.runId);
+    if (record.role === "toolResult") open.delete(record.callId);
+  }
+  return [...open].map(([callId, callRunId]) => ({
+    role: "toolResult" as const,
+    callId,
+    status: "cancelled" as const,
+    result: why,
+    runId: runId ?? callRunId,
+  }));
 }

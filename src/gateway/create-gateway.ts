@@ -8,6 +8,7 @@ import { createDetectStale } from "../actors/detect-stale.js";
 import { createLaneSlot } from "../actors/lane-slot.js";
 import { createResetTranscript } from "../actors/reset-transcript.js";
 import { createRunTool } from "../actors/run-tool.js";
+import { send } from "../actors/send.js";
 import { StreamPreviews } from "../actors/stream-previews.js";
 import { MemoryStore } from "../adapters/memory-store.js";
 import { SystemClock } from "../adapters/system-clock.js";
@@ -20,6 +21,7 @@ import { createLogger, neverThrowing } from "../logger.js";
 import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
 import type { CommitmentProposal } from "../policy/commitment-fields.js";
+import { ackVisibilityFor } from "../policy/delivery.js";
 import type { ToolDefinition } from "../ports/tool.js";
 import { checkAdapters } from "./check-adapters.js";
 import { type CommitmentFilter, createCommitments } from "./commitments/commitments.js";
@@ -73,6 +75,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     observeChannelEdge(event);
     logger.debug(event, event.type);
     hub.emit(event);
+    if (event.type === "steer.missed") correctSteeredAck(event.session, event.messageIds);
+  }
+
+  /** Where acks are visible, a `steered` ack that did not hold is followed by the truth (once each). */
+  function correctSteeredAck(session: string, messageIds: readonly string[]): void {
+    const channel = registry.get(session)?.channel;
+    // Only where the `steered` ack itself was shown (`all`); under `problems` it stayed quiet.
+    if (!channel || ackVisibilityFor(config.delivery.visibleAcks, channel) !== "all") return;
+    const text =
+      "The reply I was writing finished before it could take your message into account; I answer it next.";
+    for (const id of messageIds)
+      void send(deps, session, text, "ack", { deliveryId: `ack:${session}:${id}:missed` });
   }
   const emit: EmitEvent = (type, fields) => publish(tillerEvent(type, clock.now(), fields));
 
@@ -165,6 +179,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       resetTranscript: createResetTranscript(deps),
     },
   });
+  writer.onStored = (session, records) => {
+    const entry = registry.get(session);
+    if (!entry?.unstored?.size) return;
+    const ids: string[] = [];
+    for (const record of records) if (record.role === "user") ids.push(record.messageId);
+    persistence.stored(session, entry, ids);
+  };
   const registry = new SessionRegistry({
     config,
     clock,
@@ -391,7 +412,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return commitments.explain(id);
     },
     get isBusy(): boolean {
-      return writer.isBusy || commitments.book.isBusy;
+      return writer.isBusy || commitments.book.isBusy || scheduleRunner.isBusy;
     },
     get isDraining(): boolean {
       return draining;

@@ -5,17 +5,17 @@ import { isTypedTrigger } from "../policy/lane-priority.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
-import type {
-  DeliverInput,
-  DeliverOutput,
-  PendingTurn,
-  QueueItem,
-  SessionContext,
-  SessionEmitted,
-  SessionEvent,
-  SessionInput,
+import {
+  type DeliverInput,
+  type DeliverOutput,
+  LANE_TIMEOUT_REASON,
+  type PendingTurn,
+  type QueueItem,
+  type SessionContext,
+  type SessionEmitted,
+  type SessionEvent,
+  type SessionInput,
 } from "./session.types.js";
-import { LANE_TIMEOUT_REASON } from "./session.types.js";
 import { byArrival, decision, failedOutput, turnOrigin } from "./session-context.js";
 import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
 
@@ -291,6 +291,17 @@ export const sessionSetup = setup({
       const leftover = new Set(kept.map((message) => message.id));
       const head = context.queue[0];
       const interrupted = output.status === "aborted" && output.abortReason?.startsWith(INTERRUPTED) === true;
+      // Acked `steered` before the outcome was known: say what became of them.
+      if (kept.length > 0)
+        enqueue.emit({
+          type: "steer.missed" as const,
+          runId: output.runId,
+          messageIds: kept.map((message) => message.id),
+          reason:
+            output.status === "done"
+              ? "the reply was already written when it arrived: it gets an answer of its own"
+              : "the run stopped before its next step: it gets an answer of its own",
+        });
       enqueue.assign({
         lastOutput: output,
         // An interrupted run's held-back steering waited too: it folds into the interrupting turn.

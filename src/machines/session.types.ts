@@ -59,7 +59,7 @@ export const LANE_TIMEOUT_REASON = "the turn ran past the lane timeout";
 
 /** The session's observable events (the gateway adds `session`; see src/events.ts). */
 export type SessionEmitted = EmittedEvent<
-  "turn.started" | "turn.ended" | "message.dropped" | "turn.requeued"
+  "turn.started" | "turn.ended" | "message.dropped" | "turn.requeued" | "steer.missed"
 >;
 
 /** What the deliver actor is given: the final (or notice) to send and how it may be shown. */

@@ -11,6 +11,7 @@ import { DROP_POLICIES, type DropPolicy, parseQueueMode, type QueueSettings } fr
  */
 export type ControlCommand =
   | { command: "stop" }
+  | { command: "help" }
   | { command: "new" }
   | { command: "queue"; settings: QueueSettings }
   | { command: "queue-reset" }
@@ -23,6 +24,8 @@ export function parseControl(text: string): ControlCommand | undefined {
   switch (head.toLowerCase()) {
     case "/stop":
       return { command: "stop" };
+    case "/help":
+      return { command: "help" };
     case "/new":
     case "/reset":
       return { command: "new" };

@@ -19,6 +19,12 @@ export interface PersistedSession {
   summaries: string[];
   /** The session's `/queue` override, which outlives a restart. */
   override?: QueueSettings | null;
+  /**
+   * Ids the session accepted (arrival times) that its transcript may not hold: controls, messages
+   * dropped, or cleared by `/new` or `/stop` before their turn stored them. A redelivery within the
+   * dedupe window is a duplicate after a restart too.
+   */
+  unstored?: Array<[string, number]>;
 }
 
 export interface ResumePlan {

@@ -101,4 +101,28 @@ describe("the demo model", () => {
     await expect(running).rejects.toThrow("cancelled");
     expect(tool.cancellable).toBe(true);
   });
+
+  it("says why it re-checked: a complaint is not a message that came in while answering", async () => {
+    const clock = new SimulatedClock();
+    const model = new DemoModel({ clock, wordDelayMs: 0 });
+    const replyTo = async (note: string) => {
+      const context: ModelMessage[] = [
+        user("what time is it?", "m0"),
+        { role: "assistant", text: "Hello!" },
+        user("you did not answer my question", "m1"),
+        { role: "assistant", text: "draft" },
+        { role: "note", text: note },
+      ];
+      const pending = model.complete(request(context, 2, { recheck: true }));
+      await clock.runUntilIdle();
+      return (await pending).text;
+    };
+    const complaint = await replyTo(
+      'The user says the previous reply missed their question: "you did not answer my question". Open by acknowledging that.',
+    );
+    expect(complaint).not.toMatch(/came in while I was answering/);
+    expect(complaint).toMatch(/missed your question/);
+    const newer = await replyTo('A newer user message arrived while you were drafting: "x". Address it.');
+    expect(newer).toMatch(/came in while I was answering/);
+  });
 });

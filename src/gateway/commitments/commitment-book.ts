@@ -21,6 +21,8 @@ export class CommitmentBook {
   readonly index = new DueIndex();
   /** session → dedupeKey → id of its pending commitment. */
   private readonly pendingKeys = new Map<string, Map<string, string>>();
+  /** session + dedupeKey → ids of every commitment of that key (any status): dedupe over what is stored. */
+  private readonly keyed = new Map<string, Set<string>>();
   /** session → times of its sends, oldest first (only those in the last 24 h are kept). */
   private readonly sends = new Map<string, number[]>();
   private chain: Promise<unknown> = Promise.resolve();
@@ -58,6 +60,30 @@ export class CommitmentBook {
   pendingFor(session: string, dedupeKey: string): Commitment | undefined {
     const id = this.pendingKeys.get(session)?.get(dedupeKey);
     return id === undefined ? undefined : this.byId.get(id);
+  }
+
+  /**
+   * The commitment `id` duplicates, when it does: another of its session and dedupeKey that is on its
+   * way out or was sent since `id` was created, or is pending and older (the oldest pending one of a key
+   * is the one reviewed). The store may hold two pending of one key (written before a restart, by
+   * another process, or imported): dedupe at proposal time alone would review and send both.
+   */
+  duplicateOf(id: string): Commitment | undefined {
+    const commitment = this.byId.get(id);
+    if (commitment?.status !== "pending") return undefined;
+    for (const otherId of this.keyed.get(keyOf(commitment)) ?? []) {
+      const other = this.byId.get(otherId);
+      if (!other || otherId === id) continue;
+      if (other.status === "sent" && other.sent && other.sent.at >= commitment.createdAt) return other;
+      if (other.status !== "pending") continue;
+      if (other.sending) return other;
+      if (
+        other.createdAt < commitment.createdAt ||
+        (other.createdAt === commitment.createdAt && otherId < id)
+      )
+        return other;
+    }
+    return undefined;
   }
 
   /** Stores a new version of a commitment, then updates memory. Writes run in call order. */
@@ -182,7 +208,16 @@ export class CommitmentBook {
     this.byId.set(commitment.id, commitment);
     if (commitment.status === "pending" && commitment.sending) this.sending.add(commitment.id);
     else this.sending.delete(commitment.id);
-    if (previous && previous.dedupeKey !== commitment.dedupeKey) this.forgetKey(previous);
+    if (previous && previous.dedupeKey !== commitment.dedupeKey) {
+      this.forgetKey(previous);
+      this.keyed.get(keyOf(previous))?.delete(previous.id);
+    }
+    let ids = this.keyed.get(keyOf(commitment));
+    if (!ids) {
+      ids = new Set();
+      this.keyed.set(keyOf(commitment), ids);
+    }
+    ids.add(commitment.id);
     if (commitment.status === "pending") {
       let keys = this.pendingKeys.get(commitment.session);
       if (!keys) {
@@ -215,4 +250,8 @@ export class CommitmentBook {
     times.push(at);
     times.sort((a, b) => a - b);
   }
+}
+
+function keyOf(commitment: Commitment): string {
+  return `${commitment.session}\u0000${commitment.dedupeKey}`;
 }

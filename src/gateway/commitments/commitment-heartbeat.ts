@@ -168,6 +168,7 @@ export class CommitmentHeartbeat {
           (!(await this.claimed(id)) || this.stopped || this.book.get(id)?.status !== "pending")
         )
           return;
+        if (await this.dismissedAsDuplicate(id)) return;
         actor.start();
         actor.send({
           type: "commitment.due",
@@ -186,6 +187,26 @@ export class CommitmentHeartbeat {
           this.arm();
         },
       );
+  }
+
+  /** A duplicate of another commitment of its dedupeKey (`book.duplicateOf`) is dismissed, never reviewed. */
+  private async dismissedAsDuplicate(id: string): Promise<boolean> {
+    const original = this.book.duplicateOf(id);
+    if (!original) return false;
+    const now = this.deps.clock.now();
+    const dismissed = await this.book.update(id, (current) =>
+      current?.status === "pending" && !current.sending
+        ? { ...current, status: "dismissed", dismissedWhy: "duplicate", updatedAt: now, endedAt: now }
+        : undefined,
+    );
+    if (dismissed.status !== "dismissed") return false;
+    this.deps.emit("commitment.dismissed", {
+      session: dismissed.session,
+      id,
+      why: "duplicate",
+      duplicateOf: original.id,
+    });
+    return true;
   }
 
   private async claimed(id: string): Promise<boolean> {

@@ -76,6 +76,9 @@ export function applyControl(request: ControlRequest): Ack {
       text =
         "Starting a fresh conversation; earlier messages stay in the history but are no longer in context.";
       break;
+    case "help":
+      text = HELP_TEXT;
+      break;
     case "invalid":
       disposition = "rejected";
       text = control.error;
@@ -85,8 +88,10 @@ export function applyControl(request: ControlRequest): Ack {
     session: request.session,
     messageId: request.messageId,
     disposition,
-    mode: request.setting.mode,
-    modeSource: request.setting.modeSource,
+    // After `/queue`, the mode the session now has (not the one the command itself arrived under).
+    ...(control.command === "queue" && control.settings.mode
+      ? { mode: control.settings.mode, modeSource: "session" as const }
+      : { mode: request.setting.mode, modeSource: request.setting.modeSource }),
     text,
     reason: `control: ${control.command}`,
   };
@@ -131,3 +136,9 @@ function stop(actor: SessionActorRef | null): string {
   if (delivering) return `${dropping}${dropped ? "the" : "The"} reply already written is being delivered.`;
   return dropped ? `${dropping}nothing was running.` : "Nothing was running.";
 }
+
+/** What `/help` answers: the commands a chat user can type. */
+export const HELP_TEXT =
+  "Commands: /stop stops the current reply; /new (or /reset) starts a fresh conversation; " +
+  "/queue steer|followup|collect|interrupt [debounce:2s] [cap:N] [drop:old|new|summarize] sets how " +
+  "messages sent while I am busy are handled (/queue reset for the defaults); /help shows this.";

@@ -225,12 +225,9 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
         const owned = answer.ack as Ack;
         if (owned.disposition === "rejected") await cluster.forget(id);
         // The owner it was sent to, or a process that took the session over meanwhile (maybe this one).
+        // The owner is in `owner` for clients; the person reading the text has no use for a process id.
         if (answer.by === cluster.processId) return owned;
-        return {
-          ...owned,
-          owner: answer.by,
-          text: `${owned.text} (Handled by process ${answer.by}, which runs this session.)`,
-        };
+        return { ...owned, owner: answer.by };
       }
       return {
         ...base,
@@ -238,8 +235,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
         waitsFor: "own-turn",
         owner,
         text:
-          `Stored: this session is busy on process ${owner}, which has not confirmed yet; ` +
-          "your message waits for it there and is answered once, by that process or by the one that takes the session over.",
+          "Stored: this session is busy elsewhere and has not confirmed yet; " +
+          "your message waits for it and is answered once.",
       };
     }
     const ack = (await applyHere(session, acceptance)) as Ack | undefined;

@@ -151,6 +151,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         break;
       case "control": {
         entry.seen.set(message.id, now);
+        persistence.accepted(entry, message.id, now);
         const ack = applyControl({
           session: message.session,
           entry,
@@ -161,12 +162,11 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           actor: () => registry.actor(message.session, entry),
         });
         registry.keepWindow(message.session, entry, false);
-        if (admission.control.command === "queue" || admission.control.command === "queue-reset") {
-          // A session override outlives a restart: it is saved before the ack, like a message.
-          persistence.persist(message.session, entry, entry.actor?.getSnapshot());
-          persistence.flush(message.session, entry);
-          await entry.saving;
-        }
+        // Saved before the ack, like a message: a session override outlives a restart, and so does the
+        // control's id (a redelivered `/new` after a restart must not reset the session again).
+        persistence.persist(message.session, entry, entry.actor?.getSnapshot());
+        persistence.flush(message.session, entry);
+        await entry.saving;
         emit("message.acked", {
           ...ack,
           session: message.session,
@@ -177,6 +177,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       }
       case "accept": {
         entry.seen.set(message.id, now);
+        persistence.accepted(entry, message.id, now);
         // Several processes on one store: one that accepted this id already makes it a duplicate here.
         const store = deps.writer.store;
         if (
@@ -206,7 +207,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
     if (
       decision.disposition === "rejected" &&
-      entry.seen.delete(message.id) &&
+      persistence.forget(entry, message.id) &&
       admission.kind === "accept" &&
       ctx.sharedDedupe
     )

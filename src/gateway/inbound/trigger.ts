@@ -102,6 +102,7 @@ export function createTrigger(
       ack = finish(base, "rejected", "the gateway is draining");
     } else {
       entry.seen.set(id, now);
+      persistence.accepted(entry, id, now);
       const owned: OwnedMessage = {
         id,
         text: message.text,
@@ -116,7 +117,7 @@ export function createTrigger(
       const snapshot = actor.getSnapshot();
       const decision = snapshot.context.lastDecision;
       const disposition = decision?.messageId === id ? decision.disposition : "rejected";
-      if (disposition === "dropped" || disposition === "rejected") entry.seen.delete(id);
+      if (disposition === "dropped" || disposition === "rejected") persistence.forget(entry, id);
       persistence.flush(message.session, entry);
       await entry.saving;
       ack = finish(

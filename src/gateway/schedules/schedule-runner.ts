@@ -64,6 +64,8 @@ export class ScheduleRunner {
   private timer: TimerHandle | null = null;
   private armedFor = Number.POSITIVE_INFINITY;
   private stopped = false;
+  /** Slots between their timer and their saved outcome: real store I/O a simulated clock must wait for. */
+  private inFlight = 0;
 
   constructor(private readonly deps: ScheduleRunnerDeps) {
     for (const spec of deps.schedules) this.specs.set(spec.id, spec);
@@ -104,6 +106,11 @@ export class ScheduleRunner {
       }
     }
     this.arm();
+  }
+
+  /** True while a slot is being run or saved (its store writes are real I/O, even on a simulated clock). */
+  get isBusy(): boolean {
+    return this.inFlight > 0;
   }
 
   /** Draining or stopping: no slot runs until `resume()` (a slot that came meanwhile runs then, once). */
@@ -188,6 +195,20 @@ export class ScheduleRunner {
   }
 
   private async fire(
+    spec: ScheduleSpec,
+    slot: number,
+    now: number,
+    why: "due" | "missed" | "interrupted",
+  ): Promise<void> {
+    this.inFlight += 1;
+    try {
+      await this.runSlot(spec, slot, now, why);
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  private async runSlot(
     spec: ScheduleSpec,
     slot: number,
     now: number,

@@ -50,6 +50,13 @@ export async function resumeSession(deps: ResumeDeps, key: string): Promise<bool
   // accepted (stored, or owned by the turn and queue being resumed) stay duplicates.
   await persistence.rememberStoredIds(key, entry);
   entry.covered ??= new Set();
+  // Ids the transcript does not hold (controls, dropped or cleared messages) came with the state.
+  const inWindow = new Set(records.flatMap((record) => (record.role === "user" ? [record.messageId] : [])));
+  const unstored = (state.unstored ?? []).filter(([id]) => !inWindow.has(id));
+  for (const [id, at] of unstored) {
+    entry.seen.set(id, at);
+    persistence.accepted(entry, id, at);
+  }
   for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
     if ("messages" in item)
       for (const message of item.messages) {
@@ -61,17 +68,19 @@ export async function resumeSession(deps: ResumeDeps, key: string): Promise<bool
   if (channel && deps.channelNames.includes(channel)) entry.channel = channel;
   if (plan.queue.length === 0) {
     // Nothing to run; a `/queue` override is all that stays.
-    const rest: PersistedSession | null = entry.override
-      ? {
-          version: 1,
-          turnSeq: state.turnSeq,
-          runId: null,
-          pending: null,
-          queue: [],
-          summaries: [],
-          override: entry.override,
-        }
-      : null;
+    const rest: PersistedSession | null =
+      entry.override || unstored.length > 0
+        ? {
+            version: 1,
+            turnSeq: state.turnSeq,
+            runId: null,
+            pending: null,
+            queue: [],
+            summaries: [],
+            ...(entry.override ? { override: entry.override } : {}),
+            ...(unstored.length > 0 ? { unstored } : {}),
+          }
+        : null;
     await writer.saveState(key, rest);
     entry.savedEmpty = rest === null;
     return true;

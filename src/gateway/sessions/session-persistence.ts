@@ -16,6 +16,13 @@ export interface SessionMemory {
   channel: string;
   override: QueueSettings | null;
   seen: Map<string, number>;
+  /**
+   * Accepted ids (with arrival times) no user record of the transcript holds yet: saved with the state,
+   * so a restart still knows them (the stored ones it reads back from the transcript).
+   */
+  unstored?: Map<string, number>;
+  /** Bumped when `unstored` changes, so a save notices. */
+  unstoredVersion?: number;
   /** Stored message ids loaded into `seen` (once per process). */
   known?: Promise<void>;
   turnSeq: number;
@@ -26,6 +33,7 @@ export interface SessionMemory {
     summaries: unknown;
     runId: string | null;
     override?: unknown;
+    unstoredVersion?: number;
   } | null;
   /** The queue and summaries of the last state saved (a control saved while no actor runs keeps them). */
   lastQueue?: PersistedSession["queue"];
@@ -90,6 +98,7 @@ export class SessionPersistence {
     const queue = context?.queue ?? entry.lastQueue ?? [];
     const summaries = context?.summaries ?? entry.lastSummaries ?? [];
     const override = entry.override;
+    const unstoredVersion = entry.unstoredVersion ?? 0;
     // Machine context is never changed in place, so unchanged references mean an unchanged state.
     const last = entry.savedFrom;
     if (
@@ -98,15 +107,17 @@ export class SessionPersistence {
       last.queue === queue &&
       last.summaries === summaries &&
       last.runId === runId &&
-      last.override === override
+      last.override === override &&
+      (last.unstoredVersion ?? 0) === unstoredVersion
     ) {
       return;
     }
-    entry.savedFrom = { pending, queue, summaries, runId, override };
+    entry.savedFrom = { pending, queue, summaries, runId, override, unstoredVersion };
+    const unstored = this.unstoredIds(entry);
     entry.lastQueue = queue;
     entry.lastSummaries = summaries;
     const state: PersistedSession | null =
-      pending || queue.length > 0 || override
+      pending || queue.length > 0 || override || unstored.length > 0
         ? {
             version: 1,
             turnSeq: context?.turnSeq ?? entry.turnSeq,
@@ -115,11 +126,42 @@ export class SessionPersistence {
             queue,
             summaries,
             ...(override ? { override } : {}),
+            ...(unstored.length > 0 ? { unstored } : {}),
           }
         : null;
     const scheduled = entry.unsaved !== undefined;
     entry.unsaved = state;
     if (!scheduled) queueMicrotask(() => this.flush(key, entry));
+  }
+
+  /** Notes an accepted id the transcript does not hold yet (it is saved with the next state). */
+  accepted(entry: SessionMemory, id: string, at: number): void {
+    entry.unstored ??= new Map();
+    entry.unstored.set(id, at);
+    entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+  }
+
+  /** An id turned away after all (a full queue): it may come again and is not a duplicate then. */
+  forget(entry: SessionMemory, id: string): boolean {
+    if (entry.unstored?.delete(id)) entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+    return entry.seen.delete(id);
+  }
+
+  /** The transcript now holds these user messages: the state need not carry their ids any more. */
+  stored(key: string, entry: SessionMemory, ids: readonly string[]): void {
+    let changed = false;
+    for (const id of ids) changed = entry.unstored?.delete(id) === true || changed;
+    if (!changed) return;
+    entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+    this.persist(key, entry, entry.actor?.getSnapshot());
+  }
+
+  /** The unstored ids still inside the dedupe window, oldest first. */
+  private unstoredIds(entry: SessionMemory): Array<[string, number]> {
+    if (!entry.unstored || entry.unstored.size === 0) return [];
+    const since = this.deps.clock.now() - this.deps.config.limits.dedupeWindowMs;
+    for (const [id, at] of entry.unstored) if (at < since) entry.unstored.delete(id);
+    return [...entry.unstored].sort((a, b) => a[1] - b[1]);
   }
 
   /** Starts saving the newest unsaved state now; `entry.saving` settles when it is durable. */
