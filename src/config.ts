@@ -24,7 +24,7 @@ const modeSchema = z.string().transform((value, ctx): QueueMode => {
   if (!mode) {
     ctx.addIssue({
       code: "custom",
-      message: `expected one of steer, followup, collect, interrupt (or an alias)`,
+      message: `expected one of steer, followup, collect, interrupt, reject, rollback (or an alias)`,
     });
     return z.NEVER;
   }
@@ -39,8 +39,10 @@ export const configSchema = z
     queue: z
       .object({
         /**
-         * How a message that arrives while a turn runs is handled: `steer`, `followup`, `collect` or
-         * `interrupt` (or an alias). Resolved inline → session (`/queue`) → channel → this → default.
+         * How a message that arrives while a turn runs is handled: `steer`, `followup`, `collect`,
+         * `interrupt`, `rollback` (an interrupt whose cut-off turn later model calls never see) or
+         * `reject` (a busy session refuses it), or an alias. Resolved inline → session (`/queue`) →
+         * channel → this → default.
          * @default "steer"
          */
         mode: modeSchema.optional(),

@@ -11,6 +11,7 @@ import {
   TIMED_OUT_NOTICE,
   wantsRecovery,
 } from "../policy/delivery.js";
+import { ROLLED_BACK } from "../policy/turn-context.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably } from "./send.js";
@@ -46,6 +47,8 @@ export function createDeliver(deps: ActorDeps) {
         output.journal.slice(output.persisted),
       );
       await deps.writer.append(session, closingResults(input));
+      // Durable before the next turn is prepared, so no later model call sees the rolled-back turn.
+      if (input.rolledBack) await deps.writer.append(session, [rollbackMarker(input)]);
     } catch (error) {
       if (output.trigger === "subagent") return finishSubagent(deps, input, "failed", errorMessage(error));
       // What the turn did could not be stored: the user still learns that this reply failed.
@@ -241,4 +244,14 @@ function closingResults(input: DeliverInput): RecordBody[] {
     });
   }
   return rest;
+}
+
+/** The hidden record that takes a rolled-back turn out of every later model context. */
+function rollbackMarker(input: DeliverInput): RecordBody {
+  return {
+    role: "custom",
+    customType: ROLLED_BACK,
+    display: false,
+    details: { runId: input.output.runId, messageIds: input.messageIds ?? [] },
+  };
 }

@@ -2,7 +2,13 @@ import type { RecordBody, TranscriptRecord } from "../adapters/store.js";
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
 import { laneForTurn } from "../policy/lane-priority.js";
-import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../policy/turn-context.js";
+import {
+  DROPPED_SUMMARY,
+  rolledBackSeqs,
+  TURN_NOTE,
+  type TurnItem,
+  windowToModel,
+} from "../policy/turn-context.js";
 import type { ActorDeps } from "./deps.js";
 
 const RECENT_USER_MESSAGES = 3;
@@ -52,8 +58,10 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
   const { pending } = args;
   const olderUserTexts: string[] = [];
   let lastAssistantText: string | undefined;
+  const hidden = rolledBackSeqs(records);
   for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
     const record = records[i];
+    if (record && hidden.has(record.seq)) continue;
     if (record?.role === "user") olderUserTexts.push(record.text);
     // The last reply the user saw, before any older user message: what a short follow-up continues.
     if (

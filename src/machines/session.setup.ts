@@ -2,6 +2,7 @@
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import { isTypedTrigger } from "../policy/lane-priority.js";
+import type { QueueMode } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
@@ -29,6 +30,8 @@ export const RESETTING = "a fresh conversation is being started; this is answere
 const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
 const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
+/** The reason of a `reject`-mode message that found the session busy (the ack's `reason`). */
+export const BUSY = "busy";
 const NEW_CONVERSATION = "cut off by /new";
 /** Why a heartbeat turn ended: a user's message needed the session (`turn.ended` reason). */
 export const PREEMPTED = "preempted";
@@ -38,6 +41,11 @@ const HEARTBEAT_REPLACED = "a user message needs the session; the heartbeat that
 /** The message is a typed one (a person wrote it) and the turn in hand is a heartbeat. */
 function preempts(message: OwnedMessage, pending: PendingTurn | null): boolean {
   return isTypedTrigger(message.trigger) && pending?.kind === "turn" && pending.trigger === "heartbeat";
+}
+
+/** Modes whose message wants the running turn itself (to steer it, or to cut it off). */
+function cutsIn(mode: QueueMode): boolean {
+  return mode === "steer" || mode === "interrupt" || mode === "rollback";
 }
 
 /** An event for the run actor, checked against its event type (a target named by id is untyped). */
@@ -80,18 +88,32 @@ export const sessionSetup = setup({
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
       event.setting.mode === "interrupt",
+    isRollback: ({ event }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "rollback",
+    // `reject`: a busy session does not take a person's message at all; work nobody typed still queues.
+    isReject: ({ event }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "reject",
+    isRejectWhileQueued: ({ event, context }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "reject" &&
+      context.queue.length > 0,
     // A message may only join a turn its own sender owns, unless steering across senders is on.
     isOtherSender: ({ event, context }) =>
       event.type === "session.message" &&
       event.setting.steerAcrossSenders !== true &&
       context.pending?.kind === "turn" &&
-      (event.setting.mode === "steer" || event.setting.mode === "interrupt") &&
+      cutsIn(event.setting.mode) &&
       context.pending.messages.some((message) => !sameSender(message.sender, event.message.sender)),
     joinsPendingTurn: ({ event, context }) =>
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
       context.pending?.kind === "turn" &&
-      (event.setting.mode === "steer" || event.setting.mode === "interrupt"),
+      cutsIn(event.setting.mode),
     // A heartbeat never waits and never queues: it runs in an idle session or not at all.
     isHeartbeat: ({ event }) => event.type === "session.message" && event.message.trigger === "heartbeat",
     isHeartbeatWhileQueued: ({ event, context }) =>
@@ -197,7 +219,10 @@ export const sessionSetup = setup({
         lastDecision: { ...decision(event, "steered"), ...(context.runId ? { runId: context.runId } : {}) },
       });
     }),
-    interruptRun: enqueueActions(({ context, event, enqueue }) => {
+    rejectBusy: assign(({ event }) =>
+      event.type === "session.message" ? { lastDecision: decision(event, "rejected", BUSY) } : {},
+    ),
+    interruptRun: enqueueActions(({ context, event, enqueue }, params?: { rollback?: boolean }) => {
       if (event.type !== "session.message") return;
       // What the same sender left waiting folds into the interrupting turn, so no accepted message is
       // lost; another person's waiting work keeps its own turn (a turn never mixes senders by itself).
@@ -218,8 +243,17 @@ export const sessionSetup = setup({
       const messages = [...folded, event.message];
       enqueue.assign({
         queue: [{ kind: "followup", messages }, ...kept],
-        // Saved with the turn, so a restart does not run the interrupted turn again.
-        ...(context.pending ? { pending: { ...context.pending, interrupted: true } } : {}),
+        // Saved with the turn, so a restart does not run the interrupted turn again (nor forgets to
+        // hide a rolled-back one from later model calls).
+        ...(context.pending
+          ? {
+              pending: {
+                ...context.pending,
+                interrupted: true,
+                ...(params?.rollback ? { rolledBack: true } : {}),
+              },
+            }
+          : {}),
         lastDecision: decision(event, "interrupted"),
       });
       enqueue.sendTo("run", runEvent({ type: "run.abort", reason: `${INTERRUPTED} ${event.message.id}` }));

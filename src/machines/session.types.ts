@@ -58,6 +58,8 @@ export interface PendingTurn {
   resumed?: boolean;
   /** An interrupting message was acknowledged: this turn is being cut off and never runs again. */
   interrupted?: boolean;
+  /** `rollback` mode: the cut-off turn's messages and records are hidden from every later model call. */
+  rolledBack?: boolean;
   /** What started the turn when nobody typed it (`cron`, `heartbeat`, ...); absent for a user's turn. */
   trigger?: string;
   /** The workload lane, when not the trigger's own (a subagent nested in a scheduled job). */
@@ -113,6 +115,8 @@ export interface DeliverInput {
   messageIds?: string[];
   output: RunOutput;
   recovery?: Extract<QueueItem, { kind: "recovery" }>;
+  /** The turn was rolled back: its records are stored, then hidden from later model calls. */
+  rolledBack?: boolean;
 }
 
 export interface DeliverOutput {

@@ -8,7 +8,7 @@
  * // { mode: "followup", modeSource: "inline", debounceMs: 500, cap: 20, drop: "summarize" }
  * ```
  */
-export const QUEUE_MODES = ["steer", "followup", "collect", "interrupt"] as const;
+export const QUEUE_MODES = ["steer", "followup", "collect", "interrupt", "reject", "rollback"] as const;
 export type QueueMode = (typeof QUEUE_MODES)[number];
 export const DROP_POLICIES = ["old", "new", "summarize"] as const;
 export type DropPolicy = (typeof DROP_POLICIES)[number];
@@ -28,6 +28,9 @@ const ALIASES: Record<string, QueueMode> = {
   interrupt: "interrupt",
   interrupts: "interrupt",
   abort: "interrupt",
+  reject: "reject",
+  refuse: "reject",
+  rollback: "rollback",
 };
 
 /** The canonical mode for a name or alias, or undefined when it is not one. */

@@ -79,6 +79,8 @@ const MESSAGE_EVENTS = [
   graphMessage("collect", "collect"),
   graphMessage("collect-web", "collect", "web"),
   graphMessage("interrupt", "interrupt"),
+  graphMessage("reject", "reject"),
+  graphMessage("rollback", "rollback"),
 ];
 const CAP_EVENTS = [
   graphMessage("cap-new", "followup", "telegram", 1, "new"),
@@ -174,6 +176,8 @@ export function serialize(snapshot: Snapshot): string {
     owners: pending ? unique(pending.messages.map((message) => message.sender?.id ?? "-")).join(",") : null,
     headOwner: head && head.kind !== "recovery" ? (head.messages[0]?.sender?.id ?? "-") : null,
     summaries: context.summaries.length > 0,
+    // A turn cut off in rollback mode delivers differently (its records are hidden afterwards).
+    ...(pending?.rolledBack ? { rolledBack: true } : {}),
   });
 }
 

@@ -276,6 +276,14 @@ class Harness {
     const inPending = snapshot.context.pending?.messages.some((message) => message.id === last.id) ?? false;
     for (const id of decision.dropped ?? [])
       ensure(this.dropped.get(id) === 1, `${said}: dropped ${id} unreported`);
+    // A refused message changes nothing; a rolled-back turn is marked so its records are hidden later.
+    if (last.mode === "reject" && decision.disposition === "rejected")
+      ensure(serialize(before) === serialize(snapshot), `${said}: refusing it changed the session`);
+    if (last.mode === "rollback" && decision.disposition === "interrupted")
+      ensure(
+        snapshot.context.pending?.rolledBack === true,
+        `${said}: the cut-off turn is not marked rolled back`,
+      );
     switch (decision.disposition) {
       case "started":
         ensure(before.matches("idle"), `${said}: a turn starts only from idle`);
@@ -318,6 +326,11 @@ class Harness {
       case "rejected":
         ensure(queueItem === undefined && !inPending, `${said}: but it waits`);
         ensure(Boolean(decision.reason), `${said}: without a reason`);
+        if (last.mode === "reject")
+          ensure(
+            decision.reason === "busy" && !(before.matches("idle") && before.context.queue.length === 0),
+            `${said} (${decision.reason}): only a busy session refuses it, and says "busy"`,
+          );
         this.rejected.add(last.id);
         break;
       case "duplicate":
@@ -334,7 +347,11 @@ class Harness {
     const across = last.across === true;
     const owners = before.context.pending?.kind === "turn" ? before.context.pending.messages : [];
     const foreign = owners.some((message) => message.sender?.id !== last.sender);
-    if (!across && foreign && (last.mode === "steer" || last.mode === "interrupt")) {
+    if (
+      !across &&
+      foreign &&
+      (last.mode === "steer" || last.mode === "interrupt" || last.mode === "rollback")
+    ) {
       ensure(!steeredIntoRun && !inPending, `${said}: it joined another person's turn`);
       if (!before.matches({ turn: "delivering" }))
         ensure(
@@ -353,6 +370,8 @@ class Harness {
         followup: ["queued", "rejected"],
         collect: ["collected", "rejected"],
         interrupt: ["interrupted"],
+        reject: ["rejected"],
+        rollback: ["interrupted"],
       };
       ensure(expected[last.mode].includes(decision.disposition), `${said} while a turn ran`);
     }

@@ -4,6 +4,7 @@ import type { Gateway } from "../../gateway/create-gateway.js";
 import { validateSessionKey } from "../../gateway/validate-inbound.js";
 import { parseControl } from "../../policy/control.js";
 import type { Sender } from "../../policy/sender.js";
+import { rolledBackSeqs } from "../../policy/turn-context.js";
 import type { EventFeed } from "./event-feed.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { readJsonBody } from "./read-json-body.js";
@@ -59,7 +60,8 @@ export function v1Routes(deps: V1Deps): Route[] {
           // Checked by receive(): a bad sender is a 400 naming the field.
           ...(sender !== undefined ? { sender: sender as Sender } : {}),
         });
-        sendJson(context.res, 200, { ack });
+        // `reject` mode: the session was busy and did not take the message.
+        sendJson(context.res, ack.disposition === "rejected" && ack.reason === "busy" ? 409 : 200, { ack });
       },
     },
     {
@@ -96,8 +98,13 @@ export function v1Routes(deps: V1Deps): Route[] {
         if (!Number.isInteger(after) || after < 0)
           throw invalid("after", `expected a non-negative integer, received ${JSON.stringify(afterText)}`);
         const all = ["1", "true"].includes(context.url.searchParams.get("all") ?? "");
-        const records = (await gateway.store.read(session)).filter(
-          (record) => record.seq > after && (all || record.role !== "custom" || record.display),
+        const stored = await gateway.store.read(session);
+        // A rolled-back turn's records are hidden ones: only `all` shows them.
+        const rolledBack = all ? new Set<number>() : rolledBackSeqs(stored);
+        const records = stored.filter(
+          (record) =>
+            record.seq > after &&
+            (all || ((record.role !== "custom" || record.display) && !rolledBack.has(record.seq))),
         );
         sendJson(context.res, 200, { records });
       },
