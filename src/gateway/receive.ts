@@ -1,6 +1,6 @@
 import type { ActorDeps } from "../actors/deps.js";
 import { send } from "../actors/send.js";
-import { type GatewayConfig, queueLayers } from "../config.js";
+import { type GatewayConfig, queueExtras, queueLayers } from "../config.js";
 import type { EmitEvent } from "../events.js";
 import type { SessionDecision } from "../machines/session.types.js";
 import { admit } from "../policy/admission.js";
@@ -91,7 +91,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
     const setting = {
       ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
-      ...(config.queue.steerAcrossSenders ? { steerAcrossSenders: true as const } : {}),
+      ...queueExtras(config),
     };
     const owned = {
       id: message.id,

@@ -2,7 +2,7 @@
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import { isTypedTrigger } from "../policy/lane-priority.js";
-import type { QueueMode } from "../policy/queue-mode.js";
+import type { QueueMode, ResolvedQueueSetting } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
@@ -41,6 +41,23 @@ const HEARTBEAT_REPLACED = "a user message needs the session; the heartbeat that
 /** The message is a typed one (a person wrote it) and the turn in hand is a heartbeat. */
 function preempts(message: OwnedMessage, pending: PendingTurn | null): boolean {
   return isTypedTrigger(message.trigger) && pending?.kind === "turn" && pending.trigger === "heartbeat";
+}
+
+/**
+ * The collect window after this message: the quiet window, cut short so that the burst runs no later
+ * than `collectMaxWaitMs` after its first message.
+ */
+function collectDelay(
+  queue: readonly QueueItem[],
+  message: OwnedMessage,
+  setting: ResolvedQueueSetting,
+): number {
+  if (setting.collectMaxWaitMs === undefined) return setting.debounceMs;
+  const burst = queue.find(
+    (item) => item.kind === "collect" && item.messages.some((queued) => queued.id === message.id),
+  );
+  const first = burst && burst.kind === "collect" ? (burst.messages[0]?.at ?? message.at) : message.at;
+  return Math.max(0, Math.min(setting.debounceMs, first + setting.collectMaxWaitMs - message.at));
 }
 
 /** Modes whose message wants the running turn itself (to steer it, or to cut it off). */
@@ -171,7 +188,9 @@ export const sessionSetup = setup({
         queue: result.queue,
         summaries: result.summaries,
         collectDebounceMs:
-          event.setting.mode === "collect" ? event.setting.debounceMs : context.collectDebounceMs,
+          event.setting.mode === "collect"
+            ? collectDelay(result.queue, event.message, event.setting)
+            : context.collectDebounceMs,
         lastDecision: decision(
           event,
           result.rejected ? "rejected" : result.collected ? "collected" : "queued",

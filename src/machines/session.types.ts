@@ -85,7 +85,7 @@ export interface SessionContext {
   runId: string | null;
   lastDecision: SessionDecision | null;
   lastOutput: RunOutput | null;
-  /** Debounce window of the collect item at the head of the queue. */
+  /** Collect window of the burst at the head of the queue (its quiet window, cut by its maximum wait). */
   collectDebounceMs: number;
 }
 

@@ -54,6 +54,8 @@ export interface ResolvedQueueSetting {
   drop: DropPolicy;
   /** `queue.steerAcrossSenders`: another sender's message may join a running turn. */
   steerAcrossSenders?: true;
+  /** `queue.collect.maxWaitMs`: a burst runs at most this long after its first message. */
+  collectMaxWaitMs?: number;
 }
 
 export const QUEUE_DEFAULTS = { mode: "steer", debounceMs: 500, cap: 20, drop: "summarize" } as const;
