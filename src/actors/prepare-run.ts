@@ -129,6 +129,7 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     tools: toolNames,
     cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
     autoStart: true,
+    ...(deps.config.queue.steering === "one-at-a-time" ? { steering: "one-at-a-time" as const } : {}),
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
     // A turn resumed after a restart, or one taking over from a superseded one, may own stored messages.
     storedMessageIds: stored,

@@ -106,20 +106,20 @@ export const runSetup = setup({
         });
         journal = [...journal, ...noticeItems(context.noticeBuffer)];
       }
-      if (context.steerBuffer.length > 0) {
-        enqueue.emit({
-          type: "steer.injected",
-          messageIds: context.steerBuffer.map((message) => message.id),
-        });
-        journal = [...journal, ...context.steerBuffer.map(userItem)];
+      // One at a time: the rest stay held for the next call (and still skip a tool batch meanwhile).
+      const taken =
+        context.input.steering === "one-at-a-time" ? context.steerBuffer.slice(0, 1) : context.steerBuffer;
+      if (taken.length > 0) {
+        enqueue.emit({ type: "steer.injected", messageIds: taken.map((message) => message.id) });
+        journal = [...journal, ...taken.map(userItem)];
       }
       if (journal === context.journal) return;
       enqueue.assign({
         journal,
         noticed: [...context.noticed, ...context.noticeBuffer],
         noticeBuffer: [],
-        owned: [...context.owned, ...context.steerBuffer],
-        steerBuffer: [],
+        owned: [...context.owned, ...taken],
+        steerBuffer: context.steerBuffer.slice(taken.length),
       });
     }),
     countCall: assign(({ context }) => ({ call: context.call + 1 })),

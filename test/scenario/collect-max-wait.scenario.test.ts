@@ -8,7 +8,8 @@ import { play } from "../support/modes.js";
 function typing(config: string, count = 20): string {
   const lines = Array.from(
     { length: count },
-    (_, i) => `  - { at: ${100 + i * 300}, session: "web:u", channel: web, id: m${i + 1}, text: "part ${i + 1}" }`,
+    (_, i) =>
+      `  - { at: ${100 + i * 300}, session: "web:u", channel: web, id: m${i + 1}, text: "part ${i + 1}" }`,
   );
   return [
     `config: { queue: { mode: collect, debounceMs: 500${config} } }`,
@@ -30,7 +31,9 @@ describe("collect: maxWaitMs", () => {
     // It holds every message of the burst up to then (100, 400, …, 1900 ms), and nothing later.
     expect(first.userTexts).toEqual(Array.from({ length: 7 }, (_, i) => `part ${i + 1}`));
     // Every message is answered, each burst within its bound of its own first message.
-    const seen = result.modelCalls.flatMap((call) => call.userTexts.filter((text) => text.startsWith("part")));
+    const seen = result.modelCalls.flatMap((call) =>
+      call.userTexts.filter((text) => text.startsWith("part")),
+    );
     expect(new Set(seen).size).toBe(20);
   });
 
