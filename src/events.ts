@@ -165,7 +165,11 @@ export interface TillerEventMap {
   /** A cleared or draining lane refused the turn: its messages wait in the queue again. */
   "turn.requeued": InSession & { messageIds: string[]; reason: string };
   /** A steering message reached the running turn before its next model call. */
-  "steer.injected": InTurn & { messageIds: string[] };
+  "steer.injected": InTurn & {
+    messageIds: string[];
+    /** An edited message steered in as the correction of one the turn already had. */
+    edit?: true;
+  };
 
   // Model
   /** A model call starts; `userTexts` and `messageIds` are the user messages of this turn it sees. */

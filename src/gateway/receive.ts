@@ -93,18 +93,24 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
       ...queueExtras(config),
     };
+    // An edit that reuses the id it edits (as platforms do) gets an id of its own, so it is no duplicate.
+    const id =
+      message.editOf !== undefined && message.id === message.editOf
+        ? `${message.id}~edit@${now}`
+        : message.id;
     const owned = {
-      id: message.id,
+      id,
       text: message.text,
       channel: message.channel,
       at: now,
       ...(message.sender ? { sender: message.sender } : {}),
+      ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
     };
 
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
     const admission = admit({
       text: message.text,
-      alreadySeen: entry.seen.has(message.id),
+      alreadySeen: entry.seen.has(id),
       maxMessageChars: config.limits.maxMessageChars,
       ...(message.mode !== undefined && inline === undefined ? { unknownInlineMode: message.mode } : {}),
       draining: ctx.isDraining(),
@@ -115,13 +121,13 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     let busyWith: string | undefined;
     switch (admission.kind) {
       case "duplicate":
-        decision = { messageId: message.id, disposition: "duplicate", setting };
+        decision = { messageId: id, disposition: "duplicate", setting };
         break;
       case "rejected":
-        decision = { messageId: message.id, disposition: "rejected", setting, reason: admission.reason };
+        decision = { messageId: id, disposition: "rejected", setting, reason: admission.reason };
         break;
       case "control": {
-        entry.seen.set(message.id, now);
+        entry.seen.set(id, now);
         const ack = applyControl({
           session: message.session,
           entry,
@@ -145,12 +151,12 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         });
         if (isAckVisible(entry.channel))
           void send(deps, message.session, ack.text, "ack", {
-            deliveryId: `ack:${message.session}:${message.id}`,
+            deliveryId: `ack:${message.session}:${id}`,
           });
         return ack;
       }
       case "accept": {
-        entry.seen.set(message.id, now);
+        entry.seen.set(id, now);
         // Several processes on one store: one that accepted this id already makes it a duplicate here.
         const store = deps.writer.store;
         if (
@@ -158,7 +164,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           store.claimMessageId &&
           !(await claimInbound(store, deps.logger, entry, message, now, config.limits.dedupeWindowMs))
         ) {
-          decision = { messageId: message.id, disposition: "duplicate", setting };
+          decision = { messageId: id, disposition: "duplicate", setting };
           break;
         }
         const actor = registry.actor(message.session, entry);
@@ -167,7 +173,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         busyWith = backgroundTrigger(actor.getSnapshot());
         actor.send({ type: "session.message", message: owned, setting });
         decision = actor.getSnapshot().context.lastDecision ?? {
-          messageId: message.id,
+          messageId: id,
           disposition: "rejected",
           setting,
         };
@@ -180,7 +186,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
     if (
       decision.disposition === "rejected" &&
-      entry.seen.delete(message.id) &&
+      entry.seen.delete(id) &&
       admission.kind === "accept" &&
       ctx.sharedDedupe
     )

@@ -110,7 +110,12 @@ export const runSetup = setup({
       const taken =
         context.input.steering === "one-at-a-time" ? context.steerBuffer.slice(0, 1) : context.steerBuffer;
       if (taken.length > 0) {
-        enqueue.emit({ type: "steer.injected", messageIds: taken.map((message) => message.id) });
+        enqueue.emit({
+          type: "steer.injected",
+          messageIds: taken.map((message) => message.id),
+          // An edited message steered in as a correction of one the turn already has.
+          ...(taken.some((message) => message.editOf !== undefined) ? { edit: true } : {}),
+        });
         journal = [...journal, ...taken.map(userItem)];
       }
       if (journal === context.journal) return;

@@ -47,6 +47,11 @@ export const sessionMachine = sessionSetup.createMachine({
             description: "Nothing runs yet but work waits: the session is busy for a heartbeat.",
           },
           {
+            guard: "editsQueued",
+            actions: "replaceQueued",
+            description: "An edit of a message that still waits replaces it in place.",
+          },
+          {
             guard: "isRejectWhileQueued",
             actions: "rejectBusy",
             description: "`reject`: work already waits, so the session is busy.",
@@ -79,6 +84,11 @@ export const sessionMachine = sessionSetup.createMachine({
             guard: "isHeartbeat",
             actions: "dropTriggered",
             description: "A heartbeat in a busy session is dropped.",
+          },
+          {
+            guard: "editsQueued",
+            actions: "replaceQueued",
+            description: "An edit of a message that still waits replaces it in place.",
           },
           { guard: "isReject", actions: "rejectBusy", description: "`reject`: a burst waits to run." },
           { guard: "isCollectMessage", target: "collecting", reenter: true, actions: "enqueue" },
@@ -131,6 +141,16 @@ export const sessionMachine = sessionSetup.createMachine({
                 actions: ["dropPendingHeartbeat", "startWith"],
                 description: "A user message takes the session from a heartbeat that has not started.",
               },
+              {
+                guard: "editsTurn",
+                actions: "replacePending",
+                description: "An edit of a message of the turn about to start replaces it there.",
+              },
+              {
+                guard: "editsQueued",
+                actions: "replaceQueued",
+                description: "An edit of a message that still waits replaces it in place.",
+              },
               { guard: "isReject", actions: "rejectBusy", description: "`reject`: a turn is starting." },
               {
                 guard: "isOtherSender",
@@ -176,6 +196,16 @@ export const sessionMachine = sessionSetup.createMachine({
                 actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
                 description:
                   "Another person's message neither steers nor interrupts this turn: it runs next.",
+              },
+              {
+                guard: "editsTurn",
+                actions: "steerIntoRun",
+                description: "An edit of a message the running turn owns is steered in as a correction.",
+              },
+              {
+                guard: "editsQueued",
+                actions: "replaceQueued",
+                description: "An edit of a message that still waits replaces it in place.",
               },
               {
                 guard: "isReject",
@@ -236,6 +266,11 @@ export const sessionMachine = sessionSetup.createMachine({
                 actions: "dropTriggered",
                 description: "A heartbeat in a busy session is dropped.",
               },
+              {
+                guard: "editsQueued",
+                actions: "replaceQueued",
+                description: "An edit of a message that still waits replaces it in place.",
+              },
               { guard: "isReject", actions: "rejectBusy", description: "`reject`: a reply is going out." },
               { actions: "enqueue", description: "Too late for this turn: a follow-up." },
             ],
@@ -259,6 +294,11 @@ export const sessionMachine = sessionSetup.createMachine({
             guard: "isHeartbeat",
             actions: "dropTriggered",
             description: "A heartbeat in a busy session is dropped.",
+          },
+          {
+            guard: "editsQueued",
+            actions: "replaceQueued",
+            description: "An edit of a message that still waits replaces it in place.",
           },
           { guard: "isReject", actions: "rejectBusy", description: "`reject`: `/new` is still resetting." },
           { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } },

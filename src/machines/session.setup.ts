@@ -143,6 +143,19 @@ export const sessionSetup = setup({
       isTypedTrigger(event.message.trigger) &&
       context.pending?.kind === "turn" &&
       !isTypedTrigger(context.pending.trigger),
+    // Edits: the message it replaces still waits (queue), is in the turn about to start, or is in the
+    // running turn. Otherwise (answered, unknown) the edit is routed like any message: a new turn.
+    editsQueued: ({ event, context }) =>
+      event.type === "session.message" &&
+      event.message.editOf !== undefined &&
+      context.queue.some(
+        (item) => item.kind !== "recovery" && item.messages.some((m) => m.id === event.message.editOf),
+      ),
+    editsTurn: ({ event, context }) =>
+      event.type === "session.message" &&
+      event.message.editOf !== undefined &&
+      context.pending?.kind === "turn" &&
+      context.pending.messages.some((m) => m.id === event.message.editOf),
     headIsCollect: ({ context }) => context.queue[0]?.kind === "collect",
     hasQueued: ({ context }) => context.queue.length > 0,
     isResend: ({ context }) => context.pending?.recovery?.deliveryMode === "automatic",
@@ -235,7 +248,60 @@ export const sessionSetup = setup({
         ...(context.pending
           ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } }
           : {}),
-        lastDecision: { ...decision(event, "steered"), ...(context.runId ? { runId: context.runId } : {}) },
+        lastDecision: {
+          ...decision(
+            event,
+            "steered",
+            event.message.editOf
+              ? `a correction of ${event.message.editOf}, which the running reply already has`
+              : undefined,
+          ),
+          ...(context.runId ? { runId: context.runId } : {}),
+        },
+      });
+    }),
+    replaceQueued: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message") return;
+      const edit = event.message;
+      const replaced = context.queue.find(
+        (item) => item.kind !== "recovery" && item.messages.some((m) => m.id === edit.editOf),
+      );
+      const queue = context.queue.map((item): QueueItem => {
+        if (item.kind === "recovery" || !item.messages.some((m) => m.id === edit.editOf)) return item;
+        // In place: the edit keeps the replaced message's arrival, so it is not overtaken by later ones.
+        return {
+          ...item,
+          messages: item.messages.map((m) => (m.id === edit.editOf ? { ...edit, at: m.at } : m)),
+        };
+      });
+      enqueue.emit({
+        type: "message.dropped",
+        messageId: edit.editOf!,
+        reason: `replaced by its edit ${edit.id}`,
+      });
+      enqueue.assign({
+        queue,
+        lastDecision: decision(
+          event,
+          replaced?.kind === "collect" ? "collected" : "queued",
+          `it replaces your earlier message ${edit.editOf}, which had not been answered yet`,
+        ),
+      });
+    }),
+    replacePending: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message" || !context.pending) return;
+      const edit = event.message;
+      enqueue.emit({
+        type: "message.dropped",
+        messageId: edit.editOf!,
+        reason: `replaced by its edit ${edit.id}`,
+      });
+      enqueue.assign({
+        pending: {
+          ...context.pending,
+          messages: context.pending.messages.map((m) => (m.id === edit.editOf ? { ...edit, at: m.at } : m)),
+        },
+        lastDecision: decision(event, "steered", `it replaces ${edit.editOf} in the reply about to start`),
       });
     }),
     rejectBusy: assign(({ event }) =>

@@ -20,6 +20,8 @@ export interface OwnedMessage {
   lane?: string;
   /** For a triggered turn: the tools it may call, when fewer than all (a subagent's). */
   tools?: string[];
+  /** An edit: the id of the message it replaces. */
+  editOf?: string;
   /** Already in the transcript (a turn that saw it was superseded): the next turn does not store it again. */
   stored?: boolean;
 }

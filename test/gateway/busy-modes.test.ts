@@ -153,3 +153,67 @@ describe("rollback mode", () => {
     await gateway.stop();
   });
 });
+
+describe("edits (editOf)", () => {
+  it("replaces a queued message: only the edit is answered", async () => {
+    const { gateway, say, idle, clock, requests, userTexts } = setup();
+    await gateway.start();
+    await say("m1", "hello");
+    await clock.advance(50);
+    await say("m2", "what is the capitl of France?", "followup");
+    const ack = await gateway.receive({
+      session: "a",
+      channel: "web",
+      id: "m3",
+      text: "what is the capital of France?",
+      editOf: "m2",
+    });
+    expect(ack).toMatchObject({ disposition: "queued", messageId: "m3" });
+    await idle();
+    expect(userTexts(requests.at(-1)!)).toEqual(["hello", "what is the capital of France?"]);
+    expect(requests.flatMap(userTexts)).not.toContain("what is the capitl of France?");
+    await gateway.stop();
+  });
+
+  it("steers an edit of a message in the running turn in as a correction (steer.injected edit: true)", async () => {
+    const { gateway, say, idle, clock, requests, userTexts } = setup();
+    const injected: unknown[] = [];
+    gateway.subscribe((event) => {
+      if (event.type === "steer.injected") injected.push(event);
+    });
+    await gateway.start();
+    await say("m1", "release versoin 2");
+    await clock.advance(500);
+    // A platform's edit keeps the message's own id.
+    const ack = await gateway.receive({
+      session: "a",
+      channel: "web",
+      id: "m1",
+      text: "release version 3",
+      editOf: "m1",
+    });
+    expect(ack).toMatchObject({ disposition: "steered" });
+    await idle();
+    expect(injected).toEqual([expect.objectContaining({ edit: true, messageIds: [ack.messageId] })]);
+    expect(userTexts(requests.at(-1)!)).toEqual(["release versoin 2", "release version 3"]);
+    await gateway.stop();
+  });
+
+  it("answers an edit of a message whose turn ended as a new turn", async () => {
+    const { gateway, say, idle, channel } = setup();
+    await gateway.start();
+    await say("m1", "hello");
+    await idle();
+    const ack = await gateway.receive({
+      session: "a",
+      channel: "web",
+      id: "m1",
+      text: "hello there",
+      editOf: "m1",
+    });
+    expect(ack.disposition).toBe("started");
+    await idle();
+    expect(channel.sent.map((sent) => sent.text)).toEqual(["Re: hello", "Re: hello there"]);
+    await gateway.stop();
+  });
+});

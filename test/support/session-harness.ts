@@ -108,8 +108,14 @@ class Harness {
   readonly clock = new SimulatedClock();
   readonly calls = new Map<string, Deferred<unknown, unknown>>();
   readonly runs: AnyActorRef[] = [];
-  readonly sent: Array<{ id: string; mode: QueueMode; channel: string; sender?: string; across?: boolean }> =
-    [];
+  readonly sent: Array<{
+    id: string;
+    mode: QueueMode;
+    channel: string;
+    sender?: string;
+    across?: boolean;
+    edit?: boolean;
+  }> = [];
   readonly dropped = new Map<string, number>();
   readonly rejected = new Set<string>();
   readonly handled = new Set<string>();
@@ -195,6 +201,8 @@ class Harness {
       channel: event.message.channel,
       at: this.clock.now(),
       ...(event.message.sender ? { sender: event.message.sender } : {}),
+      // The graph's edit names a message of its own walk: this replay's message in the same place.
+      ...(event.message.editOf ? { editOf: this.sameTarget(event.message.text) ?? "none" } : {}),
     };
     this.sent.push({
       id: message.id,
@@ -202,8 +210,15 @@ class Harness {
       channel: message.channel,
       ...(message.sender ? { sender: message.sender.id } : {}),
       ...(event.setting.steerAcrossSenders ? { across: true } : {}),
+      ...(message.editOf ? { edit: true } : {}),
     });
     this.actor.send({ type: "session.message", message, setting: event.setting });
+  }
+
+  /** The message of this replay where the graph's edit aimed: the first queued one, or the turn's first. */
+  private sameTarget(label: string): string | undefined {
+    if (label === "edit-queued") return this.queued()[0];
+    return this.snapshot.context.pending?.messages[0]?.id;
   }
 
   private settle(event: GraphEvent): void {
@@ -342,6 +357,9 @@ class Harness {
         `${said}, "${decision.reason}", but nothing was finalized`,
       );
     }
+    // An edit goes where the message it replaces is, whatever its mode (the platform says it is the
+    // same person's message).
+    if (last.edit) return;
     // Another sender's message never joins a turn unless steering across senders is on: it waits for
     // a turn of its own, and its decision says why.
     const across = last.across === true;

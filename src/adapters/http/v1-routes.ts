@@ -38,12 +38,14 @@ export function v1Routes(deps: V1Deps): Route[] {
         const body = await readJsonBody(context.req, deps.bodyLimit);
         if (body === null || typeof body !== "object" || Array.isArray(body))
           throw invalid("body", "expected a JSON object");
-        const { text, id, channel, mode, sender } = body as Record<string, unknown>;
+        const { text, id, channel, mode, sender, editOf } = body as Record<string, unknown>;
         if (typeof text !== "string") throw invalid("text", "expected a string");
         if (id !== undefined && typeof id !== "string") throw invalid("id", "expected a string");
         if (channel !== undefined && typeof channel !== "string")
           throw invalid("channel", "expected a string");
         if (mode !== undefined && typeof mode !== "string") throw invalid("mode", "expected a string");
+        if (editOf !== undefined && typeof editOf !== "string")
+          throw invalid("editOf", "expected the id of an earlier message");
         const refusal = deps.refusal() ?? (gateway.isDraining ? "draining" : undefined);
         if (refusal === "starting")
           throw new HttpError(503, "STARTING", "the gateway is still starting", undefined, {
@@ -57,6 +59,7 @@ export function v1Routes(deps: V1Deps): Route[] {
           text,
           id: id ?? `http-${nanoid(12)}`,
           ...(mode !== undefined ? { mode } : {}),
+          ...(editOf !== undefined ? { editOf } : {}),
           // Checked by receive(): a bad sender is a 400 naming the field.
           ...(sender !== undefined ? { sender: sender as Sender } : {}),
         });
