@@ -25,7 +25,7 @@ const modeSchema = z.string().transform((value, ctx): QueueMode => {
   if (!mode) {
     ctx.addIssue({
       code: "custom",
-      message: `expected one of steer, followup, collect, interrupt (or an alias)`,
+      message: `expected one of steer, followup, collect, interrupt, reject, rollback (or an alias)`,
     });
     return z.NEVER;
   }
@@ -45,8 +45,10 @@ export const configSchema = z
     queue: z
       .object({
         /**
-         * How a message that arrives while a turn runs is handled: `steer`, `followup`, `collect` or
-         * `interrupt` (or an alias). Resolved inline → session (`/queue`) → channel → this → default.
+         * How a message that arrives while a turn runs is handled: `steer`, `followup`, `collect`,
+         * `interrupt`, `rollback` (an interrupt whose cut-off turn later model calls never see) or
+         * `reject` (a busy session refuses it), or an alias. Resolved inline → session (`/queue`) →
+         * channel → this → default.
          * @default "steer"
          */
         mode: modeSchema.optional(),
@@ -77,9 +79,29 @@ export const configSchema = z
          * @default false
          */
         steerAcrossSenders: z.boolean().optional(),
+        /** Bounds of `collect` mode. */
+        collect: z
+          .object({
+            /**
+             * A burst is handed over at most this long after its first message, however long messages
+             * keep coming (the quiet window alone would wait for the user to stop). It does not cut a
+             * running turn short: a burst that began during a turn runs when that turn ends.
+             * @default none (only the quiet window)
+             */
+            maxWaitMs: z.number().int().positive().max(3_600_000).optional(),
+          })
+          .strict()
+          .optional(),
+        /**
+         * How many steering messages held back for a running turn one model call gets: `all` of them,
+         * or `one-at-a-time` (the oldest; the next call gets the next, and the tool batch is skipped
+         * only while one is held).
+         * @default "all"
+         */
+        steering: z.enum(["all", "one-at-a-time"]).default("all"),
       })
       .strict()
-      .default({ byChannel: {} }),
+      .default({ byChannel: {}, steering: "all" }),
     /** The finalize-time check that a draft answers the newest user message. */
     staleReplyRecheck: z
       .object({
@@ -432,6 +454,15 @@ export type GatewayConfig = z.output<typeof configSchema>;
 /** The configuration a user writes: every key optional (see docs/config.md for keys and defaults). */
 export type GatewayConfigInput = z.input<typeof configSchema>;
 
+/** The global queue settings every message carries beside its resolved mode. */
+export function queueExtras(config: GatewayConfig): { steerAcrossSenders?: true; collectMaxWaitMs?: number } {
+  const maxWaitMs = config.queue.collect?.maxWaitMs;
+  return {
+    ...(config.queue.steerAcrossSenders ? { steerAcrossSenders: true as const } : {}),
+    ...(maxWaitMs !== undefined ? { collectMaxWaitMs: maxWaitMs } : {}),
+  };
+}
+
 /** Parses and validates a config; throws ConfigError naming the field, the expectation and the value. */
 export function parseConfig(raw: unknown = {}, fieldPrefix = "config"): GatewayConfig {
   const result = configSchema.safeParse(raw ?? {});
@@ -449,7 +480,13 @@ export function queueLayers(
   config: GatewayConfig,
   channel: string,
 ): { global: QueueSettings; channel?: QueueSettings } {
-  const { byChannel, steerAcrossSenders: _across, ...global } = config.queue;
+  const {
+    byChannel,
+    steerAcrossSenders: _across,
+    collect: _collect,
+    steering: _steering,
+    ...global
+  } = config.queue;
   const channelMode = byChannel[channel];
   return { global: strip(global), ...(channelMode ? { channel: { mode: channelMode } } : {}) };
 }

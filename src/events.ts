@@ -172,7 +172,11 @@ export interface TillerEventMap {
   /** A cleared or draining lane refused the turn: its messages wait in the queue again. */
   "turn.requeued": InSession & { messageIds: string[]; reason: string };
   /** A steering message reached the running turn before its next model call. */
-  "steer.injected": InTurn & { messageIds: string[] };
+  "steer.injected": InTurn & {
+    messageIds: string[];
+    /** An edited message steered in as the correction of one the turn already had. */
+    edit?: true;
+  };
   /**
    * Messages acked `steered` that the run ended without showing to the model (it was already writing
    * its final text, with no re-check left): each is answered by a turn of its own. The ack was made

@@ -10,7 +10,7 @@ import {
   UNCERTAIN_DELIVERY_NOTICE,
   wantsRecovery,
 } from "../policy/delivery.js";
-import { RECOVERED, type TurnItem } from "../policy/turn-context.js";
+import { RECOVERED, ROLLED_BACK, type TurnItem } from "../policy/turn-context.js";
 import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import type { SendFailure } from "./channel-send.js";
 import { deliverRecovery } from "./deliver-recovery.js";
@@ -50,6 +50,8 @@ export function createDeliver(deps: ActorDeps) {
         output.journal.slice(output.persisted),
       );
       await deps.writer.append(session, closingResults(input));
+      // Durable before the next turn is prepared, so no later model call sees the rolled-back turn.
+      if (input.rolledBack) await deps.writer.append(session, [rollbackMarker(input)]);
     } catch (error) {
       if (output.trigger === "subagent") return finishSubagent(deps, input, "failed", errorMessage(error));
       // What the turn did could not be stored: the user still learns that this reply failed.
@@ -285,4 +287,14 @@ function closingResults(input: DeliverInput): RecordBody[] {
     });
   }
   return rest;
+}
+
+/** The hidden record that takes a rolled-back turn out of every later model context. */
+function rollbackMarker(input: DeliverInput): RecordBody {
+  return {
+    role: "custom",
+    customType: ROLLED_BACK,
+    display: false,
+    details: { runId: input.output.runId, messageIds: input.messageIds ?? [] },
+  };
 }

@@ -1,7 +1,13 @@
 import type { RunInput } from "../machines/run.machine.js";
 import type { PendingTurn } from "../machines/session.types.js";
 import { laneForTurn } from "../policy/lane-priority.js";
-import { DROPPED_SUMMARY, TURN_NOTE, type TurnItem, windowToModel } from "../policy/turn-context.js";
+import {
+  DROPPED_SUMMARY,
+  rolledBackSeqs,
+  TURN_NOTE,
+  type TurnItem,
+  windowToModel,
+} from "../policy/turn-context.js";
 import type { RecordBody, TranscriptRecord } from "../ports/store.js";
 import type { ActorDeps } from "./deps.js";
 
@@ -46,8 +52,10 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
   const { pending } = args;
   const olderUserTexts: string[] = [];
   let lastAssistantText: string | undefined;
+  const hidden = rolledBackSeqs(records);
   for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
     const record = records[i];
+    if (record && hidden.has(record.seq)) continue;
     if (record?.role === "user") olderUserTexts.push(record.text);
     // The last reply the user saw, before any older user message: what a short follow-up continues.
     if (
@@ -115,6 +123,7 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     tools: toolNames,
     cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
     autoStart: true,
+    ...(deps.config.queue.steering === "one-at-a-time" ? { steering: "one-at-a-time" as const } : {}),
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
     // A turn resumed after a restart, or one taking over from a superseded one, may own stored messages.
     storedMessageIds: stored,

@@ -5,6 +5,7 @@ import type { Gateway } from "../gateway/create-gateway.js";
 import { validateSessionKey } from "../gateway/inbound/validate-inbound.js";
 import { parseControl } from "../policy/control.js";
 import type { Sender } from "../policy/sender.js";
+import { rolledBackSeqs } from "../policy/turn-context.js";
 import { refusalOfAck } from "./error-status.js";
 import type { EventFeed } from "./event-feed.js";
 import { HttpError, sendJson } from "./http-error.js";
@@ -38,7 +39,7 @@ export function v1Routes(deps: V1Deps): Route[] {
         const body = await readJsonBody(context.req, deps.bodyLimit);
         if (body === null || typeof body !== "object" || Array.isArray(body))
           throw invalid("body", "expected a JSON object");
-        const { text, id, channel, mode, sender } = body as Record<string, unknown>;
+        const { text, id, channel, mode, sender, editOf } = body as Record<string, unknown>;
         if (typeof text !== "string") throw invalid("text", "expected a string");
         // Nothing to answer: an empty message would start a model turn on nothing.
         if (text.trim() === "") throw invalid("text", "expected a message, received only white space");
@@ -46,6 +47,8 @@ export function v1Routes(deps: V1Deps): Route[] {
         if (channel !== undefined && typeof channel !== "string")
           throw invalid("channel", "expected a string");
         if (mode !== undefined && typeof mode !== "string") throw invalid("mode", "expected a string");
+        if (editOf !== undefined && typeof editOf !== "string")
+          throw invalid("editOf", "expected the id of an earlier message");
         const refusal = deps.refusal() ?? (gateway.isDraining ? "draining" : undefined);
         if (refusal === "starting")
           throw new HttpError(503, "STARTING", "the gateway is still starting", undefined, {
@@ -59,12 +62,14 @@ export function v1Routes(deps: V1Deps): Route[] {
           text,
           id: id ?? `http-${nanoid(12)}`,
           ...(mode !== undefined ? { mode } : {}),
+          ...(editOf !== undefined ? { editOf } : {}),
           // Checked by receive(): a bad sender is a 400 naming the field.
           ...(sender !== undefined ? { sender: sender as Sender } : {}),
         });
         const refused = refusalOfAck(ack);
         if (refused) throw refused;
-        sendJson(context.res, 200, { ack });
+        // `reject` mode: the session was busy and did not take the message.
+        sendJson(context.res, ack.disposition === "rejected" && ack.reason === "busy" ? 409 : 200, { ack });
       },
     },
     {
@@ -101,8 +106,13 @@ export function v1Routes(deps: V1Deps): Route[] {
         if (!Number.isInteger(after) || after < 0)
           throw invalid("after", `expected a non-negative integer, received ${JSON.stringify(afterText)}`);
         const all = ["1", "true"].includes(context.url.searchParams.get("all") ?? "");
-        const records = (await gateway.store.read(session)).filter(
-          (record) => record.seq > after && (all || record.role !== "custom" || record.display),
+        const stored = await gateway.store.read(session);
+        // A rolled-back turn's records are hidden ones: only `all` shows them.
+        const rolledBack = all ? new Set<number>() : rolledBackSeqs(stored);
+        const records = stored.filter(
+          (record) =>
+            record.seq > after &&
+            (all || ((record.role !== "custom" || record.display) && !rolledBack.has(record.seq))),
         );
         sendJson(context.res, 200, { records });
       },

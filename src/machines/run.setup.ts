@@ -3,8 +3,7 @@
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
 import { isTypedTrigger } from "../policy/lane-priority.js";
 import { reanchorInstruction } from "../policy/stale-reply.js";
-import type { TurnItem } from "../policy/turn-context.js";
-import { RECHECK_NOTE, SUPERSEDED_DRAFT } from "../policy/turn-context.js";
+import { RECHECK_NOTE, SUPERSEDED_DRAFT, type TurnItem } from "../policy/turn-context.js";
 import type {
   CallModelInput,
   CallModelOutput,
@@ -106,20 +105,25 @@ export const runSetup = setup({
         });
         journal = [...journal, ...noticeItems(context.noticeBuffer)];
       }
-      if (context.steerBuffer.length > 0) {
+      // One at a time: the rest stay held for the next call (and still skip a tool batch meanwhile).
+      const taken =
+        context.input.steering === "one-at-a-time" ? context.steerBuffer.slice(0, 1) : context.steerBuffer;
+      if (taken.length > 0) {
         enqueue.emit({
           type: "steer.injected",
-          messageIds: context.steerBuffer.map((message) => message.id),
+          messageIds: taken.map((message) => message.id),
+          // An edited message steered in as a correction of one the turn already has.
+          ...(taken.some((message) => message.editOf !== undefined) ? { edit: true } : {}),
         });
-        journal = [...journal, ...context.steerBuffer.map(userItem)];
+        journal = [...journal, ...taken.map(userItem)];
       }
       if (journal === context.journal) return;
       enqueue.assign({
         journal,
         noticed: [...context.noticed, ...context.noticeBuffer],
         noticeBuffer: [],
-        owned: [...context.owned, ...context.steerBuffer],
-        steerBuffer: [],
+        owned: [...context.owned, ...taken],
+        steerBuffer: context.steerBuffer.slice(taken.length),
       });
     }),
     countCall: assign(({ context }) => ({ call: context.call + 1 })),

@@ -47,6 +47,8 @@ export interface RunInput {
   cancellableTools: string[];
   /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
   autoStart?: boolean;
+  /** `queue.steering: "one-at-a-time"`: each model call gets the oldest held steering message only. */
+  steering?: "one-at-a-time";
   /** Model calls one turn may make (default 25); a model that keeps asking for tools is stopped. */
   maxModelCalls?: number;
   /**

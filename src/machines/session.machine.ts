@@ -8,7 +8,8 @@ import { runInputFor } from "./session-context.js";
  * `idle` starts a turn for the first message. A `turn` holds the session's lane slot for its whole
  * life: `waitingForLane` (messages that steer join the turn before it starts), `running` (the run
  * actor; steer → into the run, followup/collect → the queue, interrupt → abort the run and run the
- * newest message next), `delivering` (the final goes out, a stranded final gets its marker and a
+ * newest message next, rollback → the same, and the cut-off turn is hidden from later model calls,
+ * reject → refused while the session is busy), `delivering` (the final goes out, a stranded final gets its marker and a
  * recovery). `next` picks what runs next: a collect burst waits in `collecting` for a quiet window,
  * anything else starts a turn, and an empty queue rests in `idle`. `/stop` aborts and clears;
  * `/new` also resets the transcript in `resetting`. Turns nobody typed (a message with a `trigger`):
@@ -46,6 +47,16 @@ export const sessionMachine = sessionSetup.createMachine({
             description: "Nothing runs yet but work waits: the session is busy for a heartbeat.",
           },
           {
+            guard: "editsQueued",
+            actions: "replaceQueued",
+            description: "An edit of a message that still waits replaces it in place.",
+          },
+          {
+            guard: "isRejectWhileQueued",
+            actions: "rejectBusy",
+            description: "`reject`: work already waits, so the session is busy.",
+          },
+          {
             guard: "hasQueued",
             target: "next",
             actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } },
@@ -74,6 +85,12 @@ export const sessionMachine = sessionSetup.createMachine({
             actions: "dropTriggered",
             description: "A heartbeat in a busy session is dropped.",
           },
+          {
+            guard: "editsQueued",
+            actions: "replaceQueued",
+            description: "An edit of a message that still waits replaces it in place.",
+          },
+          { guard: "isReject", actions: "rejectBusy", description: "`reject`: a burst waits to run." },
           { guard: "isCollectMessage", target: "collecting", reenter: true, actions: "enqueue" },
           { actions: { type: "enqueue", params: { waitsBehind: EARLIER_FIRST } } },
         ],
@@ -125,6 +142,17 @@ export const sessionMachine = sessionSetup.createMachine({
                 description: "A user message takes the session from a heartbeat that has not started.",
               },
               {
+                guard: "editsTurn",
+                actions: "replacePending",
+                description: "An edit of a message of the turn about to start replaces it there.",
+              },
+              {
+                guard: "editsQueued",
+                actions: "replaceQueued",
+                description: "An edit of a message that still waits replaces it in place.",
+              },
+              { guard: "isReject", actions: "rejectBusy", description: "`reject`: a turn is starting." },
+              {
                 guard: "isOtherSender",
                 actions: { type: "enqueue", params: { waitsBehind: OTHER_SENDER } },
                 description: "Another person's message never joins this turn: it runs as its own, next.",
@@ -169,8 +197,28 @@ export const sessionMachine = sessionSetup.createMachine({
                 description:
                   "Another person's message neither steers nor interrupts this turn: it runs next.",
               },
+              {
+                guard: "editsTurn",
+                actions: "steerIntoRun",
+                description: "An edit of a message the running turn owns is steered in as a correction.",
+              },
+              {
+                guard: "editsQueued",
+                actions: "replaceQueued",
+                description: "An edit of a message that still waits replaces it in place.",
+              },
+              {
+                guard: "isReject",
+                actions: "rejectBusy",
+                description: "`reject`: the turn is not disturbed.",
+              },
               { guard: "isSteer", actions: "steerIntoRun" },
               { guard: "isInterrupt", actions: "interruptRun" },
+              {
+                guard: "isRollback",
+                actions: { type: "interruptRun", params: { rollback: true } },
+                description: "As an interrupt, and the cut-off turn is hidden from every later model call.",
+              },
               {
                 guard: "noticedByRun",
                 actions: ["enqueue", "noticeRun"],
@@ -200,6 +248,7 @@ export const sessionMachine = sessionSetup.createMachine({
               messageIds: context.pending?.messages.map((message) => message.id) ?? [],
               output: context.lastOutput!,
               ...(context.pending?.recovery ? { recovery: context.pending.recovery } : {}),
+              ...(context.pending?.rolledBack ? { rolledBack: true } : {}),
             }),
             onDone: {
               target: "#session.next",
@@ -217,6 +266,12 @@ export const sessionMachine = sessionSetup.createMachine({
                 actions: "dropTriggered",
                 description: "A heartbeat in a busy session is dropped.",
               },
+              {
+                guard: "editsQueued",
+                actions: "replaceQueued",
+                description: "An edit of a message that still waits replaces it in place.",
+              },
+              { guard: "isReject", actions: "rejectBusy", description: "`reject`: a reply is going out." },
               { actions: "enqueue", description: "Too late for this turn: a follow-up." },
             ],
             "session.stop": { actions: "clearWaiting" },
@@ -240,6 +295,12 @@ export const sessionMachine = sessionSetup.createMachine({
             actions: "dropTriggered",
             description: "A heartbeat in a busy session is dropped.",
           },
+          {
+            guard: "editsQueued",
+            actions: "replaceQueued",
+            description: "An edit of a message that still waits replaces it in place.",
+          },
+          { guard: "isReject", actions: "rejectBusy", description: "`reject`: `/new` is still resetting." },
           { actions: { type: "enqueue", params: { waitsBehind: RESETTING } } },
         ],
       },

@@ -2,6 +2,7 @@
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import { isTypedTrigger } from "../policy/lane-priority.js";
+import type { QueueMode, ResolvedQueueSetting } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
@@ -29,6 +30,8 @@ export const RESETTING = "a fresh conversation is being started; this is answere
 const RESENDING = "an earlier reply that did not reach you is being resent first; this is answered next";
 const STOPPED = "stopped by /stop";
 const INTERRUPTED = "interrupted by message";
+/** The reason of a `reject`-mode message that found the session busy (the ack's `reason`). */
+export const BUSY = "busy";
 const NEW_CONVERSATION = "cut off by /new";
 /** Why a heartbeat turn ended: a user's message needed the session (`turn.ended` reason). */
 export const PREEMPTED = "preempted";
@@ -38,6 +41,28 @@ const HEARTBEAT_REPLACED = "a user message needs the session; the heartbeat that
 /** The message is a typed one (a person wrote it) and the turn in hand is a heartbeat. */
 function preempts(message: OwnedMessage, pending: PendingTurn | null): boolean {
   return isTypedTrigger(message.trigger) && pending?.kind === "turn" && pending.trigger === "heartbeat";
+}
+
+/**
+ * The collect window after this message: the quiet window, cut short so that the burst runs no later
+ * than `collectMaxWaitMs` after its first message.
+ */
+function collectDelay(
+  queue: readonly QueueItem[],
+  message: OwnedMessage,
+  setting: ResolvedQueueSetting,
+): number {
+  if (setting.collectMaxWaitMs === undefined) return setting.debounceMs;
+  const burst = queue.find(
+    (item) => item.kind === "collect" && item.messages.some((queued) => queued.id === message.id),
+  );
+  const first = burst && burst.kind === "collect" ? (burst.messages[0]?.at ?? message.at) : message.at;
+  return Math.max(0, Math.min(setting.debounceMs, first + setting.collectMaxWaitMs - message.at));
+}
+
+/** Modes whose message wants the running turn itself (to steer it, or to cut it off). */
+function cutsIn(mode: QueueMode): boolean {
+  return mode === "steer" || mode === "interrupt" || mode === "rollback";
 }
 
 /** An event for the run actor, checked against its event type (a target named by id is untyped). */
@@ -80,18 +105,32 @@ export const sessionSetup = setup({
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
       event.setting.mode === "interrupt",
+    isRollback: ({ event }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "rollback",
+    // `reject`: a busy session does not take a person's message at all; work nobody typed still queues.
+    isReject: ({ event }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "reject",
+    isRejectWhileQueued: ({ event, context }) =>
+      event.type === "session.message" &&
+      isTypedTrigger(event.message.trigger) &&
+      event.setting.mode === "reject" &&
+      context.queue.length > 0,
     // A message may only join a turn its own sender owns, unless steering across senders is on.
     isOtherSender: ({ event, context }) =>
       event.type === "session.message" &&
       event.setting.steerAcrossSenders !== true &&
       context.pending?.kind === "turn" &&
-      (event.setting.mode === "steer" || event.setting.mode === "interrupt") &&
+      cutsIn(event.setting.mode) &&
       context.pending.messages.some((message) => !sameSender(message.sender, event.message.sender)),
     joinsPendingTurn: ({ event, context }) =>
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
       context.pending?.kind === "turn" &&
-      (event.setting.mode === "steer" || event.setting.mode === "interrupt"),
+      cutsIn(event.setting.mode),
     // A heartbeat never waits and never queues: it runs in an idle session or not at all.
     isHeartbeat: ({ event }) => event.type === "session.message" && event.message.trigger === "heartbeat",
     isHeartbeatWhileQueued: ({ event, context }) =>
@@ -104,6 +143,19 @@ export const sessionSetup = setup({
       isTypedTrigger(event.message.trigger) &&
       context.pending?.kind === "turn" &&
       !isTypedTrigger(context.pending.trigger),
+    // Edits: the message it replaces still waits (queue), is in the turn about to start, or is in the
+    // running turn. Otherwise (answered, unknown) the edit is routed like any message: a new turn.
+    editsQueued: ({ event, context }) =>
+      event.type === "session.message" &&
+      event.message.editOf !== undefined &&
+      context.queue.some(
+        (item) => item.kind !== "recovery" && item.messages.some((m) => m.id === event.message.editOf),
+      ),
+    editsTurn: ({ event, context }) =>
+      event.type === "session.message" &&
+      event.message.editOf !== undefined &&
+      context.pending?.kind === "turn" &&
+      context.pending.messages.some((m) => m.id === event.message.editOf),
     headIsCollect: ({ context }) => context.queue[0]?.kind === "collect",
     hasQueued: ({ context }) => context.queue.length > 0,
     isResend: ({ context }) => context.pending?.recovery?.deliveryMode === "automatic",
@@ -149,7 +201,9 @@ export const sessionSetup = setup({
         queue: result.queue,
         summaries: result.summaries,
         collectDebounceMs:
-          event.setting.mode === "collect" ? event.setting.debounceMs : context.collectDebounceMs,
+          event.setting.mode === "collect"
+            ? collectDelay(result.queue, event.message, event.setting)
+            : context.collectDebounceMs,
         lastDecision: decision(
           event,
           result.rejected ? "rejected" : result.collected ? "collected" : "queued",
@@ -194,10 +248,66 @@ export const sessionSetup = setup({
         ...(context.pending
           ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } }
           : {}),
-        lastDecision: { ...decision(event, "steered"), ...(context.runId ? { runId: context.runId } : {}) },
+        lastDecision: {
+          ...decision(
+            event,
+            "steered",
+            event.message.editOf
+              ? `a correction of ${event.message.editOf}, which the running reply already has`
+              : undefined,
+          ),
+          ...(context.runId ? { runId: context.runId } : {}),
+        },
       });
     }),
-    interruptRun: enqueueActions(({ context, event, enqueue }) => {
+    replaceQueued: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message") return;
+      const edit = event.message;
+      const replaced = context.queue.find(
+        (item) => item.kind !== "recovery" && item.messages.some((m) => m.id === edit.editOf),
+      );
+      const queue = context.queue.map((item): QueueItem => {
+        if (item.kind === "recovery" || !item.messages.some((m) => m.id === edit.editOf)) return item;
+        // In place: the edit keeps the replaced message's arrival, so it is not overtaken by later ones.
+        return {
+          ...item,
+          messages: item.messages.map((m) => (m.id === edit.editOf ? { ...edit, at: m.at } : m)),
+        };
+      });
+      enqueue.emit({
+        type: "message.dropped",
+        messageId: edit.editOf!,
+        reason: `replaced by its edit ${edit.id}`,
+      });
+      enqueue.assign({
+        queue,
+        lastDecision: decision(
+          event,
+          replaced?.kind === "collect" ? "collected" : "queued",
+          `it replaces your earlier message ${edit.editOf}, which had not been answered yet`,
+        ),
+      });
+    }),
+    replacePending: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "session.message" || !context.pending) return;
+      const edit = event.message;
+      enqueue.emit({
+        type: "message.dropped",
+        messageId: edit.editOf!,
+        reason: `replaced by its edit ${edit.id}`,
+      });
+      enqueue.assign({
+        pending: {
+          ...context.pending,
+          messages: context.pending.messages.map((m) => (m.id === edit.editOf ? { ...edit, at: m.at } : m)),
+        },
+        lastDecision: decision(event, "steered", `it replaces ${edit.editOf} in the reply about to start`),
+      });
+    }),
+    rejectBusy: assign(({ event }) =>
+      event.type === "session.message" ? { lastDecision: decision(event, "rejected", BUSY) } : {},
+    ),
+    interruptRun: enqueueActions(({ context, event, enqueue }, params?: { rollback?: boolean }) => {
       if (event.type !== "session.message") return;
       // What the same sender left waiting folds into the interrupting turn, so no accepted message is
       // lost; another person's waiting work keeps its own turn (a turn never mixes senders by itself).
@@ -218,8 +328,17 @@ export const sessionSetup = setup({
       const messages = [...folded, event.message];
       enqueue.assign({
         queue: [{ kind: "followup", messages }, ...kept],
-        // Saved with the turn, so a restart does not run the interrupted turn again.
-        ...(context.pending ? { pending: { ...context.pending, interrupted: true } } : {}),
+        // Saved with the turn, so a restart does not run the interrupted turn again (nor forgets to
+        // hide a rolled-back one from later model calls).
+        ...(context.pending
+          ? {
+              pending: {
+                ...context.pending,
+                interrupted: true,
+                ...(params?.rollback ? { rolledBack: true } : {}),
+              },
+            }
+          : {}),
         lastDecision: decision(event, "interrupted"),
       });
       enqueue.sendTo("run", runEvent({ type: "run.abort", reason: `${INTERRUPTED} ${event.message.id}` }));

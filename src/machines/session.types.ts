@@ -38,7 +38,7 @@ export interface SessionContext {
   runId: string | null;
   lastDecision: SessionDecision | null;
   lastOutput: RunOutput | null;
-  /** Debounce window of the collect item at the head of the queue. */
+  /** Collect window of the burst at the head of the queue (its quiet window, cut by its maximum wait). */
   collectDebounceMs: number;
 }
 
@@ -70,6 +70,8 @@ export interface DeliverInput {
   messageIds?: string[];
   output: RunOutput;
   recovery?: Extract<QueueItem, { kind: "recovery" }>;
+  /** The turn was rolled back: its records are stored, then hidden from later model calls. */
+  rolledBack?: boolean;
 }
 
 /** What the deliver actor answers: the receipt, or why the send failed. */

@@ -41,7 +41,7 @@ function parseQueue(args: string[]): ControlCommand {
     return {
       command: "invalid",
       error:
-        "usage: /queue <steer|followup|collect|interrupt|reset> [debounce:500ms] [cap:20] [drop:old|new|summarize]",
+        "usage: /queue <steer|followup|collect|interrupt|reject|rollback|reset> [debounce:500ms] [cap:20] [drop:old|new|summarize]",
     };
   const [first = "", ...options] = args;
   if (first.toLowerCase() === "reset") return { command: "queue-reset" };
@@ -79,7 +79,7 @@ function parseQueue(args: string[]): ControlCommand {
       default:
         return {
           command: "invalid",
-          error: `unknown /queue option "${option}" (mode must be steer, followup, collect or interrupt)`,
+          error: `unknown /queue option "${option}" (mode must be steer, followup, collect, interrupt, reject or rollback)`,
         };
     }
   }

@@ -36,6 +36,8 @@ export interface PendingTurn {
   resumed?: boolean;
   /** An interrupting message was acknowledged: this turn is being cut off and never runs again. */
   interrupted?: boolean;
+  /** `rollback` mode: the cut-off turn's messages and records are hidden from every later model call. */
+  rolledBack?: boolean;
   /** What started the turn when nobody typed it (`cron`, `heartbeat`, ...); absent for a user's turn. */
   trigger?: string;
   /** The workload lane, when not the trigger's own (a subagent nested in a scheduled job). */

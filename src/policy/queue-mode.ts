@@ -8,8 +8,8 @@
  * // { mode: "followup", modeSource: "inline", debounceMs: 500, cap: 20, drop: "summarize" }
  * ```
  */
-export const QUEUE_MODES = ["steer", "followup", "collect", "interrupt"] as const;
-/** What a message does to a busy session: `steer`, `followup`, `collect` or `interrupt`. */
+export const QUEUE_MODES = ["steer", "followup", "collect", "interrupt", "reject", "rollback"] as const;
+/** What a message does to a busy session: `steer`, `followup`, `collect`, `interrupt`, `reject` or `rollback`. */
 export type QueueMode = (typeof QUEUE_MODES)[number];
 export const DROP_POLICIES = ["old", "new", "summarize"] as const;
 export type DropPolicy = (typeof DROP_POLICIES)[number];
@@ -29,6 +29,9 @@ const ALIASES: Record<string, QueueMode> = {
   interrupt: "interrupt",
   interrupts: "interrupt",
   abort: "interrupt",
+  reject: "reject",
+  refuse: "reject",
+  rollback: "rollback",
 };
 
 /** The canonical mode for a name or alias, or undefined when it is not one. */
@@ -52,6 +55,8 @@ export interface ResolvedQueueSetting {
   drop: DropPolicy;
   /** `queue.steerAcrossSenders`: another sender's message may join a running turn. */
   steerAcrossSenders?: true;
+  /** `queue.collect.maxWaitMs`: a burst runs at most this long after its first message. */
+  collectMaxWaitMs?: number;
 }
 
 export const QUEUE_DEFAULTS = { mode: "steer", debounceMs: 500, cap: 20, drop: "summarize" } as const;

@@ -22,6 +22,8 @@ export interface OwnedMessage {
   lane?: string;
   /** For a triggered turn: the tools it may call, when fewer than all (a subagent's). */
   tools?: string[];
+  /** An edit: the id of the message it replaces. */
+  editOf?: string;
   /** Already in the transcript (a turn that saw it was superseded): the next turn does not store it again. */
   stored?: boolean;
 }
@@ -42,6 +44,13 @@ export const RECOVERED = "tiller.recovered";
 /** A subagent's turn a crash cut off: it never runs again (its parent's turn starts a new child). */
 export const SUBAGENT_CUT_OFF = "tiller.subagent-cut-off";
 
+/**
+ * A turn cut off in `rollback` mode: `details` holds `{ runId, messageIds }`. Its records stay in the
+ * transcript, but from its first user message (or first record of the run) up to this marker, none
+ * reaches a later model call.
+ */
+export const ROLLED_BACK = "tiller.rolled-back";
+
 const UNDELIVERED_NOTE = "[note: the assistant reply above was never shown to the user]";
 const RECOVERED_NOTE = "[note: the undelivered reply above was delivered to the user later]";
 
@@ -52,7 +61,9 @@ const RECOVERED_NOTE = "[note: the undelivered reply above was delivered to the 
  */
 export function historyToModel(records: readonly TranscriptRecord[]): ModelMessage[] {
   const out: ModelMessage[] = [];
+  const hidden = rolledBackSeqs(records);
   for (const record of records) {
+    if (hidden.has(record.seq)) continue;
     const message = recordToModel(record, false);
     if (message) out.push(message);
   }
@@ -67,8 +78,14 @@ export function historyToModel(records: readonly TranscriptRecord[]): ModelMessa
 export function windowToModel(records: readonly TranscriptRecord[]): ModelMessage[] {
   const known = converted.get(records);
   if (known?.records === records.length) return known.messages;
+  // A rollback marker hides records converted before it: the whole window is converted again.
+  const rolledBack =
+    known !== undefined &&
+    records
+      .slice(known.records)
+      .some((record) => record.role === "custom" && record.customType === ROLLED_BACK);
   const messages =
-    known && known.records < records.length
+    known && known.records < records.length && !rolledBack
       ? known.messages.concat(historyToModel(records.slice(known.records)))
       : historyToModel(records);
   converted.set(records, { records: records.length, messages });
@@ -126,4 +143,27 @@ function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | unde
         return { role: "assistant", text: String(record.details.text ?? "") };
       return undefined;
   }
+}
+
+/**
+ * The seqs of records a rollback hid from model calls: for each `tiller.rolled-back` marker, from the
+ * first record of its turn (a user record it names, or a record of its run) up to the marker itself.
+ */
+export function rolledBackSeqs(records: readonly TranscriptRecord[]): Set<number> {
+  const hidden = new Set<number>();
+  records.forEach((marker, end) => {
+    if (marker.role !== "custom" || marker.customType !== ROLLED_BACK) return;
+    const runId = String(marker.details.runId ?? "");
+    const ids = new Set(
+      Array.isArray(marker.details.messageIds) ? marker.details.messageIds.map(String) : [],
+    );
+    const start = records.findIndex(
+      (record, index) =>
+        index < end &&
+        ((record.role === "user" && ids.has(record.messageId)) ||
+          ("runId" in record && record.runId === runId && runId !== "")),
+    );
+    for (let index = start < 0 ? end : start; index <= end; index++) hidden.add(records[index]!.seq);
+  });
+  return hidden;
 }

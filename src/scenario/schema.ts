@@ -71,6 +71,8 @@ const inboundSchema = z
     id: z.string().min(1),
     text: z.string(),
     mode: z.string().optional(),
+    /** An edit: the id of the earlier message this one replaces. */
+    editOf: z.string().min(1).optional(),
     /** Who wrote it (group chats); checked like any inbound sender when it arrives. */
     sender: z
       .object({ id: z.string(), name: z.string().optional(), authority: z.array(z.string()).optional() })

@@ -127,7 +127,8 @@ function configuredMode(raw: GatewayConfigInput | undefined): ReturnType<typeof 
   const mode = (raw as { queue?: { mode?: unknown } } | undefined)?.queue?.mode;
   if (mode === undefined) return undefined;
   const parsed = typeof mode === "string" ? parseQueueMode(mode) : undefined;
-  if (!parsed) throw new ConfigError("queue.mode", "steer, followup, collect or interrupt", mode);
+  if (!parsed)
+    throw new ConfigError("queue.mode", "steer, followup, collect, interrupt, reject or rollback", mode);
   return parsed;
 }
 

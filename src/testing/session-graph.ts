@@ -48,7 +48,7 @@ export const SESSION_RUN_DONE: RunOutput = {
 export function sessionTraversal(config: GatewayConfig, configuredMode: QueueMode | undefined) {
   const modes: QueueMode[] = configuredMode
     ? [configuredMode]
-    : ["steer", "followup", "collect", "interrupt"];
+    : ["steer", "followup", "collect", "interrupt", "reject", "rollback"];
   const setting = (mode: QueueMode): ResolvedQueueSetting => ({
     mode,
     modeSource: configuredMode ? "global" : "inline",
@@ -119,7 +119,9 @@ function isStopping(snapshot: SessionSnapshot): boolean {
   return (
     pending?.messages.length === 0 ||
     queue.some(
-      (item) => item.kind !== "recovery" && item.messages.some((message) => message.id === "m-interrupt"),
+      (item) =>
+        item.kind !== "recovery" &&
+        item.messages.some((message) => message.id === "m-interrupt" || message.id === "m-rollback"),
     )
   );
 }

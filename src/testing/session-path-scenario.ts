@@ -94,7 +94,7 @@ export function sessionPathScenario(given: MachinePath, config: GatewayConfigInp
           if (mode === "steer" && aborted) {
             throw new UnrealizablePathError("a steering message reaches a run that is already stopping");
           }
-          if (mode === "interrupt") aborted = true;
+          if (mode === "interrupt" || mode === "rollback") aborted = true;
           if (mode === "steer") turnMode = "steer";
         }
         if (before.matches("collecting") && event.setting.mode === "collect") windowStart = at;

@@ -33,6 +33,8 @@ export interface GraphConfig {
   /** The text of every final draft the model returns in this graph. */
   draft: string;
   autoStart?: boolean;
+  /** `queue.steering`: each model call gets one held steering message. */
+  steering?: "one-at-a-time";
   /** Also replay every simple path (only where the graph is small enough). */
   simplePaths?: boolean;
 }
@@ -97,6 +99,12 @@ export const CONFIGS: GraphConfig[] = [
     draft: "Paris weather today: sunny in Paris, 24 degrees.",
   },
   {
+    title: "steering one message at a time",
+    messages: ["Break down item 2 and update the file"],
+    draft: "Done: checklist.md now lists item 2 in three steps.",
+    steering: "one-at-a-time",
+  },
+  {
     title: "an auto-started run",
     messages: ["Break down item 2 and update the file"],
     draft: "Done: checklist.md now lists item 2 in three steps.",
@@ -128,6 +136,7 @@ export function runInput(config: GraphConfig): RunInput {
     tools: ["write_file", "search"],
     cancellableTools: ["search"],
     ...(config.autoStart ? { autoStart: true } : {}),
+    ...(config.steering ? { steering: config.steering } : {}),
   };
 }
 
@@ -173,9 +182,14 @@ export function stateKey(snapshot: Snapshot): string {
     snapshot.status,
     snapshot.value,
     context.passes,
-    context.steerBuffer.length > 0,
+    // One at a time, how many wait matters: a second one is still held after the next call.
+    context.input.steering === "one-at-a-time"
+      ? Math.min(context.steerBuffer.length, 2)
+      : context.steerBuffer.length > 0,
     context.toolIndex,
   ];
+  // ... and how many the turn owns, so a path that held two and injected them is kept apart.
+  if (context.input.steering === "one-at-a-time") key.push(Math.min(context.owned.length, 3));
   // With the gateway's detector, the last verdict and who decided it: the fired and skipped events say
   // so, so the graph keeps them apart (a state reached with another verdict must not stand in for it).
   if (context.input.recheck.detector === "custom") {

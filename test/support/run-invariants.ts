@@ -114,6 +114,11 @@ export function outputViolations(replay: Replay, path: Path): string[] {
   );
   const steeredAndShown = ids(replay.given).filter((id) => id.startsWith("s") && shown.has(id));
   check(sameList(sorted(injected), sorted(steeredAndShown)), `steer.injected ${injected}`);
+  // One at a time: every model call got at most one held steering message.
+  if (replay.input.steering === "one-at-a-time")
+    for (const event of replay.emitted)
+      if (event.type === "steer.injected")
+        check(event.messageIds.length === 1, `one call got steering ${event.messageIds}`);
 
   // Every tool call in the journal has exactly one result after it: no dangling call.
   const open = new Set<string>();

@@ -73,12 +73,26 @@ function senderMessage(label: string, id: string, across = false) {
 // senders allowed (the anonymous steer above is then the other sender's, in a turn bob owns).
 const SENDER_EVENTS = [senderMessage("bob", "bob"), senderMessage("bob-across", "bob", true)];
 
+/** Edits of the first waiting message and of the turn's first message (resolved where they are offered). */
+const EDIT_EVENTS = [
+  {
+    ...graphMessage("edit-queued", "steer"),
+    message: { ...graphMessage("edit-queued", "steer").message, editOf: "@queued" },
+  },
+  {
+    ...graphMessage("edit-turn", "steer"),
+    message: { ...graphMessage("edit-turn", "steer").message, editOf: "@turn" },
+  },
+];
+
 const MESSAGE_EVENTS = [
   graphMessage("steer", "steer"),
   graphMessage("followup", "followup"),
   graphMessage("collect", "collect"),
   graphMessage("collect-web", "collect", "web"),
   graphMessage("interrupt", "interrupt"),
+  graphMessage("reject", "reject"),
+  graphMessage("rollback", "rollback"),
 ];
 const CAP_EVENTS = [
   graphMessage("cap-new", "followup", "telegram", 1, "new"),
@@ -131,6 +145,15 @@ function possible(snapshot: Snapshot, event: GraphEvent): boolean {
   if (event.type === "lane.timeout")
     return children.laneSlot !== undefined && !snapshot.matches({ turn: "waitingForLane" });
   if (event.type === COLLECT_WINDOW) return snapshot.matches("collecting");
+  if (event.type === "session.message" && event.message.editOf !== undefined) {
+    // The graph's messages reuse an id per label: an edit is offered only where its target is unique.
+    const target = editTarget(snapshot, event.message.editOf);
+    const ids = [
+      ...snapshot.context.queue.flatMap((item) => (item.kind === "recovery" ? [] : item.messages)),
+      ...(snapshot.context.pending?.messages ?? []),
+    ].map((message) => message.id);
+    return target !== undefined && ids.filter((id) => id === target).length === 1;
+  }
   if (event.type === "session.message") {
     // Narrow the alphabet where it adds states but no new behaviour: the cap only matters while a turn
     // runs, a second channel only next to a burst of the first.
@@ -174,11 +197,24 @@ export function serialize(snapshot: Snapshot): string {
     owners: pending ? unique(pending.messages.map((message) => message.sender?.id ?? "-")).join(",") : null,
     headOwner: head && head.kind !== "recovery" ? (head.messages[0]?.sender?.id ?? "-") : null,
     summaries: context.summaries.length > 0,
+    // A turn cut off in rollback mode delivers differently (its records are hidden afterwards).
+    ...(pending?.rolledBack ? { rolledBack: true } : {}),
   });
+}
+
+/** The id an abstract edit (`@queued`, `@turn`) replaces in this snapshot, if there is one. */
+export function editTarget(snapshot: Snapshot, editOf: string): string | undefined {
+  if (editOf === "@queued")
+    return snapshot.context.queue.flatMap((item) => (item.kind === "recovery" ? [] : item.messages))[0]?.id;
+  if (editOf === "@turn")
+    return snapshot.context.pending?.kind === "turn" ? snapshot.context.pending.messages[0]?.id : undefined;
+  return editOf;
 }
 
 /** The lane slot is granted with the run input for the turn that asked, as the real one prepares it. */
 function concrete(snapshot: Snapshot, event: GraphEvent): GraphEvent {
+  if (event.type === "session.message" && event.message.editOf?.startsWith("@"))
+    return { ...event, message: { ...event.message, editOf: editTarget(snapshot, event.message.editOf)! } };
   if (event.type !== "lane.granted") return event;
   const slot = (snapshot.children as Record<string, AnyActorRef | undefined>).laneSlot;
   const input = slot?.getSnapshot().input as { session: string; pending: PendingTurn } | undefined;
@@ -192,7 +228,8 @@ export function describeEvent(event: GraphEvent): string {
     const from = event.message.sender
       ? ` from ${event.message.sender.id}${event.setting.steerAcrossSenders ? " across" : ""}`
       : "";
-    return `message(${mode}${where}${cap < 20 ? ` cap ${cap} drop ${drop}` : ""}${from})`;
+    const edit = event.message.editOf ? " edit" : "";
+    return `message(${mode}${where}${cap < 20 ? ` cap ${cap} drop ${drop}` : ""}${from}${edit})`;
   }
   if (event.type === "xstate.done.actor.deliver") {
     const { recovery } = event.output;
@@ -246,6 +283,7 @@ export function unique(values: string[]): string[] {
 
 export const ALL_EVENTS: GraphEvent[] = [
   ...MESSAGE_EVENTS,
+  ...EDIT_EVENTS,
   ...SENDER_EVENTS,
   ...CAP_EVENTS,
   ...CONTROL_EVENTS,

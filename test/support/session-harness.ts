@@ -108,8 +108,14 @@ class Harness {
   readonly clock = new SimulatedClock();
   readonly calls = new Map<string, Deferred<unknown, unknown>>();
   readonly runs: AnyActorRef[] = [];
-  readonly sent: Array<{ id: string; mode: QueueMode; channel: string; sender?: string; across?: boolean }> =
-    [];
+  readonly sent: Array<{
+    id: string;
+    mode: QueueMode;
+    channel: string;
+    sender?: string;
+    across?: boolean;
+    edit?: boolean;
+  }> = [];
   readonly dropped = new Map<string, number>();
   readonly rejected = new Set<string>();
   readonly handled = new Set<string>();
@@ -195,6 +201,8 @@ class Harness {
       channel: event.message.channel,
       at: this.clock.now(),
       ...(event.message.sender ? { sender: event.message.sender } : {}),
+      // The graph's edit names a message of its own walk: this replay's message in the same place.
+      ...(event.message.editOf ? { editOf: this.sameTarget(event.message.text) ?? "none" } : {}),
     };
     this.sent.push({
       id: message.id,
@@ -202,8 +210,15 @@ class Harness {
       channel: message.channel,
       ...(message.sender ? { sender: message.sender.id } : {}),
       ...(event.setting.steerAcrossSenders ? { across: true } : {}),
+      ...(message.editOf ? { edit: true } : {}),
     });
     this.actor.send({ type: "session.message", message, setting: event.setting });
+  }
+
+  /** The message of this replay where the graph's edit aimed: the first queued one, or the turn's first. */
+  private sameTarget(label: string): string | undefined {
+    if (label === "edit-queued") return this.queued()[0];
+    return this.snapshot.context.pending?.messages[0]?.id;
   }
 
   private settle(event: GraphEvent): void {
@@ -276,6 +291,14 @@ class Harness {
     const inPending = snapshot.context.pending?.messages.some((message) => message.id === last.id) ?? false;
     for (const id of decision.dropped ?? [])
       ensure(this.dropped.get(id) === 1, `${said}: dropped ${id} unreported`);
+    // A refused message changes nothing; a rolled-back turn is marked so its records are hidden later.
+    if (last.mode === "reject" && decision.disposition === "rejected")
+      ensure(serialize(before) === serialize(snapshot), `${said}: refusing it changed the session`);
+    if (last.mode === "rollback" && decision.disposition === "interrupted")
+      ensure(
+        snapshot.context.pending?.rolledBack === true,
+        `${said}: the cut-off turn is not marked rolled back`,
+      );
     switch (decision.disposition) {
       case "started":
         ensure(before.matches("idle"), `${said}: a turn starts only from idle`);
@@ -318,6 +341,11 @@ class Harness {
       case "rejected":
         ensure(queueItem === undefined && !inPending, `${said}: but it waits`);
         ensure(Boolean(decision.reason), `${said}: without a reason`);
+        if (last.mode === "reject")
+          ensure(
+            decision.reason === "busy" && !(before.matches("idle") && before.context.queue.length === 0),
+            `${said} (${decision.reason}): only a busy session refuses it, and says "busy"`,
+          );
         this.rejected.add(last.id);
         break;
       case "duplicate":
@@ -329,12 +357,19 @@ class Harness {
         `${said}, "${decision.reason}", but nothing was finalized`,
       );
     }
+    // An edit goes where the message it replaces is, whatever its mode (the platform says it is the
+    // same person's message).
+    if (last.edit) return;
     // Another sender's message never joins a turn unless steering across senders is on: it waits for
     // a turn of its own, and its decision says why.
     const across = last.across === true;
     const owners = before.context.pending?.kind === "turn" ? before.context.pending.messages : [];
     const foreign = owners.some((message) => message.sender?.id !== last.sender);
-    if (!across && foreign && (last.mode === "steer" || last.mode === "interrupt")) {
+    if (
+      !across &&
+      foreign &&
+      (last.mode === "steer" || last.mode === "interrupt" || last.mode === "rollback")
+    ) {
       ensure(!steeredIntoRun && !inPending, `${said}: it joined another person's turn`);
       if (!before.matches({ turn: "delivering" }))
         ensure(
@@ -353,6 +388,8 @@ class Harness {
         followup: ["queued", "rejected"],
         collect: ["collected", "rejected"],
         interrupt: ["interrupted"],
+        reject: ["rejected"],
+        rollback: ["interrupted"],
       };
       ensure(expected[last.mode].includes(decision.disposition), `${said} while a turn ran`);
     }

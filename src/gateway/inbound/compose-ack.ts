@@ -86,6 +86,23 @@ export function composeAck(
       };
     case "interrupted": {
       const fields = { ...(run ? { runId: run.context.input.runId } : {}), completedEffects: effects };
+      if (decision.setting.mode === "rollback") {
+        // What the turn already did stays done: the ack says so rather than promise an undo.
+        const undone =
+          effects.length > 0
+            ? `Already done and not undone: ${unique(effects).join(", ")}.`
+            : "Nothing it did had taken effect yet.";
+        const wait =
+          tool && !tool.cancellable ? `${tool.name} cannot be cancelled, so it finishes first. ` : "";
+        return {
+          ...base,
+          ...fields,
+          ...(tool
+            ? { runningTool: tool, ...(tool.cancellable ? {} : { waitsFor: "tool-to-finish" as const }) }
+            : {}),
+          text: `Rolling back the current reply: it will be forgotten, and I answer this instead. ${wait}${undone}`,
+        };
+      }
       if (tool && !tool.cancellable) {
         return {
           ...base,
@@ -103,6 +120,11 @@ export function composeAck(
       };
     }
     case "rejected":
+      if (decision.reason === "busy")
+        return {
+          ...base,
+          text: "Not accepted: I am busy with another reply. Please send it again once that one is answered.",
+        };
       return { ...base, text: `Not accepted: ${decision.reason ?? "rejected"}.` };
     case "duplicate":
       return { ...base, text: "Already received this message; it is not run again." };

@@ -1,6 +1,6 @@
 import type { ActorDeps } from "../../actors/deps.js";
 import { send } from "../../actors/send.js";
-import { type GatewayConfig, queueLayers } from "../../config.js";
+import { type GatewayConfig, queueExtras, queueLayers } from "../../config.js";
 import { errorMessage } from "../../errors.js";
 import type { EmitEvent } from "../../events.js";
 import type { SessionDecision } from "../../machines/session.types.js";
@@ -118,22 +118,28 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
     const setting = {
       ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
-      ...(config.queue.steerAcrossSenders ? { steerAcrossSenders: true as const } : {}),
+      ...queueExtras(config),
     };
+    // An edit that reuses the id it edits (as platforms do) gets an id of its own, so it is no duplicate.
+    const id =
+      message.editOf !== undefined && message.id === message.editOf
+        ? `${message.id}~edit@${now}`
+        : message.id;
     const owned = {
-      id: message.id,
+      id,
       text: message.text,
       channel: message.channel,
       at: now,
       ...(message.sender ? { sender: message.sender } : {}),
       ...(message.replyTo ? { replyTo: message.replyTo } : {}),
       ...(message.thread ? { thread: message.thread } : {}),
+      ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
     };
 
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
     const admission = admit({
       text: message.text,
-      alreadySeen: entry.seen.has(message.id),
+      alreadySeen: entry.seen.has(id),
       maxMessageChars: config.limits.maxMessageChars,
       ...(message.mode !== undefined && inline === undefined ? { unknownInlineMode: message.mode } : {}),
       draining: ctx.isDraining(),
@@ -144,14 +150,14 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     let busyWith: string | undefined;
     switch (admission.kind) {
       case "duplicate":
-        decision = { messageId: message.id, disposition: "duplicate", setting };
+        decision = { messageId: id, disposition: "duplicate", setting };
         break;
       case "rejected":
-        decision = { messageId: message.id, disposition: "rejected", setting, reason: admission.reason };
+        decision = { messageId: id, disposition: "rejected", setting, reason: admission.reason };
         break;
       case "control": {
-        entry.seen.set(message.id, now);
-        persistence.accepted(entry, message.id, now);
+        entry.seen.set(id, now);
+        persistence.accepted(entry, id, now);
         const ack = applyControl({
           session: message.session,
           entry,
@@ -176,8 +182,8 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         return ack;
       }
       case "accept": {
-        entry.seen.set(message.id, now);
-        persistence.accepted(entry, message.id, now);
+        entry.seen.set(id, now);
+        persistence.accepted(entry, id, now);
         // Several processes on one store: one that accepted this id already makes it a duplicate here.
         const store = deps.writer.store;
         if (
@@ -185,7 +191,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
           store.claimMessageId &&
           !(await claimInbound(store, deps.logger, entry, message, now, config.limits.dedupeWindowMs))
         ) {
-          decision = { messageId: message.id, disposition: "duplicate", setting };
+          decision = { messageId: id, disposition: "duplicate", setting };
           break;
         }
         const actor = registry.actor(message.session, entry);
@@ -194,7 +200,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
         busyWith = backgroundTrigger(actor.getSnapshot());
         actor.send({ type: "session.message", message: owned, setting });
         decision = actor.getSnapshot().context.lastDecision ?? {
-          messageId: message.id,
+          messageId: id,
           disposition: "rejected",
           setting,
         };
@@ -207,7 +213,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     // A message the session turned away (a full queue) may be sent again and must not be a duplicate.
     if (
       decision.disposition === "rejected" &&
-      persistence.forget(entry, message.id) &&
+      persistence.forget(entry, id) &&
       admission.kind === "accept" &&
       ctx.sharedDedupe
     )

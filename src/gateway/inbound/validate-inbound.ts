@@ -20,6 +20,12 @@ export interface InboundMessage {
   replyTo?: string;
   /** The platform thread this message is in; handed back as `OutboundMessage.thread`. */
   thread?: string;
+  /**
+   * The id of an earlier message of this session that this one replaces (an edited message): a queued
+   * one is replaced, one in the running turn gets this as a correction, one already answered is
+   * answered again as a new turn. An edit may reuse the id it edits (as platforms do).
+   */
+  editOf?: string;
 }
 
 // Control characters in a session key or message id are refused (they corrupt logs and file names).
@@ -78,6 +84,9 @@ export function validateInbound(
         "expected a non-empty string of at most 256 characters of well-formed Unicode, without control characters",
       );
   }
+  const { editOf } = inbound;
+  if (editOf !== undefined && (typeof editOf !== "string" || editOf.length === 0 || editOf.length > 256))
+    throw new MessageRejectedError("editOf", "expected the id of an earlier message: a non-empty string");
   const sender = validateSender(inbound.sender);
   return sender ? { ...inbound, sender } : inbound;
 }
