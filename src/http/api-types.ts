@@ -314,13 +314,15 @@ export interface components {
              * @default web
              */
             channel?: string;
-            /** @description inline queue mode: steer, followup, collect, interrupt */
+            /** @description inline queue mode: steer, followup, collect, interrupt, reject, rollback */
             mode?: string;
             sender?: {
                 id: string;
                 name?: string;
                 authority?: string[];
             };
+            /** @description the id of an earlier message of the session this one replaces */
+            editOf?: string;
         };
         Ack: {
             session: string;
@@ -586,6 +588,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `reject` mode: the session is busy and did not take the message (`reason: busy`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ack: components["schemas"]["Ack"];
+                    };
                 };
             };
             /** @description the body is over the limit */

@@ -78,8 +78,15 @@ const schemas: Record<string, Schema> = {
         text: { type: "string", minLength: 1, description: "the message; not empty or only white space" },
         id: { type: "string", description: "the message id (made by the server when absent)" },
         channel: { type: "string", description: "one of the gateway's channels", default: "web" },
-        mode: { type: "string", description: "inline queue mode: steer, followup, collect, interrupt" },
+        mode: {
+          type: "string",
+          description: "inline queue mode: steer, followup, collect, interrupt, reject, rollback",
+        },
         sender: object({ id: str, name: str, authority: array(str) }, ["id"]),
+        editOf: {
+          type: "string",
+          description: "the id of an earlier message of the session this one replaces",
+        },
       },
       ["text"],
     ),
@@ -194,6 +201,10 @@ const paths: Record<string, Record<string, unknown>> = {
       requestBody: { required: true, content: { "application/json": { schema: ref("MessageBody") } } },
       responses: {
         "200": json("the message is durable: what happened to it", object({ ack: ref("Ack") })),
+        "409": json(
+          "`reject` mode: the session is busy and did not take the message (`reason: busy`)",
+          object({ ack: ref("Ack") }),
+        ),
         ...errors(...v1Errors, 408, 413, 415, 431, 503),
       },
     },
