@@ -103,8 +103,13 @@ export async function chat(argv: string[], io: ChatIo): Promise<number> {
         body: { text },
       });
       endDraft();
-      if (data) out(`[ack] ${data.ack.disposition}: ${data.ack.text}\n`);
-      else out(`[error] ${error?.error.code ?? response.status}: ${error?.error.message ?? ""}\n`);
+      // A 409 (`reject` mode, the session busy) still carries the ack that says why.
+      const ack = data?.ack ?? (error && "ack" in error ? error.ack : undefined);
+      if (ack) out(`[ack] ${ack.disposition}: ${ack.text}\n`);
+      else
+        out(
+          `[error] ${error && "error" in error ? error.error.code : response.status}: ${error && "error" in error ? error.error.message : ""}\n`,
+        );
     } catch (error) {
       endDraft();
       out(`[error] ${errorMessage(error)}\n`);
