@@ -52,18 +52,18 @@ export const DEFAULT_COMPLAINT_PATTERNS: readonly string[] = [
   "\\b(?:re-?read|read|look at|check) my (?:last|latest|newest|new) message (?:again|first|properly|carefully)\\b|\\bre-?read my (?:last|latest|newest) message\\b|^\\W{0,3}(?:please )?(?:read|look at) my (?:last|latest|newest) message(?:,? please)?[.!]{0,3}$",
   // "I asked about something else", "I asked you something different"
   "\\bi asked (?:you )?(?:about |for )?something (?:else|different)\\b",
-  // "you're ignoring what I just said", "are you ignoring me?", "you completely ignored what I said"
-  "\\b(?:you(?:'re| are)?|are you|why are you)(?: just| completely| still| totally)? ignor(?:ing|ed|e) (?:me\\b|my (?:last |latest )?messages?\\b|what i (?:just )?(?:said|wrote|asked)\\b)",
-  // "did you even read my message?", "you didn't read what I wrote", "you're not reading my messages"
-  "\\b(?:did you (?:even |actually )?read|you did ?n[o'\u2019]?t (?:even )?read|you(?:'re| are) not reading) (?:my (?:last |latest )?messages?|what i (?:just )?(?:said|wrote))\\b",
-  // a bare nudge: "hello??", "helloooo???", "Hello? Anyone there?" (the whole message, nothing asked)
-  "^\\W{0,3}(?:hello+|hey+|hi+)\\s?\\?{1,}(?:\\s*(?:anyone|anybody|are you) (?:there|here|listening)\\?*)?\\W{0,3}$",
   // "you missed my question", "you ignored my last question"
   "\\byou (?:missed|ignored|skipped|overlooked|forgot)(?: my| the)?(?: last| latest| new| actual)? (?:question|message)\\b",
   // "that doesn't answer my question", "this reply doesn't match my question"
   "\\b(?:does ?n[o'\u2019]?t|does not|doesnt) (?:answer|address|match|respond to) (?:my|the|what i)\\b",
   // "I asked about the tests, not the deploy"
   "\\bi (?:asked|was asking|meant)(?: you)? (?:about|for) [^.?!,]{1,28}, not\\b",
+  // "you're ignoring what I just said", "are you ignoring me?", "you completely ignored what I said"
+  "\\b(?:you(?:'re| are)?|are you|why are you)(?: just| completely| still| totally)? ignor(?:ing|ed|e) (?:me\\b|my (?:last |latest )?messages?\\b|what i (?:just )?(?:said|wrote|asked)\\b)",
+  // "did you even read my message?", "you didn't read what I wrote", "you're not reading my messages"
+  "\\b(?:did you (?:even |actually )?read|you did ?n[o'\u2019]?t (?:even )?read|you(?:'re| are) not reading) (?:my (?:last |latest )?messages?|what i (?:just )?(?:said|wrote))\\b",
+  // a bare nudge: "hello??", "helloooo???", "Hello? Anyone there?" (the whole message, nothing asked)
+  "^\\W{0,3}(?:hello+|hey+|hi+)\\s?\\?{1,}(?:\\s*(?:anyone|anybody|are you) (?:there|here|listening)\\?*)?\\W{0,3}$",
 ];
 
 // A re-drafted reply owns up to the complaint (in its opening) with one of these. "Sorry to hear" is

@@ -139,6 +139,9 @@ describe("DEFAULT_COMPLAINT_PATTERNS", () => {
     [13, "You missed my question."],
     [14, "That doesn't answer my question."],
     [15, "I asked about the tests, not the deploy."],
+    [16, "Are you ignoring me?"],
+    [17, "Did you even read my message?"],
+    [18, "hello??"],
   ];
   const regexes = compilePatterns(DEFAULT_COMPLAINT_PATTERNS);
 
