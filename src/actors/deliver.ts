@@ -14,6 +14,7 @@ import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably } from "./send.js";
+import { untilStored } from "./store-retry.js";
 
 export { send } from "./send.js";
 
@@ -37,6 +38,7 @@ export function createDeliver(deps: ActorDeps) {
         fallbackId: `notice:${why}:${session}:${turnKey(input)}`,
         runId: output.runId,
         via: output.channel,
+        signal,
       });
     try {
       await deps.writer.appendJournal(
@@ -87,6 +89,7 @@ export function createDeliver(deps: ActorDeps) {
         via: output.channel,
         final: true,
         receipt: false,
+        signal,
       }));
       delivered = messageId !== undefined;
     } else delivered = output.messageSends > 0;
@@ -104,16 +107,23 @@ export function createDeliver(deps: ActorDeps) {
 
     let final: { seq: number } | undefined;
     try {
-      [final] = await deps.writer.append(session, [
-        {
-          role: "assistant",
-          text: output.final,
-          runId: output.runId,
-          delivered,
-          ...(messageId ? { deliveryMessageId: messageId } : {}),
-          ...(deliveryId ? { deliveryId } : {}),
-        },
-      ]);
+      // The final's record is its send's receipt: held and retried while the store cannot be reached.
+      [final] = await untilStored(
+        deps,
+        { session, op: "final" },
+        () =>
+          deps.writer.append(session, [
+            {
+              role: "assistant",
+              text: output.final,
+              runId: output.runId,
+              delivered,
+              ...(messageId ? { deliveryMessageId: messageId } : {}),
+              ...(deliveryId ? { deliveryId } : {}),
+            },
+          ]),
+        signal,
+      );
     } catch (error) {
       // The user has the reply (or not) whatever the disk says; the operator learns the history lacks it.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "final.storeFailed");

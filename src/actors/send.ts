@@ -1,8 +1,9 @@
-import { errorMessage } from "../errors.js";
+import { errorMessage, LeaseLostError } from "../errors.js";
 import { type DeliveryKind, isCommitted } from "../ports/channel.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
 import type { ActorDeps } from "./deps.js";
+import { untilStored } from "./store-retry.js";
 
 export interface SendOptions {
   /** Stable for this logical delivery across retries and restarts (never a run id). */
@@ -58,7 +59,12 @@ export interface DurableSend {
  * channel is called, and (unless `receipt: false`, when the caller writes its own, such as a final's
  * assistant record) a `tiller.delivery-receipt` after it. Without `deliveryId` the intent's record id
  * names the delivery (`<kind>:<record id>`). If the intent cannot be written the text is still sent,
- * under `fallbackId`: the user is not left waiting because the disk failed.
+ * under `fallbackId`: the user is not left waiting because the disk failed. While the store cannot be
+ * reached, the intent (and the receipt) are held and tried again until they land (`untilStored`). A
+ * reply or recovery whose intent is refused because the session's lease moved on (`LEASE_LOST`), or
+ * whose turn left the process (`signal`) while its intent waited, is not sent: whoever holds the session
+ * now resumes it from the store and answers it once. A notice is sent anyway (its deliveryId is stable,
+ * so a channel that deduplicates shows it once): a user is never left silent.
  */
 export async function sendDurably(
   deps: ActorDeps,
@@ -69,26 +75,35 @@ export async function sendDurably(
     fallbackId: string;
     final?: boolean;
     receipt?: boolean;
+    /** Ends the wait for an unreachable store (the turn left this process). */
+    signal?: AbortSignal;
   },
 ): Promise<DurableSend> {
   let deliveryId = options.deliveryId ?? options.fallbackId;
   let durable = true;
+  const { signal } = options;
   try {
-    const [intent] = await deps.writer.append(session, [
-      {
-        role: "custom",
-        customType: DELIVERY_INTENT,
-        display: false,
-        details: {
-          ...(options.deliveryId ? { deliveryId: options.deliveryId } : {}),
-          kind,
-          text,
-          ...(options.runId ? { runId: options.runId } : {}),
-          ...(options.via ? { channel: options.via } : {}),
-          ...(options.final ? { final: true } : {}),
-        },
-      },
-    ]);
+    const [intent] = await untilStored(
+      deps,
+      { session, op: "delivery-intent" },
+      () =>
+        deps.writer.append(session, [
+          {
+            role: "custom",
+            customType: DELIVERY_INTENT,
+            display: false,
+            details: {
+              ...(options.deliveryId ? { deliveryId: options.deliveryId } : {}),
+              kind,
+              text,
+              ...(options.runId ? { runId: options.runId } : {}),
+              ...(options.via ? { channel: options.via } : {}),
+              ...(options.final ? { final: true } : {}),
+            },
+          },
+        ]),
+      signal,
+    );
     if (!options.deliveryId && intent) deliveryId = `${kind}:${intent.id}`;
   } catch (error) {
     durable = false;
@@ -100,28 +115,40 @@ export async function sendDurably(
       deliveryId,
       error: errorMessage(error),
     });
+    const superseded = error instanceof LeaseLostError || signal?.aborted === true;
+    if (superseded && kind !== "notice") return { deliveryId, messageId: undefined };
   }
   const messageId = await send(deps, session, text, kind, { ...options, deliveryId });
-  if (durable && options.receipt !== false) await writeReceipt(deps, session, deliveryId, messageId);
+  if (durable && options.receipt !== false) await writeReceipt(deps, session, deliveryId, messageId, signal);
   return { deliveryId, messageId };
 }
 
-/** The receipt of an intent; a failed write is logged (a restart then resends once, deduplicated). */
+/**
+ * The receipt of an intent, held and retried while the store cannot be reached; a failed write is
+ * logged (whoever resumes the session then resends once under the same deliveryId, deduplicated).
+ */
 export async function writeReceipt(
   deps: ActorDeps,
   session: string,
   deliveryId: string,
   messageId: string | undefined,
+  signal?: AbortSignal,
 ): Promise<void> {
   try {
-    await deps.writer.append(session, [
-      {
-        role: "custom",
-        customType: DELIVERY_RECEIPT,
-        display: false,
-        details: { deliveryId, delivered: messageId !== undefined, ...(messageId ? { messageId } : {}) },
-      },
-    ]);
+    await untilStored(
+      deps,
+      { session, op: "delivery-receipt" },
+      () =>
+        deps.writer.append(session, [
+          {
+            role: "custom",
+            customType: DELIVERY_RECEIPT,
+            display: false,
+            details: { deliveryId, delivered: messageId !== undefined, ...(messageId ? { messageId } : {}) },
+          },
+        ]),
+      signal,
+    );
   } catch (error) {
     deps.logger.error({ session, deliveryId, error: errorMessage(error) }, "delivery.receiptFailed");
     deps.emit("delivery.receiptFailed", { session, deliveryId, error: errorMessage(error) });
