@@ -114,11 +114,22 @@ describe("tiller serve --postgres through a database outage", () => {
           ),
       );
     };
-    await eventually(
+    const settled = await eventually(
       "every acknowledged message answered or told why",
       async () => (await open()).length === 0,
       33_000 - (Date.now() - back),
+    ).then(
+      () => true,
+      () => false,
     );
+    // Nothing twice: no reply and no notice reached a session more than once.
+    const seen = new Map<string, number>();
+    for (const row of await deliveries()) {
+      const key = `${row.session_key} ${row.kind} ${row.text}`;
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    if (!settled) expect(await open()).toEqual([]);
     // No session blocked: a new message to each is answered.
     for (let s = 0; s < SESSIONS; s++) await post(s, s, 9);
     await eventually(
