@@ -77,11 +77,11 @@ describe("kill -9 of a tiller serve --postgres process under load", () => {
     await Promise.all(followUps);
     expect(acked.length).toBe(SESSIONS * 3);
 
-    // Twelve other sessions keep posting to the survivors (a message every 100 ms) until it settles.
+    // Six other sessions keep posting to the survivors (a message every 100 ms) until it settles.
     let busy = true;
     const stream = (async () => {
       for (let n = 0; busy; n++) {
-        void postRaw(members[1 + (n % 2)]!, `web:busy${n % 12}`, `b${n}`, `b${n}`).catch(() => undefined);
+        void postRaw(members[1 + (n % 2)]!, `web:busy${n % 6}`, `b${n}`, `b${n}`).catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
