@@ -1,4 +1,4 @@
-import { errorMessage, LeaseLostError } from "../errors.js";
+import { errorMessage } from "../errors.js";
 import { type DeliveryKind, isCommitted } from "../ports/channel.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
 import { DELIVERY_INTENT, DELIVERY_RECEIPT } from "../ports/store.js";
@@ -61,10 +61,10 @@ export interface DurableSend {
  * names the delivery (`<kind>:<record id>`). If the intent cannot be written the text is still sent,
  * under `fallbackId`: the user is not left waiting because the disk failed. While the store cannot be
  * reached, the intent (and the receipt) are held and tried again until they land (`untilStored`). A
- * reply or recovery whose intent is refused because the session's lease moved on (`LEASE_LOST`), or
- * whose turn left the process (`signal`) while its intent waited, is not sent: whoever holds the session
- * now resumes it from the store and answers it once. A notice is sent anyway (its deliveryId is stable,
- * so a channel that deduplicates shows it once): a user is never left silent.
+ * reply or recovery whose turn left the process (`signal`: its session was lost to another process)
+ * while its intent waited is not sent: whoever holds the session now resumes it from the store and
+ * answers it once. A notice is sent anyway (its deliveryId is stable, so a channel that deduplicates
+ * shows it once): a user is never left silent.
  */
 export async function sendDurably(
   deps: ActorDeps,
@@ -115,8 +115,9 @@ export async function sendDurably(
       deliveryId,
       error: errorMessage(error),
     });
-    const superseded = error instanceof LeaseLostError || signal?.aborted === true;
-    if (superseded && kind !== "notice") return { deliveryId, messageId: undefined };
+    // The turn left this process while its intent waited for the store (its session was lost to
+    // another process, which resumes it from the store): a reply sent now would be answered twice.
+    if (signal?.aborted && kind !== "notice") return { deliveryId, messageId: undefined };
   }
   const messageId = await send(deps, session, text, kind, { ...options, deliveryId });
   if (durable && options.receipt !== false) await writeReceipt(deps, session, deliveryId, messageId, signal);
