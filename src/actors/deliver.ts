@@ -16,6 +16,7 @@ import type { SendFailure } from "./channel-send.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably } from "./send.js";
+import { untilStored } from "./store-retry.js";
 
 export { send } from "./send.js";
 
@@ -41,6 +42,7 @@ export function createDeliver(deps: ActorDeps) {
         runId: output.runId,
         via: output.channel,
         ...threading,
+        signal,
       });
     try {
       await deps.writer.appendJournal(
@@ -98,6 +100,7 @@ export function createDeliver(deps: ActorDeps) {
         final: true,
         receipt: false,
         ...threading,
+        signal,
       }));
       delivered = messageId !== undefined;
     } else delivered = output.messageSends > 0;
@@ -115,16 +118,23 @@ export function createDeliver(deps: ActorDeps) {
 
     let final: { seq: number } | undefined;
     try {
-      [final] = await deps.writer.append(session, [
-        {
-          role: "assistant",
-          text: output.final,
-          runId: output.runId,
-          delivered,
-          ...(messageId ? { deliveryMessageId: messageId } : {}),
-          ...(deliveryId ? { deliveryId } : {}),
-        },
-      ]);
+      // The final's record is its send's receipt: held and retried while the store cannot be reached.
+      [final] = await untilStored(
+        deps,
+        { session, op: "final" },
+        () =>
+          deps.writer.append(session, [
+            {
+              role: "assistant",
+              text: output.final,
+              runId: output.runId,
+              delivered,
+              ...(messageId ? { deliveryMessageId: messageId } : {}),
+              ...(deliveryId ? { deliveryId } : {}),
+            },
+          ]),
+        signal,
+      );
     } catch (error) {
       // The user has the reply (or not) whatever the disk says; the operator learns the history lacks it.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "final.storeFailed");

@@ -33,6 +33,12 @@ export interface ActorDeps {
   previews?: { take(runId: string): Promise<{ messageId: string } | undefined> };
   /** Emits an observability event stamped with the clock. */
   emit: EmitEvent;
+  /**
+   * A resumed turn keeps its trigger's priority instead of running in the background: set on a
+   * cluster, where a resumed session is one taken over from a process that died (its users are live
+   * and have waited a lease already), not a whole fleet restarting at once.
+   */
+  resumedKeepsPriority?: boolean;
   /** Stores a proposed commitment (the `commitment` tool); set by the gateway. */
   proposeCommitment?(
     session: string,

@@ -62,7 +62,7 @@ export function createLaneSlot(deps: ActorDeps) {
           session: input.session,
           lane: laneForTurn(input.pending),
           priority: priorityForTrigger(input.pending.trigger ?? "user", {
-            restartRecovery: input.pending.resumed === true,
+            restartRecovery: input.pending.resumed === true && !deps.resumedKeepsPriority,
           }),
           signal: waiting.signal,
           ...(deps.config.laneTimeoutMs ? { timeoutMs: deps.config.laneTimeoutMs } : {}),

@@ -9,6 +9,7 @@ import {
   sendThroughChannel,
 } from "./channel-send.js";
 import type { ActorDeps } from "./deps.js";
+import { untilStored } from "./store-retry.js";
 
 export interface SendOptions {
   /** Stable for this logical delivery across retries and restarts (never a run id). */
@@ -119,7 +120,12 @@ export interface DurableSend {
  * channel is called, and (unless `receipt: false`, when the caller writes its own, such as a final's
  * assistant record) a `tiller.delivery-receipt` after it. Without `deliveryId` the intent's record id
  * names the delivery (`<kind>:<record id>`). If the intent cannot be written the text is still sent,
- * under `fallbackId`: the user is not left waiting because the disk failed.
+ * under `fallbackId`: the user is not left waiting because the disk failed. While the store cannot be
+ * reached, the intent (and the receipt) are held and tried again until they land (`untilStored`). A
+ * reply or recovery whose turn left the process (`signal`: its session was lost to another process)
+ * while its intent waited is not sent: whoever holds the session now resumes it from the store and
+ * answers it once. A notice is sent anyway (its deliveryId is stable, so a channel that deduplicates
+ * shows it once): a user is never left silent.
  */
 export async function sendDurably(
   deps: ActorDeps,
@@ -130,28 +136,37 @@ export async function sendDurably(
     fallbackId: string;
     final?: boolean;
     receipt?: boolean;
+    /** Ends the wait for an unreachable store (the turn left this process). */
+    signal?: AbortSignal;
   },
 ): Promise<DurableSend> {
   let deliveryId = options.deliveryId ?? options.fallbackId;
   let durable = true;
+  const { signal } = options;
   try {
-    const [intent] = await deps.writer.append(session, [
-      {
-        role: "custom",
-        customType: DELIVERY_INTENT,
-        display: false,
-        details: {
-          ...(options.deliveryId ? { deliveryId: options.deliveryId } : {}),
-          kind,
-          text,
-          ...(options.runId ? { runId: options.runId } : {}),
-          ...(options.via ? { channel: options.via } : {}),
-          ...(options.final ? { final: true } : {}),
-          ...(options.replyTo ? { replyTo: options.replyTo } : {}),
-          ...(options.thread ? { thread: options.thread } : {}),
-        },
-      },
-    ]);
+    const [intent] = await untilStored(
+      deps,
+      { session, op: "delivery-intent" },
+      () =>
+        deps.writer.append(session, [
+          {
+            role: "custom",
+            customType: DELIVERY_INTENT,
+            display: false,
+            details: {
+              ...(options.deliveryId ? { deliveryId: options.deliveryId } : {}),
+              kind,
+              text,
+              ...(options.runId ? { runId: options.runId } : {}),
+              ...(options.via ? { channel: options.via } : {}),
+              ...(options.final ? { final: true } : {}),
+              ...(options.replyTo ? { replyTo: options.replyTo } : {}),
+              ...(options.thread ? { thread: options.thread } : {}),
+            },
+          },
+        ]),
+      signal,
+    );
     if (!options.deliveryId && intent) deliveryId = `${kind}:${intent.id}`;
   } catch (error) {
     durable = false;
@@ -163,40 +178,56 @@ export async function sendDurably(
       deliveryId,
       error: errorMessage(error),
     });
+    // The turn left this process while its intent waited for the store (its session was lost to
+    // another process, which resumes it from the store): a reply sent now would be answered twice.
+    if (signal?.aborted && kind !== "notice") return { deliveryId, messageId: undefined };
   }
   const result = await sendWithOutcome(deps, session, text, kind, {
     ...options,
     deliveryId,
     // Each part's receipt is durable as it lands: a restart sends only the parts that never did.
-    ...(durable ? { onPart: (partId, messageId) => writeReceipt(deps, session, partId, messageId) } : {}),
+    ...(durable
+      ? { onPart: (partId, messageId) => writeReceipt(deps, session, partId, messageId, undefined, signal) }
+      : {}),
   });
   const { messageId, failure, parts } = result;
-  if (durable && options.receipt !== false) await writeReceipt(deps, session, deliveryId, messageId, failure);
+  if (durable && options.receipt !== false)
+    await writeReceipt(deps, session, deliveryId, messageId, failure, signal);
   return { deliveryId, messageId, ...(failure ? { failure } : {}), ...(parts ? { parts } : {}) };
 }
 
-/** The receipt of an intent; a failed write is logged (a restart then resends once, deduplicated). */
+/**
+ * The receipt of an intent, held and retried while the store cannot be reached; a failed write is
+ * logged (whoever resumes the session then resends once under the same deliveryId, deduplicated).
+ */
 export async function writeReceipt(
   deps: ActorDeps,
   session: string,
   deliveryId: string,
   messageId: string | undefined,
   failure?: SendFailure,
+  signal?: AbortSignal,
 ): Promise<void> {
   try {
-    await deps.writer.append(session, [
-      {
-        role: "custom",
-        customType: DELIVERY_RECEIPT,
-        display: false,
-        details: {
-          deliveryId,
-          delivered: messageId !== undefined,
-          ...(messageId ? { messageId } : {}),
-          ...(failure ? { outcome: failure } : {}),
-        },
-      },
-    ]);
+    await untilStored(
+      deps,
+      { session, op: "delivery-receipt" },
+      () =>
+        deps.writer.append(session, [
+          {
+            role: "custom",
+            customType: DELIVERY_RECEIPT,
+            display: false,
+            details: {
+              deliveryId,
+              delivered: messageId !== undefined,
+              ...(messageId ? { messageId } : {}),
+              ...(failure ? { outcome: failure } : {}),
+            },
+          },
+        ]),
+      signal,
+    );
   } catch (error) {
     deps.logger.error({ session, deliveryId, error: errorMessage(error) }, "delivery.receiptFailed");
     deps.emit("delivery.receiptFailed", { session, deliveryId, error: errorMessage(error) });

@@ -143,6 +143,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     lanes,
     newRunId: options.newRunId ?? ((session) => `${session}#${nanoid(10)}`),
     emit,
+    resumedKeepsPriority: options.cluster !== undefined,
     async stateDurable(session, ids) {
       // After the step that changed the session, whose state its subscriber has just handed over.
       await null;

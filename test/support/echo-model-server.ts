@@ -9,12 +9,14 @@ import {
 /**
  * A chat-completions server (the real streaming wire format) that answers every request at once with
  * "Answer to: <the last user message>": a zero-latency model for load and fault tests of real
- * `tiller serve` processes (`--model-url`).
+ * `tiller serve` processes (`--model-url`). `delayMs` holds each answer that long (turns in flight
+ * when a fault strikes).
  */
-export async function startEchoModelServer(): Promise<FakeOpenAIServer> {
+export async function startEchoModelServer(options: { delayMs?: number } = {}): Promise<FakeOpenAIServer> {
   const server = await startFakeOpenAIServer();
   const answer = async (res: ServerResponse, request: FakeRequest) => {
     server.reply(answer);
+    if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
     const messages = (request.body?.messages ?? []) as Array<{ role: string; content: unknown }>;
     const last = [...messages].reverse().find((m) => m.role === "user");
     const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
