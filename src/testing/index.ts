@@ -49,5 +49,7 @@ export {
 } from "./machine-paths.js";
 export { type ReplayOptions, type ReplayResult, replayPath, scenarioForPath } from "./replay-path.js";
 export { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
+export { argumentsFor, schemaArbitrary, UnsupportedSchemaError } from "./schema-arguments.js";
 export { sessionPathScenario, UnrealizablePathError } from "./session-path-scenario.js";
-export { type TestFunction, testPaths } from "./test-paths.js";
+export { type PathTestContext, type TestFunction, testPaths } from "./test-paths.js";
+export { withYourTools } from "./with-your-tools.js";

@@ -1,4 +1,5 @@
 import type { GatewayConfigInput } from "../config.js";
+import type { ToolDefinition } from "../ports/tool.js";
 import type { Expectation } from "../scenario/check-expectations.js";
 import { parseScenario } from "../scenario/load.js";
 import { type RunScenarioOptions, runScenario, type ScenarioResult } from "../scenario/runner.js";
@@ -6,9 +7,20 @@ import { commitmentPathScenario } from "./commitment-path-scenario.js";
 import type { MachinePath } from "./machine-paths.js";
 import { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
 import { sessionPathScenario } from "./session-path-scenario.js";
+import { withYourTools } from "./with-your-tools.js";
 
 /** The scenario that drives the real gateway along a path of the run, session or commitment machine. */
-export function scenarioForPath(path: MachinePath, config?: GatewayConfigInput): ScenarioFile {
+export function scenarioForPath(
+  path: MachinePath,
+  config?: GatewayConfigInput,
+  tools?: readonly ToolDefinition[],
+  seed = 1,
+): ScenarioFile {
+  const file = baseScenario(path, config);
+  return tools === undefined ? file : withYourTools(file, tools, seed);
+}
+
+function baseScenario(path: MachinePath, config?: GatewayConfigInput): ScenarioFile {
   if (path.machine === "run") return runPathScenario(path, config ?? {});
   if (path.machine === "session") return sessionPathScenario(path, config ?? {});
   if (path.machine === "commitment") return commitmentPathScenario(path, config ?? {});
@@ -16,9 +28,19 @@ export function scenarioForPath(path: MachinePath, config?: GatewayConfigInput):
 }
 
 /** Options of {@link replayPath}: the model, tools and channel to replay a path with. */
-export interface ReplayOptions extends Pick<RunScenarioOptions, "model" | "tools" | "channel"> {
+export interface ReplayOptions extends Pick<RunScenarioOptions, "model" | "channel"> {
   /** The gateway config the scenario runs with (the one the paths were generated for). */
   config?: GatewayConfigInput;
+  /**
+   * Your tools: the path calls them by name with arguments drawn from their schemas, their kind
+   * (cancellable, read-only) and `requires` taken from the definitions; `execute` is stubbed with the
+   * path's timing unless `runTools`. Or a function that wraps the scenario's scripted tools.
+   */
+  tools?: readonly ToolDefinition[] | ((scripted: ToolDefinition[]) => ToolDefinition[]);
+  /** Runs your tools' own `execute` instead of the path's stubs. @default false */
+  runTools?: boolean;
+  /** Seed of the argument draws: the same seed, the same arguments. @default 1 */
+  seed?: number;
 }
 
 /** What replaying one path showed: the scenario it ran and whether every expectation held. */
@@ -43,11 +65,19 @@ export interface ReplayResult {
  * ```
  */
 export async function replayPath(path: MachinePath, options: ReplayOptions = {}): Promise<ReplayResult> {
-  const file = scenarioForPath(path, options.config);
+  const yours = Array.isArray(options.tools) ? (options.tools as readonly ToolDefinition[]) : undefined;
+  const file = scenarioForPath(path, options.config, yours, options.seed);
   const scenario = parseScenario(JSON.stringify(file), `${path.machine}-path.json`);
+  const wrap =
+    typeof options.tools === "function"
+      ? options.tools
+      : yours && options.runTools
+        ? (stubs: ToolDefinition[]) =>
+            stubs.map((stub) => yours.find((tool) => tool.name === stub.name) ?? stub)
+        : undefined;
   const { result } = await runScenario(scenario, {
     ...(options.model ? { model: options.model } : {}),
-    ...(options.tools ? { tools: options.tools } : {}),
+    ...(wrap ? { tools: wrap } : {}),
     ...(options.channel ? { channel: options.channel } : {}),
   });
   const expectations = result.expectations ?? [];
