@@ -39,6 +39,20 @@ export {
   type TestGateway,
   type TestGatewayOptions,
 } from "./create-test-gateway.js";
+export {
+  chunk,
+  type FakeOpenAIOptions,
+  type FakeOpenAIServer,
+  type FakeReply,
+  type FakeRequest,
+  type FakeStep,
+  type FakeToolCall,
+  gate,
+  startFakeOpenAI,
+  textStream,
+  toolCallStream,
+  usageChunk,
+} from "./fake-openai.js";
 export { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
 export {
   MACHINE_NAMES,

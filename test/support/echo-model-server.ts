@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import {
   type FakeOpenAIServer,
   type FakeRequest,
-  startFakeOpenAIServer,
+  startFakeOpenAI,
   textStream,
 } from "./fake-openai-server.js";
 
@@ -12,7 +12,7 @@ import {
  * `tiller serve` processes (`--model-url`).
  */
 export async function startEchoModelServer(): Promise<FakeOpenAIServer> {
-  const server = await startFakeOpenAIServer();
+  const server = await startFakeOpenAI();
   const answer = async (res: ServerResponse, request: FakeRequest) => {
     server.reply(answer);
     const messages = (request.body?.messages ?? []) as Array<{ role: string; content: unknown }>;
