@@ -7,6 +7,7 @@ import { commitmentPathScenario } from "./commitment-path-scenario.js";
 import type { MachinePath } from "./machine-paths.js";
 import { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
 import { sessionPathScenario } from "./session-path-scenario.js";
+import { watchedTools } from "./watched-tools.js";
 import { withYourTools } from "./with-your-tools.js";
 
 /** The scenario that drives the real gateway along a path of the run, session or commitment machine. */
@@ -65,6 +66,7 @@ export interface ReplayResult {
  * ```
  */
 export async function replayPath(path: MachinePath, options: ReplayOptions = {}): Promise<ReplayResult> {
+  const problems: string[] = [];
   const yours = Array.isArray(options.tools) ? (options.tools as readonly ToolDefinition[]) : undefined;
   const file = scenarioForPath(path, options.config, yours, options.seed);
   const scenario = parseScenario(JSON.stringify(file), `${path.machine}-path.json`);
@@ -72,8 +74,7 @@ export async function replayPath(path: MachinePath, options: ReplayOptions = {})
     typeof options.tools === "function"
       ? options.tools
       : yours && options.runTools
-        ? (stubs: ToolDefinition[]) =>
-            stubs.map((stub) => yours.find((tool) => tool.name === stub.name) ?? stub)
+        ? (stubs: ToolDefinition[]) => watchedTools(stubs, yours, problems)
         : undefined;
   const { result } = await runScenario(scenario, {
     ...(options.model ? { model: options.model } : {}),
@@ -83,12 +84,13 @@ export async function replayPath(path: MachinePath, options: ReplayOptions = {})
   const expectations = result.expectations ?? [];
   const failed = expectations.filter((expectation) => !expectation.ok);
   return {
-    ok: failed.length === 0,
+    ok: failed.length === 0 && problems.length === 0,
     expectations,
     result,
     story: [
       `path: ${path.name}`,
       ...failed.map((expectation) => `  expected ${expectation.what}; found ${expectation.found}`),
+      ...[...new Set(problems)].map((problem) => `  ${problem}`),
     ].join("\n"),
   };
 }
