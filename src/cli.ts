@@ -12,6 +12,7 @@ import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
 import { formatTimeline } from "./scenario/timeline.js";
 import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.js";
+import { watchedTools } from "./testing/watched-tools.js";
 
 const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID] [--tools FILE.mjs]
        tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
@@ -101,10 +102,10 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
   }
-  // Your tools' own execute runs in place of a scenario's stub of the same name.
+  // Your tools' own execute runs alongside the scenario's stub of the same name (which keeps the timing).
   const yours = await loadToolsFile(toolsFile);
-  const withYours = (stubs: ToolDefinition[]) =>
-    stubs.map((stub) => yours.find((tool) => tool.name === stub.name) ?? stub);
+  const toolProblems: string[] = [];
+  const withYours = (stubs: ToolDefinition[]) => watchedTools(stubs, yours, toolProblems);
   const files = await scenarioFiles(target);
   let passed = 0;
   let failed = 0;
@@ -122,9 +123,11 @@ async function main(argv: string[]): Promise<number> {
     });
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else process.stdout.write(`${formatTimeline(result)}\n\n`);
+    const problems = [...new Set(toolProblems.splice(0))];
+    for (const problem of problems) process.stderr.write(`${file}: ${problem}\n`);
     if (result.expectations) {
       const misses = result.expectations.filter((expectation) => !expectation.ok);
-      if (misses.length === 0) passed++;
+      if (misses.length === 0 && problems.length === 0) passed++;
       else failed++;
       if (!json) process.stdout.write(`${formatExpectations(file, result.expectations)}\n\n`);
       else
