@@ -1,9 +1,10 @@
-import type { GatewayConfigInput } from "../config.js";
+import { type GatewayConfigInput, parseConfig } from "../config.js";
 import type { ToolDefinition } from "../ports/tool.js";
 import type { Expectation } from "../scenario/check-expectations.js";
 import { parseScenario } from "../scenario/load.js";
 import { type RunScenarioOptions, runScenario, type ScenarioResult } from "../scenario/runner.js";
 import { commitmentPathScenario } from "./commitment-path-scenario.js";
+import { InvariantMonitor } from "./invariant-monitor.js";
 import type { MachinePath } from "./machine-paths.js";
 import { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
 import { sessionPathScenario } from "./session-path-scenario.js";
@@ -81,6 +82,12 @@ export async function replayPath(path: MachinePath, options: ReplayOptions = {})
     ...(wrap ? { tools: wrap } : {}),
     ...(options.channel ? { channel: options.channel } : {}),
   });
+  // The runtime's invariants, checked on every event of the path (as createTestGateway does).
+  const monitor = new InvariantMonitor(parseConfig(options.config ?? {}).staleReplyRecheck.maxPasses);
+  for (const event of result.events) monitor.observe(event);
+  monitor.checkSettled(result.events.at(-1)?.at ?? 0);
+  for (const violation of monitor.violations)
+    problems.push(`invariant ${violation.invariant} broken at ${violation.at} ms: ${violation.message}`);
   const expectations = result.expectations ?? [];
   const failed = expectations.filter((expectation) => !expectation.ok);
   return {
