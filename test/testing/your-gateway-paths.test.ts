@@ -51,6 +51,10 @@ describe("every run path with your tools", () => {
   testPaths(it, machinePaths("run", { config }), { config, tools });
 });
 
+describe("every commitment path with your tools", () => {
+  testPaths(it, machinePaths("commitment", { config }), { config, tools });
+});
+
 describe("paths with your tools", () => {
   it("calls your tools by name with arguments valid under their schemas, and a scope for requires", () => {
     const paths = machinePaths("run", { config });
