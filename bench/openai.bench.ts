@@ -11,7 +11,7 @@
 import type { ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import { createOpenAIModel } from "../src/adapters/openai/create-openai-model.js";
-import { chunk, type FakeReply, startFakeOpenAIServer } from "../test/support/fake-openai-server.js";
+import { chunk, type FakeReply, startFakeOpenAI } from "../test/support/fake-openai-server.js";
 import { type Figures, percentile, round } from "./bench-support.js";
 
 const CHUNKS = 3000;
@@ -106,7 +106,7 @@ async function viaFetch(baseURL: string, queue: Queue, count: number) {
 }
 
 export async function benchOpenAI(): Promise<Figures> {
-  const server = await startFakeOpenAIServer();
+  const server = await startFakeOpenAI();
   // Each run queues its own ping-pong reply and reads its own send times.
   const reply: Queue = (count) => {
     const script: Script = { arrivals: { next: null }, sentAt: [] };

@@ -26,6 +26,7 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "stale-reply re-check", file: "recheck.bench.ts", entry: "benchRecheck" },
   { title: "commitments", file: "commitments.bench.ts", entry: "benchCommitments" },
   { title: "model-based paths", file: "paths.bench.ts", entry: "benchPaths" },
+  { title: "generated suites over your tools", file: "your-tools.bench.ts", entry: "benchYourTools" },
   { title: "HTTP API", file: "http.bench.ts", entry: "benchHttp" },
   { title: "delivery logs", file: "deliveries.bench.ts", entry: "benchDeliveries" },
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },

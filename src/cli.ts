@@ -5,14 +5,16 @@ import { chat } from "./cli/chat.js";
 import { COMMITMENTS_USAGE, commitmentsCommand } from "./cli/commitments.js";
 import { SCHEDULES_USAGE, schedulesCommand } from "./cli/schedules.js";
 import { serve } from "./cli/serve.js";
-import { UsageError as ServeUsageError } from "./cli/serve-setup.js";
+import { loadToolsFile, UsageError as ServeUsageError } from "./cli/serve-setup.js";
 import { ConfigError } from "./errors.js";
+import type { ToolDefinition } from "./ports/tool.js";
 import { loadScenario, ScenarioError } from "./scenario/load.js";
 import { runScenario } from "./scenario/runner.js";
 import { formatTimeline } from "./scenario/timeline.js";
 import { PATHS_USAGE, pathsCommand, UsageError } from "./testing/paths-command.js";
+import { watchedTools } from "./testing/watched-tools.js";
 
-const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID]
+const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESSAGE_ID] [--tools FILE.mjs]
        tiller serve [--host 127.0.0.1] [--port 8787] [--store DIR] [--config FILE] [--tools FILE.mjs]
                     [--model-url URL] [--model NAME] [--drain-timeout MS]
                     [--postgres URL] [--schema NAME] [--lease MS]
@@ -27,6 +29,8 @@ const USAGE = `usage: tiller run FILE|DIR [--json] [--store DIR] [--explain MESS
   --postgres  (serve) several processes on one PostgreSQL (or TILLER_DATABASE_URL); --schema its tables
   --lease  (serve, with --postgres) how long runs and session ownerships hold without renewal (30000 ms)
   --explain  after the run, explain what happened to the message with this id
+  --tools  your tools (a module whose default export is an array): their own execute runs in place of
+           the scenario's stubs of the same name
 
 A scenario's expect block is checked after it runs; a directory of such scenarios is a test suite and
 ends with a summary line "N passed, N failed".
@@ -72,9 +76,11 @@ async function main(argv: string[]): Promise<number> {
   let json = false;
   let storeDir: string | undefined;
   let explain: string | undefined;
+  let toolsFile: string | undefined;
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
     if (arg === "--json") json = true;
+    else if (arg === "--tools") toolsFile = rest[++i];
     else if (arg === "--store") storeDir = rest[++i];
     else if (arg === "--explain") explain = rest[++i];
     else if (arg.startsWith("--")) {
@@ -82,7 +88,12 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     } else target = arg;
   }
-  if (!target || (rest.includes("--store") && !storeDir) || (rest.includes("--explain") && !explain)) {
+  if (
+    !target ||
+    (rest.includes("--store") && !storeDir) ||
+    (rest.includes("--explain") && !explain) ||
+    (rest.includes("--tools") && !toolsFile)
+  ) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
@@ -93,6 +104,10 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  // Your tools' own execute runs alongside the scenario's stub of the same name (which keeps the timing).
+  const yours = await loadToolsFile(toolsFile);
+  const toolProblems: string[] = [];
+  const withYours = (stubs: ToolDefinition[]) => watchedTools(stubs, yours, toolProblems);
   const files = await scenarioFiles(target);
   let passed = 0;
   let failed = 0;
@@ -104,12 +119,17 @@ async function main(argv: string[]): Promise<number> {
         "inbound",
         "expected at least one inbound message or channel (or --store DIR to resume a store), found none",
       );
-    const { result, gateway } = await runScenario(scenario, storeDir ? { storeDir } : {});
+    const { result, gateway } = await runScenario(scenario, {
+      ...(storeDir ? { storeDir } : {}),
+      ...(yours.length > 0 ? { tools: withYours } : {}),
+    });
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else process.stdout.write(`${formatTimeline(result)}\n\n`);
+    const problems = [...new Set(toolProblems.splice(0))];
+    for (const problem of problems) process.stderr.write(`${file}: ${problem}\n`);
     if (result.expectations) {
       const misses = result.expectations.filter((expectation) => !expectation.ok);
-      if (misses.length === 0) passed++;
+      if (misses.length === 0 && problems.length === 0) passed++;
       else failed++;
       if (!json) process.stdout.write(`${formatExpectations(file, result.expectations)}\n\n`);
       else

@@ -8,13 +8,19 @@ import { createGateway, type Gateway, type InboundMessage } from "../gateway/cre
 import { silentLogger } from "../logger.js";
 import type { ModelProvider } from "../ports/model.js";
 import type { ToolDefinition } from "../ports/tool.js";
+import type { startFakeOpenAI } from "./fake-openai.js";
 import { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
 
 /** Options of {@link createTestGateway}: the config, the model, the tools and the channels of the gateway under test. */
 export interface TestGatewayOptions {
   config?: GatewayConfigInput;
-  /** Scripted rules (the scenario format's `model`), or your own model adapter. */
+  /**
+   * Scripted rules (the scenario format's `model`), or a function of the test's clock that returns any
+   * provider: your own adapter, or `createOpenAIModel` pointed at {@link startFakeOpenAI}'s server.
+   * @default one rule: reply `Re: {{latestUser}}`
+   */
   model?: readonly ScriptedRule[] | ((clock: SimulatedClock) => ModelProvider);
+  /** Your tools (their own `execute` runs), or a function of the test's clock that returns them. @default [] */
   tools?: ToolDefinition[] | ((clock: SimulatedClock) => ToolDefinition[]);
   /** Channel names; each is a loopback channel that records what it was sent (default `["test"]`). */
   channels?: string[];
@@ -67,7 +73,7 @@ export class InvariantError extends Error {
 }
 
 /**
- * A gateway for tests: simulated clock, scripted model, loopback channels and a memory store, with the
+ * Resolves (it returns a Promise: `await` it) to a gateway for tests: simulated clock, scripted model, loopback channels and a memory store, with the
  * runtime's invariants checked on every event. `settle()` and `advance()` fail with a readable story
  * (the invariant, and what happened to the message involved) as soon as one breaks.
  *
@@ -132,7 +138,10 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     if (monitor.violations.length === 0) return;
     throw new InvariantError(monitor.violations, storyOf(monitor.violations, gateway, events));
   };
-  const isBusy = () => gateway.isBusy;
+  // A provider that talks to a server (createOpenAIModel) is busy while a call is on the wire: the
+  // simulated clock must not run ahead of it.
+  const modelBusy = () => (model as { isBusy?: boolean }).isBusy === true;
+  const isBusy = () => gateway.isBusy || modelBusy();
 
   return {
     gateway,

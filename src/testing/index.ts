@@ -39,6 +39,20 @@ export {
   type TestGateway,
   type TestGatewayOptions,
 } from "./create-test-gateway.js";
+export {
+  chunk,
+  type FakeOpenAIOptions,
+  type FakeOpenAIServer,
+  type FakeReply,
+  type FakeRequest,
+  type FakeStep,
+  type FakeToolCall,
+  gate,
+  startFakeOpenAI,
+  textStream,
+  toolCallStream,
+  usageChunk,
+} from "./fake-openai.js";
 export { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
 export {
   MACHINE_NAMES,
@@ -49,5 +63,7 @@ export {
 } from "./machine-paths.js";
 export { type ReplayOptions, type ReplayResult, replayPath, scenarioForPath } from "./replay-path.js";
 export { runPathScenario, type ScenarioFile } from "./run-path-scenario.js";
+export { argumentsFor, schemaArbitrary, UnsupportedSchemaError } from "./schema-arguments.js";
 export { sessionPathScenario, UnrealizablePathError } from "./session-path-scenario.js";
-export { type TestFunction, testPaths } from "./test-paths.js";
+export { type PathTestContext, type TestFunction, testPaths } from "./test-paths.js";
+export { withYourTools } from "./with-your-tools.js";

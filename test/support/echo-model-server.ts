@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import {
   type FakeOpenAIServer,
   type FakeRequest,
-  startFakeOpenAIServer,
+  startFakeOpenAI,
   textStream,
 } from "./fake-openai-server.js";
 
@@ -13,7 +13,7 @@ import {
  * when a fault strikes).
  */
 export async function startEchoModelServer(options: { delayMs?: number } = {}): Promise<FakeOpenAIServer> {
-  const server = await startFakeOpenAIServer();
+  const server = await startFakeOpenAI();
   const answer = async (res: ServerResponse, request: FakeRequest) => {
     server.reply(answer);
     if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));

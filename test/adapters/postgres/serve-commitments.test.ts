@@ -4,11 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import type { Commitment } from "../../../src/machines/commitment.types.js";
 import type { StoredCommitment } from "../../../src/ports/store.js";
-import {
-  type FakeOpenAIServer,
-  startFakeOpenAIServer,
-  toolCallStream,
-} from "../../support/fake-openai-server.js";
+import { type FakeOpenAIServer, startFakeOpenAI, toolCallStream } from "../../support/fake-openai-server.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { startServe, useServeProcesses } from "../../support/serve-process.js";
 
@@ -53,8 +49,8 @@ describe("tiller serve --postgres with commitments", () => {
     );
     await seeder.close();
     // One scripted review decision per commitment: a seventh model call would get a 500 and fail.
-    fake = await startFakeOpenAIServer(
-      ids.map((_, i) => ({
+    fake = await startFakeOpenAI({
+      replies: ids.map((_, i) => ({
         stream: toolCallStream([
           {
             id: `d${i}`,
@@ -63,7 +59,7 @@ describe("tiller serve --postgres with commitments", () => {
           },
         ]),
       })),
-    );
+    });
     const config = join(procs.dir, "config.json");
     await writeFile(
       config,
