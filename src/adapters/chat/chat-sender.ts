@@ -105,7 +105,10 @@ export class ChatSender {
     await this.ledger.begin(partId, message.session, this.now());
     let messageId: string;
     try {
-      messageId = await this.platform.post(message, text, signal, partId);
+      // The post itself is not aborted: once its request may have left, aborting only turns a reply the
+      // platform will show into one of unknown outcome. Tiller waits for it to settle (the signal still
+      // cuts the waits before it).
+      messageId = await this.platform.post(message, text, undefined, partId);
     } catch (error) {
       const failure = this.platform.classify(error, signal);
       this.noteRateLimit(message.session, failure);
