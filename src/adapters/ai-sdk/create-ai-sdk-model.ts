@@ -1,10 +1,10 @@
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { ModelError } from "../../errors.js";
 import { type Logger, silentLogger } from "../../logger.js";
-import { type Clock, sleep } from "../../ports/clock.js";
+import type { Clock } from "../../ports/clock.js";
 import { type ModelProvider, type ModelReply, type ModelRequest, systemPrompt } from "../../ports/model.js";
-import { retryDelay } from "../openai/backoff.js";
-import { type Classified, interrupted } from "../openai/classify-error.js";
+import { withRetries } from "../openai/backoff.js";
+import { timeoutError } from "../openai/classify-error.js";
 import type { StreamProgress } from "../openai/read-stream.js";
 import { SystemClock } from "../system-clock.js";
 import { classifyAISDKError } from "./classify-error.js";
@@ -86,7 +86,7 @@ export function createAISDKModel(options: AISDKModelOptions): AISDKModel {
       return reply;
     } catch (error) {
       if (request.signal.aborted) throw request.signal.reason;
-      if (timedOut) throw timeoutError(progress, timeoutMs);
+      if (timedOut) throw timeoutError(progress, `no data from the model for ${timeoutMs} ms`);
       throw classifyAISDKError(error, progress);
     } finally {
       inFlight--;
@@ -113,33 +113,11 @@ export function createAISDKModel(options: AISDKModelOptions): AISDKModel {
         : {}),
     };
     const timeoutMs = request.timeoutMs ?? settings.timeoutMs;
-    for (let retry = 0; ; retry++) {
-      if (request.signal.aborted) throw request.signal.reason;
-      const progress: StreamProgress = { started: false, chars: 0 };
-      try {
-        return await attempt(call, request, progress, timeoutMs);
-      } catch (thrown) {
-        if (request.signal.aborted) throw request.signal.reason;
-        if (!isClassified(thrown)) throw thrown;
-        const { error, retryAfterMs } = thrown;
-        const wait =
-          error.retryable && !progress.started && retry < settings.maxRetries
-            ? retryDelay(retry, retryAfterMs, settings, options.random ?? Math.random)
-            : undefined;
-        if (wait === undefined) throw error;
-        logger.warn(
-          {
-            session: request.session,
-            runId: request.runId,
-            code: error.code,
-            retry: retry + 1,
-            waitMs: wait,
-          },
-          "model.retrying",
-        );
-        await sleep(clock, wait, request.signal);
-      }
-    }
+    return withRetries(
+      request,
+      { settings, clock, logger, random: options.random ?? Math.random },
+      (progress) => attempt(call, request, progress, timeoutMs),
+    );
   }
 
   return {
@@ -171,15 +149,4 @@ function raceAbort<T>(promise: PromiseLike<T>, signal: AbortSignal): Promise<T> 
       },
     );
   });
-}
-
-/** The model fell silent for `ms`: before the reply began a retryable timeout, after it an interruption. */
-function timeoutError(progress: StreamProgress, ms: number): Classified {
-  const message = `no data from the model for ${ms} ms`;
-  if (progress.started) return { error: interrupted(new Error(message), progress.chars) };
-  return { error: new ModelError("MODEL_TIMEOUT", message, { retryable: true }) };
-}
-
-function isClassified(value: unknown): value is Classified {
-  return value !== null && typeof value === "object" && (value as Classified).error instanceof ModelError;
 }

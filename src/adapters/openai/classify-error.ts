@@ -107,3 +107,14 @@ export function retryAfter(headers: Headers | undefined, now = Date.now()): numb
   const date = Date.parse(value);
   return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
 }
+
+/** The server fell silent: before the reply began a retryable timeout, after it an interruption. */
+export function timeoutError(progress: { started: boolean; chars: number }, message: string): Classified {
+  if (progress.started) return { error: interrupted(new Error(message), progress.chars) };
+  return { error: new ModelError("MODEL_TIMEOUT", message, { retryable: true }) };
+}
+
+/** Whether a rejection is a failure this provider already classified. */
+export function isClassified(value: unknown): value is Classified {
+  return value !== null && typeof value === "object" && (value as Classified).error instanceof ModelError;
+}

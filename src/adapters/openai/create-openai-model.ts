@@ -2,11 +2,11 @@ import OpenAI from "openai";
 import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
 import { ModelError } from "../../errors.js";
 import { type Logger, silentLogger } from "../../logger.js";
-import { type Clock, sleep } from "../../ports/clock.js";
+import type { Clock } from "../../ports/clock.js";
 import { type ModelProvider, type ModelReply, type ModelRequest, systemPrompt } from "../../ports/model.js";
 import { SystemClock } from "../system-clock.js";
-import { retryDelay } from "./backoff.js";
-import { type Classified, classifyError, interrupted } from "./classify-error.js";
+import { withRetries } from "./backoff.js";
+import { classifyError, timeoutError } from "./classify-error.js";
 import { type OpenAIModelOptions, type OpenAISettings, parseOpenAIOptions } from "./options.js";
 import { readStream, type StreamProgress } from "./read-stream.js";
 import { toChatMessages, toChatTools } from "./to-chat-messages.js";
@@ -87,7 +87,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
       return reply;
     } catch (error) {
       if (request.signal.aborted) throw request.signal.reason;
-      if (timedOut) throw timeoutError(progress, timeoutMs);
+      if (timedOut) throw timeoutError(progress, `no data from the model server for ${timeoutMs} ms`);
       throw classifyError(error, progress);
     } finally {
       inFlight--;
@@ -114,33 +114,11 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
       ...(temperature !== undefined ? { temperature } : {}),
       ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     } as ChatCompletionCreateParamsStreaming;
-    for (let retry = 0; ; retry++) {
-      if (request.signal.aborted) throw request.signal.reason;
-      const progress: StreamProgress = { started: false, chars: 0 };
-      try {
-        return await attempt(body, request, progress, timeoutMs);
-      } catch (thrown) {
-        if (request.signal.aborted) throw request.signal.reason;
-        if (!isClassified(thrown)) throw thrown;
-        const { error, retryAfterMs } = thrown;
-        const wait =
-          error.retryable && !progress.started && retry < settings.maxRetries
-            ? retryDelay(retry, retryAfterMs, settings, options.random ?? Math.random)
-            : undefined;
-        if (wait === undefined) throw error;
-        logger.warn(
-          {
-            session: request.session,
-            runId: request.runId,
-            code: error.code,
-            retry: retry + 1,
-            waitMs: wait,
-          },
-          "model.retrying",
-        );
-        await sleep(clock, wait, request.signal);
-      }
-    }
+    return withRetries(
+      request,
+      { settings, clock, logger, random: options.random ?? Math.random },
+      (progress) => attempt(body, request, progress, timeoutMs),
+    );
   }
 
   return {
@@ -150,15 +128,4 @@ export function createOpenAIModel(options: OpenAIModelOptions): OpenAIModel {
     },
     settings,
   };
-}
-
-/** The server fell silent for `ms`: before the reply began a retryable timeout, after it an interruption. */
-function timeoutError(progress: StreamProgress, ms: number): Classified {
-  const message = `no data from the model server for ${ms} ms`;
-  if (progress.started) return { error: interrupted(new Error(message), progress.chars) };
-  return { error: new ModelError("MODEL_TIMEOUT", message, { retryable: true }) };
-}
-
-function isClassified(value: unknown): value is Classified {
-  return value !== null && typeof value === "object" && (value as Classified).error instanceof ModelError;
 }
