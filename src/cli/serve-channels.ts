@@ -1,8 +1,8 @@
 import { join } from "node:path";
-import type { ChatReceive } from "../adapters/chat/chat-inbound.js";
-import { FileSendLedger } from "../adapters/chat/send-ledger.js";
-import { SlackChannel } from "../adapters/slack/slack-channel.js";
-import { TelegramChannel } from "../adapters/telegram/telegram-channel.js";
+import type { ChatReceive } from "../adapters/channels/chat/chat-inbound.js";
+import { FileSendLedger } from "../adapters/channels/chat/send-ledger.js";
+import { SlackChannel } from "../adapters/channels/slack/slack-channel.js";
+import { TelegramChannel } from "../adapters/channels/telegram/telegram-channel.js";
 import type { GatewayConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
 import type { Route } from "../http/router.js";

@@ -1,9 +1,9 @@
 import { App, HTTPReceiver, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import { ChannelSendError, errorMessage } from "../../errors.js";
-import { type Logger, silentLogger } from "../../logger.js";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../ports/channel.js";
-import type { Route } from "../../ports/http-route.js";
+import { ChannelSendError, errorMessage } from "../../../errors.js";
+import { type Logger, silentLogger } from "../../../logger.js";
+import type { Channel, DeliveryReceipt, OutboundMessage } from "../../../ports/channel.js";
+import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
 import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
@@ -112,7 +112,7 @@ export class SlackChannel implements Channel {
     });
     this.sender = new ChatSender(
       {
-        post: (message, text, _signal, partId) => this.post(message, text, partId),
+        post: (message, text, partId) => this.post(message, text, partId),
         reconcile: (partId) => this.reconcile(partId),
         classify: slackSendError,
         conversation: (session) => this.target(session).channel,

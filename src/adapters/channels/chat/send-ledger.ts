@@ -1,6 +1,6 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { appendDurable } from "../jsonl/durable-file.js";
+import { appendDurable } from "../../jsonl/durable-file.js";
 
 /** What a chat channel knows of one delivery: begun (the request may be out), or sent with its ids. */
 export interface LedgerEntry {

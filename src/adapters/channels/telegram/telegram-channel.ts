@@ -1,9 +1,9 @@
 import { type Api, Bot, webhookCallback } from "grammy";
 import type { ReactionTypeEmoji } from "grammy/types";
-import { ChannelSendError, errorMessage } from "../../errors.js";
-import { type Logger, silentLogger } from "../../logger.js";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../ports/channel.js";
-import type { Route } from "../../ports/http-route.js";
+import { ChannelSendError, errorMessage } from "../../../errors.js";
+import { type Logger, silentLogger } from "../../../logger.js";
+import type { Channel, DeliveryReceipt, OutboundMessage } from "../../../ports/channel.js";
+import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
 import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
@@ -71,7 +71,7 @@ export class TelegramChannel implements Channel {
     this.allowed = options.allowedChats ? new Set(options.allowedChats.map(String)) : undefined;
     this.sender = new ChatSender(
       {
-        post: (message, text, signal) => this.post(message, text, signal),
+        post: (message, text) => this.post(message, text),
         classify: telegramSendError,
         conversation: (session) => this.target(session).chatId,
       },
@@ -205,24 +205,15 @@ export class TelegramChannel implements Channel {
       );
   }
 
-  private async post(
-    message: OutboundMessage,
-    text: string,
-    signal: AbortSignal | undefined,
-  ): Promise<string> {
+  private async post(message: OutboundMessage, text: string): Promise<string> {
     const { chatId, threadId } = this.target(message.session);
     const replyTo = (message as OutboundMessage & { replyTo?: string }).replyTo;
-    const sent = await this.bot.api.sendMessage(
-      chatId,
-      text,
-      {
-        ...(threadId === undefined ? {} : { message_thread_id: threadId }),
-        ...(replyTo && /^\d+$/.test(replyTo)
-          ? { reply_parameters: { message_id: Number(replyTo), allow_sending_without_reply: true } }
-          : {}),
-      },
-      signal as GrammySignal,
-    );
+    const sent = await this.bot.api.sendMessage(chatId, text, {
+      ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+      ...(replyTo && /^\d+$/.test(replyTo)
+        ? { reply_parameters: { message_id: Number(replyTo), allow_sending_without_reply: true } }
+        : {}),
+    });
     return String(sent.message_id);
   }
 

@@ -1,5 +1,5 @@
 import { GrammyError, HttpError } from "grammy";
-import { ChannelSendError } from "../../errors.js";
+import { ChannelSendError } from "../../../errors.js";
 
 // Refusals of a connection that was never made: the request certainly did not reach Telegram.
 const NOT_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);

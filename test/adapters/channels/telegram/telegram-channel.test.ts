@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ChatInbound } from "../../../src/adapters/chat/chat-inbound.js";
-import { MemorySendLedger } from "../../../src/adapters/chat/send-ledger.js";
-import { TelegramChannel } from "../../../src/adapters/telegram/telegram-channel.js";
-import { ChannelSendError } from "../../../src/errors.js";
-import { FakeTelegramApi } from "../../support/fake-telegram-api.js";
+import type { ChatInbound } from "../../../../src/adapters/channels/chat/chat-inbound.js";
+import { MemorySendLedger } from "../../../../src/adapters/channels/chat/send-ledger.js";
+import { TelegramChannel } from "../../../../src/adapters/channels/telegram/telegram-channel.js";
+import { ChannelSendError } from "../../../../src/errors.js";
+import { FakeTelegramApi } from "../../../support/fake-telegram-api.js";
 
 // grammY itself talks to the fake through `apiRoot`: these are the real requests a bot makes.
 describe("TelegramChannel against a local Bot API", () => {

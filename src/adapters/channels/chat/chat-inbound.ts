@@ -1,4 +1,4 @@
-import type { Sender } from "../../policy/sender.js";
+import type { Sender } from "../../../policy/sender.js";
 
 /**
  * An inbound message as a chat channel hands it to `gateway.receive`: the gateway's message plus the

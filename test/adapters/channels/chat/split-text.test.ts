@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { splitText } from "../../src/adapters/chat/split-text.js";
+import { splitText } from "../../../../src/adapters/channels/chat/split-text.js";
 
 describe("splitText", () => {
   it("keeps a text within the limit whole", () => {

@@ -1,10 +1,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ChatInbound } from "../../../src/adapters/chat/chat-inbound.js";
-import { MemorySendLedger } from "../../../src/adapters/chat/send-ledger.js";
-import { SlackChannel } from "../../../src/adapters/slack/slack-channel.js";
-import { FakeSlackApi } from "../../support/fake-slack-api.js";
+import type { ChatInbound } from "../../../../src/adapters/channels/chat/chat-inbound.js";
+import { MemorySendLedger } from "../../../../src/adapters/channels/chat/send-ledger.js";
+import { SlackChannel } from "../../../../src/adapters/channels/slack/slack-channel.js";
+import { FakeSlackApi } from "../../../support/fake-slack-api.js";
 
 // Bolt's receiver and WebClient against a local Slack: signed events in, Web API calls out.
 describe("SlackChannel against a local Slack", () => {

@@ -1,17 +1,15 @@
-import { ChannelSendError } from "../../errors.js";
-import type { DeliveryReceipt, OutboundMessage } from "../../ports/channel.js";
+import { ChannelSendError } from "../../../errors.js";
+import type { DeliveryReceipt, OutboundMessage } from "../../../ports/channel.js";
 import type { SendLedger } from "./send-ledger.js";
 import { splitText } from "./split-text.js";
 
 /** One platform's side of a send: post one part, and map the platform's errors. */
 export interface PlatformPoster {
-  /** Posts one part (`partId`: its ledger id); resolves with the platform's message id. */
-  post(
-    message: OutboundMessage,
-    text: string,
-    signal: AbortSignal | undefined,
-    partId: string,
-  ): Promise<string>;
+  /**
+   * Posts one part (`partId`: its ledger id); resolves with the platform's message id. It takes no
+   * abort signal: a post in flight is never aborted, so a reply the platform shows is never lost.
+   */
+  post(message: OutboundMessage, text: string, partId: string): Promise<string>;
   /** Whether a part begun by an earlier process reached the platform (Slack can tell; Telegram cannot). */
   reconcile?(partId: string): Promise<{ delivered: true; messageId: string } | { delivered: false }>;
   /** The platform error as a `ChannelSendError` (transient, permanent or unknown outcome). */
@@ -108,7 +106,7 @@ export class ChatSender {
       // The post itself is not aborted: once its request may have left, aborting only turns a reply the
       // platform will show into one of unknown outcome. Tiller waits for it to settle (the signal still
       // cuts the waits before it).
-      messageId = await this.platform.post(message, text, undefined, partId);
+      messageId = await this.platform.post(message, text, partId);
     } catch (error) {
       const failure = this.platform.classify(error, signal);
       this.noteRateLimit(message.session, failure);
