@@ -25,11 +25,10 @@ import {
   maxCalls,
   newestIsTyped,
   newestMessage,
-  noticeItems,
   toolResultItem,
   toRunError,
-  userItem,
 } from "./run-context.js";
+import { bufferSteer, injectSteer } from "./steer.js";
 
 const SKIPPED_RESULT = "skipped for an incoming message";
 /** Why a background turn ended without delivering: a user message came after its last draft. */
@@ -94,37 +93,13 @@ export const runSetup = setup({
       context.draft.trim().length > 0,
   },
   actions: {
+    // A steer's injection at the tool-batch boundary: see steer.ts.
     injectSteer: enqueueActions(({ context, enqueue }) => {
-      // One assign for both: `context` here is the one before this action, so a second assign built
-      // from it would drop the notices the first one added to the journal.
-      let journal = context.journal;
-      if (context.noticeBuffer.length > 0) {
-        enqueue.emit({
-          type: "notice.injected",
-          messageIds: context.noticeBuffer.map((message) => message.id),
-        });
-        journal = [...journal, ...noticeItems(context.noticeBuffer)];
-      }
-      // One at a time: the rest stay held for the next call (and still skip a tool batch meanwhile).
-      const taken =
-        context.input.steering === "one-at-a-time" ? context.steerBuffer.slice(0, 1) : context.steerBuffer;
-      if (taken.length > 0) {
-        enqueue.emit({
-          type: "steer.injected",
-          messageIds: taken.map((message) => message.id),
-          // An edited message steered in as a correction of one the turn already has.
-          ...(taken.some((message) => message.editOf !== undefined) ? { edit: true } : {}),
-        });
-        journal = [...journal, ...taken.map(userItem)];
-      }
-      if (journal === context.journal) return;
-      enqueue.assign({
-        journal,
-        noticed: [...context.noticed, ...context.noticeBuffer],
-        noticeBuffer: [],
-        owned: [...context.owned, ...taken],
-        steerBuffer: context.steerBuffer.slice(taken.length),
-      });
+      // One assign for the notices and the steering both: `context` is the one before this action.
+      const injected = injectSteer(context);
+      if (!injected) return;
+      for (const event of injected.emitted) enqueue.emit(event);
+      enqueue.assign(injected.patch);
     }),
     countCall: assign(({ context }) => ({ call: context.call + 1 })),
     bufferNotice: assign({
@@ -133,7 +108,7 @@ export const runSetup = setup({
     }),
     bufferSteer: assign({
       steerBuffer: ({ context, event }) =>
-        event.type === "run.steer" ? [...context.steerBuffer, event.message] : context.steerBuffer,
+        event.type === "run.steer" ? bufferSteer(context, event.message) : context.steerBuffer,
     }),
     recordToolCalls: assign(({ context }, { output }: ModelResult) => {
       return {

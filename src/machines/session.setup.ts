@@ -2,7 +2,7 @@
 // actions (the machine itself, its states and transitions, is in session.machine.ts).
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import { isTypedTrigger } from "../policy/lane-priority.js";
-import type { QueueMode, ResolvedQueueSetting } from "../policy/queue-mode.js";
+import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
 import { type RunEvent, type RunOutput, runMachine } from "./run.machine.js";
@@ -19,6 +19,7 @@ import {
 } from "./session.types.js";
 import { byArrival, decision, failedOutput, turnOrigin } from "./session-context.js";
 import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
+import { cutsIn, isOtherSender, isSteer, steerIntoTurn } from "./steer.js";
 
 /** Where a message waits when it cannot join the running turn; the ack says it. */
 export const EARLIER_FIRST = "messages sent earlier are answered first; this one is answered after them";
@@ -60,11 +61,6 @@ function collectDelay(
   return Math.max(0, Math.min(setting.debounceMs, first + setting.collectMaxWaitMs - message.at));
 }
 
-/** Modes whose message wants the running turn itself (to steer it, or to cut it off). */
-function cutsIn(mode: QueueMode): boolean {
-  return mode === "steer" || mode === "interrupt" || mode === "rollback";
-}
-
 /** An event for the run actor, checked against its event type (a target named by id is untyped). */
 function runEvent(event: RunEvent): RunEvent {
   return event;
@@ -95,12 +91,8 @@ export const sessionSetup = setup({
     }),
   },
   guards: {
-    // A recovery turn only resends an earlier reply: a message steered into it would never be answered.
-    isSteer: ({ event, context }) =>
-      event.type === "session.message" &&
-      isTypedTrigger(event.message.trigger) &&
-      event.setting.mode === "steer" &&
-      context.pending?.kind === "turn",
+    // Steering: see steer.ts.
+    isSteer: ({ event, context }) => isSteer(event, context),
     isInterrupt: ({ event }) =>
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
@@ -120,12 +112,7 @@ export const sessionSetup = setup({
       event.setting.mode === "reject" &&
       context.queue.length > 0,
     // A message may only join a turn its own sender owns, unless steering across senders is on.
-    isOtherSender: ({ event, context }) =>
-      event.type === "session.message" &&
-      event.setting.steerAcrossSenders !== true &&
-      context.pending?.kind === "turn" &&
-      cutsIn(event.setting.mode) &&
-      context.pending.messages.some((message) => !sameSender(message.sender, event.message.sender)),
+    isOtherSender: ({ event, context }) => isOtherSender(event, context),
     joinsPendingTurn: ({ event, context }) =>
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
@@ -243,22 +230,7 @@ export const sessionSetup = setup({
     steerIntoRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
       enqueue.sendTo("run", runEvent({ type: "run.steer", message: event.message }));
-      enqueue.assign({
-        // The turn owns it now: persisted with the turn, so a crash before it is stored re-runs it.
-        ...(context.pending
-          ? { pending: { ...context.pending, messages: [...context.pending.messages, event.message] } }
-          : {}),
-        lastDecision: {
-          ...decision(
-            event,
-            "steered",
-            event.message.editOf
-              ? `a correction of ${event.message.editOf}, which the running reply already has`
-              : undefined,
-          ),
-          ...(context.runId ? { runId: context.runId } : {}),
-        },
-      });
+      enqueue.assign(steerIntoTurn(context, event));
     }),
     replaceQueued: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
