@@ -31,9 +31,11 @@ export function readEventMap(file = source): EventDoc[] {
   });
   if (!map) throw new Error("src/events.ts declares no TillerEventMap");
   const events: EventDoc[] = [];
-  for (const member of map.members) {
+  for (const member of membersOf(checker, map)) {
     if (!ts.isPropertySignature(member) || !member.type) continue;
-    const name = ts.isStringLiteral(member.name) ? member.name.text : member.name.getText(sourceFile);
+    const name = ts.isStringLiteral(member.name)
+      ? member.name.text
+      : member.name.getText(member.getSourceFile());
     const symbol = checker.getSymbolAtLocation(member.name);
     const doc = symbol ? ts.displayPartsToString(symbol.getDocumentationComment(checker)) : "";
     const deprecated = ts.getJSDocTags(member).some((tag) => tag.tagName.text === "deprecated");
@@ -55,6 +57,20 @@ export function readEventMap(file = source): EventDoc[] {
     events.push({ name, doc: [doc, tagText].filter(Boolean).join(" "), deprecated, fields });
   }
   return events;
+}
+
+/** The members of an interface, those of the interfaces it extends first (the map is split by feature). */
+function membersOf(checker: ts.TypeChecker, node: ts.InterfaceDeclaration): ts.TypeElement[] {
+  const inherited = (node.heritageClauses ?? []).flatMap((clause) =>
+    clause.types.flatMap((base) => {
+      let symbol = checker.getSymbolAtLocation(base.expression);
+      if (symbol && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol);
+      const declaration = symbol?.declarations?.find(ts.isInterfaceDeclaration);
+      if (!declaration) throw new Error(`TillerEventMap extends ${base.getText()}, not an interface`);
+      return membersOf(checker, declaration);
+    }),
+  );
+  return [...inherited, ...node.members];
 }
 
 /** A type as a reader needs it: a union of literals spelled out rather than named by its alias. */

@@ -1,5 +1,4 @@
 import { nanoid } from "nanoid";
-import type { AnyActorRef } from "xstate";
 import { BUILTIN_TOOL_NAMES, builtinTools } from "../actors/builtin-tools.js";
 import { createCallModel } from "../actors/call-model.js";
 import { createDeliver } from "../actors/deliver.js";
@@ -30,9 +29,11 @@ import type { Gateway, GatewayOptions, SessionInspection } from "./gateway.types
 import { createClusterInbox } from "./inbound/cluster-inbox.js";
 import { createReceive } from "./inbound/receive.js";
 import { createTrigger, type TriggerAck, type TriggerRequest } from "./inbound/trigger.js";
-import { type InboundMessage, stateName } from "./inbound/validate-inbound.js";
+import type { InboundMessage } from "./inbound/validate-inbound.js";
 import { ScheduleRunner, type ScheduleView } from "./schedules/schedule-runner.js";
-import { resumeSession, resumeSessions } from "./sessions/resume-sessions.js";
+import { adoptSession, settleSession } from "./sessions/cluster-handover.js";
+import { inspectSession } from "./sessions/inspect-session.js";
+import { resumeSessions } from "./sessions/resume-sessions.js";
 import { SessionPersistence } from "./sessions/session-persistence.js";
 import { SessionRegistry } from "./sessions/session-registry.js";
 import { createRunSubagent } from "./subagents/run-subagent.js";
@@ -210,7 +211,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     ...(options.inspect ? { inspect: options.inspect } : {}),
     isSessionBusy(session) {
-      const inspection = inspectSession(session);
+      const inspection = inspect(session);
       return inspection !== undefined && (inspection.state !== "idle" || inspection.queue.length > 0);
     },
   });
@@ -236,6 +237,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const snapshot = registry.get(session)?.actor?.getSnapshot();
     return !snapshot || (snapshot.value === "idle" && snapshot.context.queue.length === 0);
   }
+  const handover = { registry, writer, persistence, subagentNumbers, resumeDeps, emit, isIdle };
   // Several processes: messages go through the cluster's inbox to the session's owner.
   const clusterInbox = options.cluster
     ? createClusterInbox({
@@ -245,46 +247,13 @@ export function createGateway(options: GatewayOptions): Gateway {
         local: localReceive,
         localTrigger: (request, extras) => trigger(request, extras),
         isIdle,
-        async adopt(session) {
-          const entry = registry.get(session);
-          if (entry?.actor && !isIdle(session)) return;
-          // Another process may have run the session since this one last did: the store is the truth
-          // (for its subagents' keys too).
-          subagentNumbers.forget(session);
-          registry.stop(session);
-          writer.forget(session);
-          if (entry) {
-            entry.known = undefined;
-            entry.override = null;
-            entry.savedFrom = null;
-            entry.savedEmpty = true;
-            entry.lastQueue = [];
-            entry.lastSummaries = [];
-          }
-          const resumed = await resumeSession(resumeDeps, session);
-          emit("session.adopted", { session, resumed });
-        },
+        adopt: (session) => adoptSession(handover, session),
         forgetLive(session) {
           // Stopping the actor stops its run; the lane's fence already refuses the run's writes.
           registry.stop(session);
           writer.forget(session);
         },
-        async settle(session) {
-          const entry = registry.get(session);
-          if (!entry) return;
-          persistence.flush(session, entry);
-          await entry.saving;
-          if (!entry.notDurable?.size) return;
-          // The last save failed (the store was away): save the live state again, and say so if it
-          // still cannot be stored (the inbox then keeps the rows and tries again later).
-          entry.savedFrom = null;
-          entry.savedEmpty = false;
-          persistence.persist(session, entry, entry.actor?.getSnapshot());
-          persistence.flush(session, entry);
-          await entry.saving;
-          if (entry.notDurable?.size)
-            throw new Error(`session ${session}: its state could not be stored yet`);
-        },
+        settle: (session) => settleSession(handover, session),
         isDraining: () => draining,
         emit,
         logger,
@@ -292,37 +261,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     : undefined;
   const receive = clusterInbox ? clusterInbox.receive : localReceive;
 
-  function inspectSession(key: string): SessionInspection | undefined {
-    const entry = registry.get(key);
-    if (!entry) return undefined;
-    const snapshot = entry.actor?.getSnapshot();
-    const runRef = snapshot?.children.run as AnyActorRef | undefined;
-    const runSnapshot = runRef?.getSnapshot();
-    const laneSnapshot = lanes.snapshot().lanes;
-    const sessionLane = laneSnapshot[`session:${key}`];
-    // The session lane admits one turn at a time; what limits it is the workload lane's capacity.
-    const lane = sessionLane
-      ? { ...sessionLane, capacity: laneSnapshot.main?.capacity ?? sessionLane.capacity }
-      : null;
-    return {
-      state: snapshot ? stateName(snapshot.value) : "idle",
-      run: runSnapshot
-        ? {
-            runId: runSnapshot.context.input.runId,
-            state: stateName(runSnapshot.value),
-            passes: runSnapshot.context.passes,
-            ...(runSnapshot.context.pendingCalls[runSnapshot.context.toolIndex]
-              ? { currentTool: runSnapshot.context.pendingCalls[runSnapshot.context.toolIndex].name }
-              : {}),
-          }
-        : null,
-      queue: (snapshot?.context.queue ?? []).map((item) => ({
-        kind: item.kind,
-        messageIds: item.kind === "recovery" ? [] : item.messages.map((message) => message.id),
-      })),
-      lane,
-      transcriptLength: writer.length(key),
-    };
+  function inspect(key: string): SessionInspection | undefined {
+    return inspectSession(key, { registry, lanes, writer });
   }
 
   const trigger = createTrigger(admission);
@@ -378,7 +318,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     subscribe(listener: EventListener): () => void {
       return hub.subscribe(listener);
     },
-    inspectSession,
+    inspectSession: inspect,
     /** The keys of every session this process has seen since it started (stored ones: `store.sessions()`). */
     sessionKeys(): string[] {
       return [...registry.keys()];

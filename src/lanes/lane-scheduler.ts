@@ -8,7 +8,7 @@ import { priorityLevel } from "../policy/lane-priority.js";
 import { Entry, inContextOfCaller } from "./entry.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
-import { checkCapacity, checkRunOptions, defaultMainCapacity, SESSION_PREFIX } from "./run-options.js";
+import { checkCapacity, checkRunOptions, checkWorkloadLane, defaultMainCapacity } from "./run-options.js";
 import { waitFields } from "./wait-fields.js";
 import { WaitWarnings } from "./wait-warnings.js";
 
@@ -239,12 +239,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   function setCapacity(laneName: string, capacity: number): void {
-    if (typeof laneName !== "string" || laneName.length === 0) {
-      throw new ConfigError("lane", "a non-empty lane name", laneName);
-    }
-    if (laneName.startsWith(SESSION_PREFIX)) {
-      throw new ConfigError("lane", "a workload lane (session lanes always run one task)", laneName);
-    }
+    checkWorkloadLane(laneName);
     configured.set(laneName, checkCapacity(`capacity.${laneName}`, capacity));
     const lane = queues.workload(laneName);
     lane.capacity = capacity;

@@ -15,6 +15,14 @@ export function checkCapacity(field: string, capacity: unknown): number {
   return capacity;
 }
 
+/** Throws a ConfigError unless `laneName` names a workload lane (not empty, not a session lane). */
+export function checkWorkloadLane(laneName: string): void {
+  if (typeof laneName !== "string" || laneName.length === 0)
+    throw new ConfigError("lane", "a non-empty lane name", laneName);
+  if (laneName.startsWith(SESSION_PREFIX))
+    throw new ConfigError("lane", "a workload lane (session lanes always run one task)", laneName);
+}
+
 export function checkRunOptions(options: RunOptions): void {
   if (options === null || typeof options !== "object") {
     throw new ConfigError("options", "an object", options);

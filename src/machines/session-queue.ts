@@ -1,7 +1,7 @@
 import type { ResolvedQueueSetting } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
-import type { PendingTurn, QueueItem } from "./session.types.js";
+import type { PendingTurn, QueueItem, SessionContext } from "./session.types.js";
 import { turnOrigin } from "./session-context.js";
 
 /**
@@ -142,4 +142,22 @@ function dropOldest(queue: QueueItem[]): { queue: QueueItem[]; message: OwnedMes
 function oneLine(text: string): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > 100 ? `${flat.slice(0, 97)}...` : flat;
+}
+
+/** A turn the lane refused goes back to the front of the queue, as it was (a recovery stays one). */
+export function requeuePending(
+  pending: PendingTurn,
+  context: Pick<SessionContext, "queue" | "summaries">,
+): Pick<SessionContext, "queue" | "summaries" | "pending"> {
+  const item: QueueItem | undefined =
+    pending.kind === "recovery" && pending.recovery
+      ? pending.recovery
+      : pending.messages.length > 0
+        ? { kind: "followup", messages: pending.messages }
+        : undefined;
+  return {
+    queue: item ? [item, ...context.queue] : context.queue,
+    summaries: [...pending.summaries, ...context.summaries],
+    pending: null,
+  };
 }

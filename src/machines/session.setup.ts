@@ -17,9 +17,10 @@ import {
   type SessionEvent,
   type SessionInput,
 } from "./session.types.js";
-import { byArrival, decision, failedOutput, turnOrigin } from "./session-context.js";
-import { admitToQueue, requeueLeftover, takeNextTurn } from "./session-queue.js";
-import { cutsIn, isOtherSender, isSteer, steerIntoTurn } from "./steer.js";
+import { decision, failedOutput, turnOrigin } from "./session-context.js";
+import { replacePending, replaceQueued } from "./session-edits.js";
+import { admitToQueue, requeuePending, takeNextTurn } from "./session-queue.js";
+import { cutsIn, isOtherSender, isSteer, keepRunOutput, steerIntoTurn } from "./steer.js";
 
 /** Where a message waits when it cannot join the running turn; the ack says it. */
 export const EARLIER_FIRST = "messages sent earlier are answered first; this one is answered after them";
@@ -234,47 +235,15 @@ export const sessionSetup = setup({
     }),
     replaceQueued: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message") return;
-      const edit = event.message;
-      const replaced = context.queue.find(
-        (item) => item.kind !== "recovery" && item.messages.some((m) => m.id === edit.editOf),
-      );
-      const queue = context.queue.map((item): QueueItem => {
-        if (item.kind === "recovery" || !item.messages.some((m) => m.id === edit.editOf)) return item;
-        // In place: the edit keeps the replaced message's arrival, so it is not overtaken by later ones.
-        return {
-          ...item,
-          messages: item.messages.map((m) => (m.id === edit.editOf ? { ...edit, at: m.at } : m)),
-        };
-      });
-      enqueue.emit({
-        type: "message.dropped",
-        messageId: edit.editOf!,
-        reason: `replaced by its edit ${edit.id}`,
-      });
-      enqueue.assign({
-        queue,
-        lastDecision: decision(
-          event,
-          replaced?.kind === "collect" ? "collected" : "queued",
-          `it replaces your earlier message ${edit.editOf}, which had not been answered yet`,
-        ),
-      });
+      const replaced = replaceQueued(context, event);
+      enqueue.emit(replaced.emitted);
+      enqueue.assign(replaced.patch);
     }),
     replacePending: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "session.message" || !context.pending) return;
-      const edit = event.message;
-      enqueue.emit({
-        type: "message.dropped",
-        messageId: edit.editOf!,
-        reason: `replaced by its edit ${edit.id}`,
-      });
-      enqueue.assign({
-        pending: {
-          ...context.pending,
-          messages: context.pending.messages.map((m) => (m.id === edit.editOf ? { ...edit, at: m.at } : m)),
-        },
-        lastDecision: decision(event, "steered", `it replaces ${edit.editOf} in the reply about to start`),
-      });
+      const replaced = replacePending({ ...context, pending: context.pending }, event);
+      enqueue.emit(replaced.emitted);
+      enqueue.assign(replaced.patch);
     }),
     rejectBusy: assign(({ event }) =>
       event.type === "session.message" ? { lastDecision: decision(event, "rejected", BUSY) } : {},
@@ -372,43 +341,10 @@ export const sessionSetup = setup({
       trigger: context.pending?.trigger ?? "user",
     })),
     keepOutput: enqueueActions(({ context, enqueue }, { output }: { output: RunOutput }) => {
-      // Messages the run took too late to show to the model come back as a follow-up (by arrival),
-      // except those a /stop already dropped (no longer owned by the turn).
-      const owned = new Set(context.pending?.messages.map((message) => message.id));
-      const kept =
-        output.status === "aborted"
-          ? output.leftover.filter((message) => owned.has(message.id))
-          : output.leftover;
-      const leftover = new Set(kept.map((message) => message.id));
-      const head = context.queue[0];
       const interrupted = output.status === "aborted" && output.abortReason?.startsWith(INTERRUPTED) === true;
-      // Acked `steered` before the outcome was known: say what became of them.
-      if (kept.length > 0)
-        enqueue.emit({
-          type: "steer.missed" as const,
-          runId: output.runId,
-          messageIds: kept.map((message) => message.id),
-          reason:
-            output.status === "done"
-              ? "the reply was already written when it arrived: it gets an answer of its own"
-              : "the run stopped before its next step: it gets an answer of its own",
-        });
-      enqueue.assign({
-        lastOutput: output,
-        // An interrupted run's held-back steering waited too: it folds into the interrupting turn.
-        queue:
-          interrupted && head?.kind === "followup" && kept.length > 0
-            ? [{ ...head, messages: byArrival([...kept, ...head.messages]) }, ...context.queue.slice(1)]
-            : requeueLeftover(context.queue, kept),
-        ...(context.pending && leftover.size > 0
-          ? {
-              pending: {
-                ...context.pending,
-                messages: context.pending.messages.filter((message) => !leftover.has(message.id)),
-              },
-            }
-          : {}),
-      });
+      const kept = keepRunOutput(context, output, interrupted);
+      if (kept.missed) enqueue.emit(kept.missed);
+      enqueue.assign(kept.patch);
     }),
     keepFailure: assign(({ context }, params: { error: unknown; runId?: string | undefined }) => ({
       lastOutput: failedOutput(params.runId ?? context.runId ?? "", params.error),
@@ -450,17 +386,7 @@ export const sessionSetup = setup({
         messageIds: context.pending.messages.map((message) => message.id),
         reason,
       });
-      const item: QueueItem | undefined =
-        context.pending.kind === "recovery" && context.pending.recovery
-          ? context.pending.recovery
-          : context.pending.messages.length > 0
-            ? { kind: "followup", messages: context.pending.messages }
-            : undefined;
-      enqueue.assign({
-        queue: item ? [item, ...context.queue] : context.queue,
-        summaries: [...context.pending.summaries, ...context.summaries],
-        pending: null,
-      });
+      enqueue.assign(requeuePending(context.pending, context));
     }),
   },
   delays: {

@@ -4,10 +4,11 @@ import { isTypedTrigger } from "../policy/lane-priority.js";
 import type { QueueMode } from "../policy/queue-mode.js";
 import { sameSender } from "../policy/sender.js";
 import type { OwnedMessage } from "../policy/turn-context.js";
-import type { RunContext, RunEmitted } from "./run.types.js";
+import type { RunContext, RunEmitted, RunOutput } from "./run.types.js";
 import { noticeItems, userItem } from "./run-context.js";
-import type { SessionContext, SessionEvent } from "./session.types.js";
-import { decision } from "./session-context.js";
+import type { SessionContext, SessionEmitted, SessionEvent } from "./session.types.js";
+import { byArrival, decision } from "./session-context.js";
+import { requeueLeftover } from "./session-queue.js";
 
 type MessageEvent = Extract<SessionEvent, { type: "session.message" }>;
 
@@ -102,6 +103,57 @@ export function injectSteer(
       noticeBuffer: [],
       owned: [...context.owned, ...taken],
       steerBuffer: context.steerBuffer.slice(taken.length),
+    },
+  };
+}
+
+/**
+ * What the session keeps of a run's output. Messages the run took too late to show to the model (a
+ * steer that missed its turn) come back as a follow-up, by arrival, except those a /stop already
+ * dropped (no longer owned by the turn); each was acked `steered` before the outcome was known, so
+ * `missed` says what became of them. `interrupted`: an interrupting message cut the run off.
+ */
+export function keepRunOutput(
+  context: SessionContext,
+  output: RunOutput,
+  interrupted: boolean,
+): { missed?: SessionEmitted; patch: Partial<SessionContext> } {
+  const owned = new Set(context.pending?.messages.map((message) => message.id));
+  const kept =
+    output.status === "aborted"
+      ? output.leftover.filter((message) => owned.has(message.id))
+      : output.leftover;
+  const leftover = new Set(kept.map((message) => message.id));
+  const head = context.queue[0];
+  return {
+    ...(kept.length > 0
+      ? {
+          missed: {
+            type: "steer.missed" as const,
+            runId: output.runId,
+            messageIds: kept.map((message) => message.id),
+            reason:
+              output.status === "done"
+                ? "the reply was already written when it arrived: it gets an answer of its own"
+                : "the run stopped before its next step: it gets an answer of its own",
+          },
+        }
+      : {}),
+    patch: {
+      lastOutput: output,
+      // An interrupted run's held-back steering waited too: it folds into the interrupting turn.
+      queue:
+        interrupted && head?.kind === "followup" && kept.length > 0
+          ? [{ ...head, messages: byArrival([...kept, ...head.messages]) }, ...context.queue.slice(1)]
+          : requeueLeftover(context.queue, kept),
+      ...(context.pending && leftover.size > 0
+        ? {
+            pending: {
+              ...context.pending,
+              messages: context.pending.messages.filter((message) => !leftover.has(message.id)),
+            },
+          }
+        : {}),
     },
   };
 }

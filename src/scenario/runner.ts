@@ -7,73 +7,19 @@ import type { TillerEvent } from "../events.js";
 import { createGateway, type Gateway } from "../gateway/create-gateway.js";
 import { silentLogger } from "../logger.js";
 import type { Channel } from "../ports/channel.js";
-import type { Clock, TimerHandle } from "../ports/clock.js";
+import type { Clock } from "../ports/clock.js";
 import { sleep } from "../ports/clock.js";
 import type { ModelProvider } from "../ports/model.js";
-import type { TranscriptRecord, TranscriptStore } from "../ports/store.js";
+import type { TranscriptStore } from "../ports/store.js";
 import type { ToolDefinition } from "../ports/tool.js";
-import { checkExpectations, type Expectation, type RecordedStates } from "./check-expectations.js";
+import { checkExpectations } from "./check-expectations.js";
 import { scenarioCommitments } from "./commitments.js";
+import { collectDeliveries, collectToolCalls, type ScenarioResult } from "./scenario-result.js";
 import type { Scenario } from "./schema.js";
+import { fenced, ScopedClock } from "./scoped-clock.js";
 import { StateRecorder } from "./state-recorder.js";
 
-/** The JSON a scenario run prints (docs/scenarios.md). */
-export interface ScenarioResult {
-  name: string;
-  deliveries: Array<{
-    at: number;
-    session: string;
-    channel: string;
-    kind: string;
-    text: string;
-    messageId: string;
-    runId: string;
-    /** The logical delivery (stable across resends and restarts). */
-    deliveryId?: string;
-  }>;
-  acks: Array<{
-    at: number;
-    session: string;
-    messageId: string;
-    disposition: string;
-    mode: string;
-    modeSource: string;
-    text: string;
-    /** Present for a turn nobody typed (`cron`, `heartbeat`, ...). */
-    trigger?: string;
-    reason?: string;
-  }>;
-  modelCalls: Array<{
-    at: number;
-    session: string;
-    runId: string;
-    call: number;
-    recheck: boolean;
-    recovery: boolean;
-    review: boolean;
-    latestUser: string;
-    userTexts: string[];
-    /** What started the call's turn: `user`, or `cron`, `heartbeat`, `subagent`, ... */
-    trigger: string;
-  }>;
-  toolCalls: Array<{
-    at: number;
-    session: string;
-    runId: string;
-    name: string;
-    args: unknown;
-    status: string;
-  }>;
-  transcripts: Record<string, Array<Partial<TranscriptRecord>>>;
-  commitments: Array<{ id: string; status: string; classification: string }>;
-  events: TillerEvent[];
-  /** State values each session's session actor and run actors passed through, in order. */
-  states: RecordedStates;
-  /** State values each commitment's actors passed through (one actor per review), by id. */
-  commitmentStates: Record<string, string[]>;
-  /** Present when the scenario has an `expect` block: each expectation with what was found. */
-  expectations?: Expectation[];
-}
+export type { ScenarioResult } from "./scenario-result.js";
 
 export interface RunScenarioOptions {
   /** Keep transcripts in a JSONL store at this directory (default: a fresh in-memory store). */
@@ -339,116 +285,6 @@ function scenarioTools(scenario: Scenario, clock: Clock): ToolDefinition[] {
       return spec.result ?? "ok";
     },
   }));
-}
-
-function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResult["deliveries"] {
-  const all: Array<ScenarioResult["deliveries"][number] & { order: number }> = [];
-  let order = 0;
-  for (const [channel, loopback] of channels) {
-    for (const sent of loopback.sent) {
-      if (!sent.ok) continue;
-      all.push({
-        at: sent.at,
-        session: sent.session,
-        channel,
-        kind: sent.kind,
-        text: sent.text,
-        messageId: sent.messageId ?? "",
-        runId: sent.runId ?? "",
-        ...(sent.deliveryId ? { deliveryId: sent.deliveryId } : {}),
-        order: order++,
-      });
-    }
-  }
-  return all
-    .sort((a, b) => a.at - b.at || a.order - b.order)
-    .map(({ order: _order, ...delivery }) => delivery);
-}
-
-function collectToolCalls(events: TillerEvent[]): ScenarioResult["toolCalls"] {
-  const startedAt = new Map<string, number>();
-  const calls: ScenarioResult["toolCalls"] = [];
-  // A refused call never ran: its result is a failure the model reads, its status says why.
-  const refused = new Set(events.filter((e) => e.type === "tool.refused").map((e) => String(e.callId)));
-  for (const event of events) {
-    if (event.type === "tool.started") startedAt.set(String(event.callId), event.at);
-    if (event.type === "tool.ended" || event.type === "tool.skipped") {
-      calls.push({
-        at: startedAt.get(String(event.callId)) ?? event.at,
-        session: String(event.session),
-        runId: String(event.runId),
-        name: String(event.name),
-        args: event.args ?? {},
-        status:
-          event.type === "tool.skipped"
-            ? "skipped"
-            : refused.has(String(event.callId))
-              ? "refused"
-              : String(event.status),
-      });
-    }
-  }
-  return calls;
-}
-
-/**
- * The store as one process sees it: once the process is killed, nothing it still had in flight reaches
- * the store (a call after the kill never settles), as after kill -9.
- */
-function fenced(store: TranscriptStore, scope: ScopedClock): TranscriptStore {
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver) as unknown;
-      if (typeof value !== "function" || key === "close") return value;
-      return (...args: unknown[]) => {
-        if (!scope.isAlive) return new Promise(() => {});
-        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-        return result instanceof Promise
-          ? result.then((settled) => (scope.isAlive ? settled : new Promise(() => {})))
-          : result;
-      };
-    },
-  });
-}
-
-/**
- * One process's view of the shared simulated clock. Killing it drops every timer it set, as a
- * process death would; the next process gets a fresh scope on the same timeline.
- */
-class ScopedClock implements Clock {
-  private alive = true;
-  private readonly timers = new Set<TimerHandle>();
-
-  constructor(private readonly inner: SimulatedClock) {}
-
-  get isAlive(): boolean {
-    return this.alive;
-  }
-
-  now(): number {
-    return this.inner.now();
-  }
-
-  setTimeout(callback: () => void, ms: number): TimerHandle {
-    if (!this.alive) return { __timer: null };
-    const handle = this.inner.setTimeout(() => {
-      this.timers.delete(handle);
-      if (this.alive) callback();
-    }, ms);
-    this.timers.add(handle);
-    return handle;
-  }
-
-  clearTimeout(handle: TimerHandle): void {
-    this.timers.delete(handle);
-    this.inner.clearTimeout(handle);
-  }
-
-  kill(): void {
-    this.alive = false;
-    for (const handle of this.timers) this.inner.clearTimeout(handle);
-    this.timers.clear();
-  }
 }
 
 /**

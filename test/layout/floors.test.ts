@@ -7,7 +7,15 @@ import { describe, expect, it } from "vitest";
 const FLOORS: ReadonlyArray<readonly [number, (path: string) => boolean]> = [
   [0, (p) => p === "errors.ts" || p === "logger.ts" || p === "trace-fields.ts"],
   [1, (p) => p.startsWith("ports/")],
-  [2, (p) => p.startsWith("policy/") || p === "config.ts" || p === "events.ts"],
+  [
+    2,
+    (p) =>
+      p.startsWith("policy/") ||
+      p === "config.ts" ||
+      p.startsWith("config/") ||
+      p === "events.ts" ||
+      p.startsWith("events/"),
+  ],
   [3, (p) => p.startsWith("adapters/")],
   [4, (p) => p.startsWith("machines/")],
   [5, (p) => p.startsWith("lanes/")],

@@ -1,108 +1,27 @@
 import { expect } from "vitest";
-import { type AnyActorRef, assign, createActor, fromCallback, fromPromise, setup } from "xstate";
+import { type AnyActorRef, createActor } from "xstate";
 import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import type { RunEvent, RunInput, RunOutput, runMachine } from "../../src/machines/run.machine.js";
-import { sessionMachine } from "../../src/machines/session.machine.js";
-import type {
-  DeliverInput,
-  DeliverOutput,
-  PendingTurn,
-  SessionEvent,
-} from "../../src/machines/session.types.js";
+import type { DeliverInput, DeliverOutput, SessionEvent } from "../../src/machines/session.types.js";
 import type { QueueMode } from "../../src/policy/queue-mode.js";
 import type { OwnedMessage } from "../../src/policy/turn-context.js";
+import { type Deferred, provided, reportCallsTo } from "./session-fakes.js";
 import {
   COLLECT_WINDOW,
   describeEvent,
   describeState,
-  type FakeRunContext,
   type FakeRunSnapshot,
-  GRAPH_RUN_OUTPUT,
   type GraphEvent,
   type Snapshot,
   serialize,
   unique,
 } from "./session-graph-cases.js";
 
+export { provided } from "./session-fakes.js";
+
 // A real session actor whose invoked actors are fakes under the test's control, the ledger of every
 // message sent to it, and the invariants of docs/architecture.md checked after every step: at most one
 // run (1), every message accounted for exactly once (5), and every decision states what actually
 // happened (12).
-
-// ---------------------------------------------------------------------------------------------------
-// Fakes under the test's control
-
-interface Deferred<TInput, TOutput> {
-  input: TInput;
-  resolve(value: TOutput): void;
-  reject(error: unknown): void;
-}
-
-type FakeRunEvent = RunEvent | { type: "fake.finish" } | { type: "fake.crash" };
-
-/** Stands in for the run: records what the session sends it and ends when the test says so. */
-const fakeRun = setup({
-  types: {} as { input: RunInput; context: FakeRunContext; events: FakeRunEvent; output: RunOutput },
-}).createMachine({
-  id: "fakeRun",
-  context: ({ input }) => ({ input, steered: [], aborts: [] }),
-  initial: "working",
-  states: {
-    working: {
-      on: {
-        "run.steer": {
-          actions: assign({ steered: ({ context, event }) => [...context.steered, event.message] }),
-        },
-        "run.abort": {
-          actions: assign({ aborts: ({ context, event }) => [...context.aborts, event.reason] }),
-        },
-        // The real run also drops the steering it holds back; this one holds none.
-        "run.stop": {
-          actions: assign({ aborts: ({ context, event }) => [...context.aborts, event.reason] }),
-        },
-        "fake.finish": { target: "finished" },
-        "fake.crash": {
-          actions: () => {
-            throw new Error("the run crashed");
-          },
-        },
-      },
-    },
-    finished: { type: "final" },
-  },
-  output: ({ context }) => {
-    const aborted = context.aborts.length > 0;
-    return {
-      ...GRAPH_RUN_OUTPUT,
-      runId: context.input.runId,
-      status: aborted ? "aborted" : "done",
-      final: aborted ? "" : "answer",
-      answered: [...context.input.messages, ...context.steered].map((message) => message.id),
-      abortReason: context.aborts[0] ?? null,
-    };
-  },
-});
-
-/** The actor calls of the harness being replayed; the fakes below report to it. */
-let calls = new Map<string, Deferred<unknown, unknown>>();
-
-function controlled<TOutput, TInput>(name: string) {
-  return fromPromise<TOutput, TInput>(
-    ({ input }) =>
-      new Promise<TOutput>((resolve, reject) => {
-        calls.set(name, { input, resolve: resolve as (value: unknown) => void, reject });
-      }),
-  );
-}
-
-export const provided = sessionMachine.provide({
-  actors: {
-    run: fakeRun as unknown as typeof runMachine,
-    laneSlot: fromCallback<SessionEvent, { session: string; pending: PendingTurn }>(() => () => {}),
-    deliver: controlled<DeliverOutput, DeliverInput>("deliver"),
-    resetTranscript: controlled<void, { session: string }>("resetTranscript"),
-  },
-});
 
 class Harness {
   readonly clock = new SimulatedClock();
@@ -127,7 +46,7 @@ class Harness {
   private turnRun: AnyActorRef | null = null;
 
   constructor() {
-    calls = this.calls;
+    reportCallsTo(this.calls);
     this.actor = createActor(provided, {
       input: { key: "s" },
       clock: this.clock,

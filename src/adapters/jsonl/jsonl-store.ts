@@ -1,4 +1,4 @@
-import { mkdir, readdir, rm, truncate, unlink } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { nanoid } from "nanoid";
 import { ConfigError } from "../../errors.js";
@@ -14,16 +14,19 @@ import type {
 } from "../../ports/store.js";
 import { checkCommitmentId } from "../memory-store.js";
 import { COMMITMENTS_FILE, CommitmentLog } from "./commitment-log.js";
-import { crc32Run } from "./crc32.js";
 import { DirLock } from "./dir-lock.js";
-import { appendDurable, fsyncDir, replaceDurable } from "./durable-file.js";
-import { type CommitTarget, GroupCommit, type StoreStats } from "./group-commit.js";
-import { IndexTracker } from "./index-tracker.js";
-import { encodeLine, encodeState, readFileKey, readState, TRANSCRIPT_FORMAT } from "./jsonl-file.js";
+import { fsyncDir, replaceDurable } from "./durable-file.js";
+import { GroupCommit, type StoreStats } from "./group-commit.js";
+import { encodeLine, encodeState, readFileKey, readState } from "./jsonl-file.js";
 import { ScheduleLog } from "./schedule-log.js";
+import {
+  createSessionFile,
+  type SessionEntry as Entry,
+  loadSessionFile,
+  type SessionFiles,
+} from "./session-file.js";
 import { encodeIndex, indexFile, writeIndex } from "./transcript-index.js";
-import { loadTranscript } from "./transcript-load.js";
-import { checkExpect, metaOf, stampRecords, stateJson, TranscriptLog } from "./transcript-log.js";
+import { checkExpect, metaOf, stampRecords, stateJson } from "./transcript-log.js";
 
 export interface JsonlStoreOptions {
   /** The store directory; created when absent. */
@@ -34,15 +37,6 @@ export interface JsonlStoreOptions {
   groupCommitMs?: number;
   /** Append handles kept open between batches (default 128). */
   maxOpenFiles?: number;
-}
-
-/** One loaded session: the durable log (the cache) and the tip that queued writes will reach. */
-interface Entry extends CommitTarget {
-  readonly key: string;
-  readonly log: TranscriptLog;
-  readonly tip: TranscriptHead;
-  /** Follows the file's bytes to index it from memory. */
-  readonly tracker: IndexTracker;
 }
 
 /**
@@ -65,6 +59,8 @@ export class JsonlStore implements TranscriptStore {
   readonly dir: string;
   private readonly now: () => number;
   private readonly counters: StoreStats = { records: 0, fsyncs: 0 };
+  /** What the transcript files' load and create (session-file.ts) use of this store. */
+  private readonly files: SessionFiles;
   private readonly commit: GroupCommit;
   private ready: Promise<void> | undefined;
   private isReady = false;
@@ -85,6 +81,12 @@ export class JsonlStore implements TranscriptStore {
     this.dir = resolve(options.dir);
     this.schedules = new ScheduleLog(this.dir);
     this.now = options.now ?? Date.now;
+    this.files = {
+      dir: this.dir,
+      now: () => this.now(),
+      counters: this.counters,
+      track: (promise) => this.track(promise),
+    };
     this.commit = new GroupCommit({
       windowMs: options.groupCommitMs ?? 0,
       maxOpenFiles: options.maxOpenFiles ?? 128,
@@ -313,28 +315,6 @@ export class JsonlStore implements TranscriptStore {
     return promise;
   }
 
-  private async loadFromDisk(session: string): Promise<Entry | undefined> {
-    const base = sessionFileName(session);
-    const path = join(this.dir, `${base}.jsonl`);
-    // A corrupt middle throws before anything on disk changes.
-    const loaded = await loadTranscript(path, indexFile(path), session);
-    if (!loaded) return undefined;
-    const { log, scan, index } = loaded;
-    if (scan.validEnd < scan.bytes.length) await this.repairTail(path, scan.bytes, scan.validEnd);
-    if (!log) return undefined;
-    // Past a cut tail, the file is its whole lines: the tracker follows it from there.
-    const tracker = new IndexTracker(scan.validEnd, scan.validCrc, scan.validLines, loaded.indexed);
-    if (index) {
-      const write = () => writeIndex(indexFile(path), encodeIndex(index));
-      // After the caller has its transcript (encoding a long index takes milliseconds). A cache: a
-      // write that fails leaves the next load to scan.
-      const later = new Promise((resolve) => setImmediate(resolve));
-      void this.track(later.then(() => tracker.write(index.covered, write))).catch(() => {});
-    }
-    this.keysByName.set(base, session);
-    return { key: session, path, log, tip: log.head(), tracker };
-  }
-
   /**
    * Writes the index of a transcript when it is due (IndexTracker.due), in the background: a crash
    * leaves at most a quarter of a long file to scan on the next load.
@@ -357,45 +337,16 @@ export class JsonlStore implements TranscriptStore {
     );
   }
 
-  /** Moves a torn tail into `<file>.quarantine` (durably) before cutting it off the transcript. */
-  private async repairTail(path: string, buf: Buffer, validEnd: number): Promise<void> {
-    const note = { type: "quarantine", at: this.now(), offset: validEnd, bytes: buf.length - validEnd };
-    const cut = buf.subarray(validEnd);
-    await appendDurable(
-      `${path}.quarantine`,
-      Buffer.concat([Buffer.from(encodeLine(JSON.stringify(note))), cut, Buffer.from("\n")]),
-    );
-    this.counters.fsyncs++;
-    if (validEnd === 0) {
-      await rm(indexFile(path), { force: true }); // nothing left to index
-      await unlink(path);
-      await fsyncDir(this.dir);
-    } else {
-      await truncate(path, validEnd);
-      await appendDurable(path, Buffer.alloc(0)); // fsync the new length
-    }
-    this.counters.fsyncs++;
+  private async loadFromDisk(session: string): Promise<Entry | undefined> {
+    const entry = await loadSessionFile(this.files, session);
+    if (entry) this.keysByName.set(sessionFileName(session), session);
+    return entry;
   }
 
   private async createOnDisk(session: string): Promise<Entry> {
-    const base = sessionFileName(session);
-    const path = join(this.dir, `${base}.jsonl`);
-    const sessionId = nanoid();
-    const header = {
-      type: "header",
-      format: TRANSCRIPT_FORMAT,
-      sessionKey: session,
-      sessionId,
-      createdAt: this.now(),
-    };
-    const headerLine = encodeLine(JSON.stringify(header));
-    await replaceDurable(path, this.dir, Buffer.from(headerLine, "utf8"));
-    this.counters.fsyncs += 2;
-    this.keysByName.set(base, session);
-    const log = new TranscriptLog(sessionId);
-    const headerBytes = Buffer.from(headerLine);
-    const tracker = new IndexTracker(headerBytes.length, crc32Run(headerBytes), 1, 0);
-    return { key: session, path, log, tip: log.head(), tracker };
+    const entry = await createSessionFile(this.files, session);
+    this.keysByName.set(sessionFileName(session), session);
+    return entry;
   }
 
   private serializeState<T>(session: string, work: () => Promise<T>): Promise<T> {

@@ -1,5 +1,8 @@
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
+import { priorityLevel } from "../../policy/lane-priority.js";
 import type { TimerHandle } from "../../ports/clock.js";
+import { inContextOfCaller } from "../entry.js";
+import type { RunOptions } from "../lane-scheduler.types.js";
 
 /** One task of this process in the cluster lanes: its local promise, and its row once enqueued. */
 export class ClusterEntry {
@@ -32,6 +35,32 @@ export class ClusterEntry {
     readonly timeoutMs: number | undefined,
     readonly callerSignal: AbortSignal | undefined,
   ) {}
+
+  /** The entry of a `run()` call of this process, enqueued at `now`; `id` is unique in the process. */
+  static forRun(
+    id: number,
+    processId: string,
+    options: RunOptions,
+    task: (signal: AbortSignal) => unknown,
+    settle: { resolve: (value: unknown) => void; reject: (reason: unknown) => void },
+    now: number,
+  ): ClusterEntry {
+    return new ClusterEntry(
+      id,
+      options.lane ?? "main",
+      // A task without a session gets a key no session can have (keys carry no control characters).
+      options.session ?? `\u0001task:${processId}:${id}`,
+      options.session,
+      priorityLevel(options.priority ?? "normal"),
+      // Started later, from a grant's poll: it keeps the async context (AsyncLocalStorage) of the call.
+      inContextOfCaller(task),
+      settle.resolve,
+      settle.reject,
+      now,
+      options.timeoutMs,
+      options.signal,
+    );
+  }
 
   get isWaiting(): boolean {
     return this.state === "waitingForSlot" || this.state === "waitingForSession";

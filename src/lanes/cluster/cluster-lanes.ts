@@ -2,20 +2,24 @@ import { clientConfig, createPool } from "../../adapters/postgres/connection.js"
 import type { FenceSource } from "../../adapters/postgres/fences.js";
 import { LaneListener } from "../../adapters/postgres/lane-listener.js";
 import { migrate } from "../../adapters/postgres/migrate.js";
-import { ConfigError, describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
-import type { EmitEvent, LaneWait, TillerEvent } from "../../events.js";
+import { describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
+import type { LaneWait, TillerEvent } from "../../events.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
-import { priorityLevel } from "../../policy/lane-priority.js";
-import { sleep, type TimerHandle } from "../../ports/clock.js";
-import { inContextOfCaller } from "../entry.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
-import { checkCapacity, checkRunOptions, SESSION_PREFIX } from "../run-options.js";
+import { checkCapacity, checkRunOptions, checkWorkloadLane, SESSION_PREFIX } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
+import { ClaimPasses } from "./claim-passes.js";
 import { ClusterDb, type Grant, grantChannel } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
 import { type ClusterLanesOptions, parseClusterOptions } from "./cluster-options.js";
+import { clusterSnapshot, laneCounts, lostWaiting } from "./cluster-snapshot.js";
+import { completeUntilDone } from "./complete-until-done.js";
+import { every } from "./every.js";
 import { FenceRegistry } from "./fence-registry.js";
 import { GrantedRuns } from "./granted-runs.js";
+import { LaneEventFan } from "./lane-event-fan.js";
+import { longWaits, startingWait } from "./long-waits.js";
+import { renewLeases } from "./renew-leases.js";
 
 /** Cluster lanes: the lane scheduler's interface, plus what a process of a cluster needs. */
 export interface ClusterLanes extends LaneScheduler, FenceSource {
@@ -54,26 +58,17 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   const returning = new Set<string>();
   const toEnqueue: ClusterEntry[] = [];
   let enqueueChain: Promise<void> = Promise.resolve();
-  const passes = new Map<string, Promise<void>>();
-  const passAgain = new Set<string>();
   const pending = new Set<Promise<unknown>>();
   let counts: LaneSnapshot["lanes"] = {};
   let nextId = 1;
   let activeCount = 0;
   let generation = 0;
   let closed = false;
-  let pollTimer: TimerHandle | undefined;
-  let heartbeatTimer: TimerHandle | undefined;
 
   const gate = new AdmissionGate(options.inspect);
 
-  const listeners = new Set<(event: TillerEvent) => void>();
-  if (options.onEvent) listeners.add(options.onEvent as (event: TillerEvent) => void);
-  const emit: EmitEvent = (type, fields) => {
-    if (listeners.size === 0) return;
-    const event = { at: clock.now(), type, processId, ...fields } as unknown as TillerEvent;
-    for (const listener of listeners) listener(event);
-  };
+  const events = new LaneEventFan(clock, processId, options.onEvent);
+  const emit = events.emit;
 
   /** Runs a database step in the background; a failure is logged, the poll retries it. */
   function track<T>(what: string, work: Promise<T>): void {
@@ -86,6 +81,12 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     pending.add(settled);
     void settled.then(() => pending.delete(settled));
   }
+
+  const passes = new ClaimPasses(
+    (lane) => claimPass(lane),
+    track,
+    () => closed,
+  );
 
   function run<T>(runOptions: RunOptions, task: (signal: AbortSignal) => T | Promise<T>): Promise<T> {
     if (typeof task !== "function")
@@ -101,22 +102,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     if (runOptions.signal?.aborted) return Promise.reject(runOptions.signal.reason);
     return new Promise<T>((resolve, reject) => {
       const id = nextId++;
-      // A task without a session gets a key no session can have (keys carry no control characters).
-      const sessionKey = session ?? `\u0001task:${processId}:${id}`;
-      const entry = new ClusterEntry(
-        id,
-        lane,
-        sessionKey,
-        session,
-        priorityLevel(priority),
-        // Started later, from a grant's poll: it keeps the async context (AsyncLocalStorage) of this call.
-        inContextOfCaller(task as (signal: AbortSignal) => unknown),
-        resolve as (value: unknown) => void,
-        reject,
-        clock.now(),
-        runOptions.timeoutMs,
-        runOptions.signal,
-      );
+      const settle = { resolve: resolve as (value: unknown) => void, reject };
+      const entry = ClusterEntry.forRun(id, processId, runOptions, task, settle, clock.now());
       entries.set(id, entry);
       if (entry.callerSignal) {
         entry.onAbort = () => abortEntry(entry);
@@ -156,24 +143,14 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
 
   /** Runs a claim pass for the lane (one at a time per lane here; a request meanwhile runs once more). */
   function claim(lane: string): void {
-    if (closed) return;
-    if (passes.has(lane)) {
-      passAgain.add(lane);
-      return;
-    }
-    const pass = claimPass(lane).finally(() => {
-      passes.delete(lane);
-      if (passAgain.delete(lane)) claim(lane);
-    });
-    passes.set(lane, pass);
-    track("claim", pass);
+    passes.claim(lane);
   }
 
   async function claimPass(lane: string): Promise<void> {
     const sentAt = clock.now();
     const grants = await db.claim(lane, capacities.get(lane) ?? 1);
     // Another lane's pass granted the same session first: the next pass sees it active.
-    if (!grants) passAgain.add(lane);
+    if (!grants) passes.passAgain(lane);
     for (const grant of grants ?? []) if (grant.owner === processId) granted(grant, sentAt);
   }
 
@@ -227,28 +204,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   function start(entry: ClusterEntry): void {
     activeCount++;
     // As in one process: a task reported as waiting too long is reported again as it starts.
-    if (entry.warned) {
-      const activeNow = counts[entry.lane]?.active ?? 0;
-      reportWait({
-        ...waitOf(entry),
-        waitingFor: "slot",
-        starting: true,
-        queueAhead: 0,
-        activeAhead: activeNow,
-        activeNow,
-        queueBehind: 0,
-      });
-    }
+    if (entry.warned) reportWait(startingWait(entry, clock.now(), counts[entry.lane]?.active ?? 0));
     runs.start(entry, generation);
-  }
-
-  function waitOf(entry: ClusterEntry) {
-    return {
-      lane: entry.lane,
-      session: entry.session,
-      entryId: entry.id,
-      waitedMs: clock.now() - entry.enqueuedAt,
-    };
   }
 
   function reportWait(fields: LaneWait): void {
@@ -256,64 +213,21 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     logger.warn(fields, "lane.waitExceeded");
   }
 
-  /**
-   * `lane.waitExceeded` for this process's tasks that waited `warnAfterMs` (checked at each poll, so
-   * up to `pollMs` late), with where each stands in the database: its queue in the cluster is the
-   * lane's rows, whichever process enqueued them.
-   */
   async function warnLongWaits(): Promise<void> {
-    const now = clock.now();
-    const due = [...entries.values()].filter(
-      (e) => e.isWaiting && !e.warned && e.rowId !== undefined && now - e.enqueuedAt >= warnAfterMs,
-    );
-    if (due.length === 0) return;
-    const positions = await db.waitPositions(due.map((e) => e.rowId!));
-    for (const entry of due) {
-      const at = positions.get(entry.rowId!);
-      // Granted (or gone) meanwhile: it no longer waits.
-      if (!at || !entry.isWaiting) continue;
-      entry.warned = true;
-      reportWait({
-        ...waitOf(entry),
-        waitingFor: at.sessionBusy ? "session" : "slot",
-        starting: false,
-        queueAhead: at.queueAhead,
-        activeAhead: at.sessionBusy ? 1 : at.activeNow,
-        activeNow: at.activeNow,
-        queueBehind: at.queueBehind,
-      });
-    }
-  }
-
-  /**
-   * Gives a run's row back, trying again with backoff while the database cannot answer (the row is no
-   * longer renewed meanwhile, so at worst the reaper of any process drops it once its lease ran out).
-   */
-  async function completeUntilDone(rowId: string, fence: number): Promise<string | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await db.complete(rowId, fence);
-      } catch (error) {
-        if (closed) throw error;
-        if (attempt === 0)
-          logger.warn(
-            { err: error, processId, rowId },
-            "cluster lanes: returning a run failed, trying again",
-          );
-        await sleep(clock, Math.min(100 * 2 ** attempt, 2000));
-      }
-    }
+    for (const report of await longWaits(entries.values(), db, clock.now(), warnAfterMs)) reportWait(report);
   }
 
   function release(rowId: string, fence: number, lane: string | undefined): void {
     track(
       "complete",
-      completeUntilDone(rowId, fence).then((ended) => {
-        returning.delete(rowId);
-        const freed = lane ?? ended;
-        if (freed !== undefined) claim(freed);
-        for (const waiting of waitingLanes()) if (waiting !== freed) claim(waiting);
-      }),
+      completeUntilDone({ db, clock, logger, processId, isClosed: () => closed }, rowId, fence).then(
+        (ended) => {
+          returning.delete(rowId);
+          const freed = lane ?? ended;
+          if (freed !== undefined) claim(freed);
+          for (const waiting of waitingLanes()) if (waiting !== freed) claim(waiting);
+        },
+      ),
     );
   }
 
@@ -362,10 +276,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   }
 
   function setCapacity(laneName: string, capacity: number): void {
-    if (typeof laneName !== "string" || laneName.length === 0)
-      throw new ConfigError("lane", "a non-empty lane name", laneName);
-    if (laneName.startsWith(SESSION_PREFIX))
-      throw new ConfigError("lane", "a workload lane (session lanes always run one task)", laneName);
+    checkWorkloadLane(laneName);
     capacities.set(laneName, checkCapacity(`capacity.${laneName}`, capacity));
     emit("lane.capacityChanged", { lane: laneName, capacity });
     track(
@@ -374,35 +285,11 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     );
   }
 
-  async function heartbeat(): Promise<void> {
-    const sentAt = clock.now();
-    const judged = ++generation;
-    try {
-      // Only rows whose task still runs or waits here: an ended run's row is never renewed.
-      const live = [...entries.values()]
-        .filter(
-          (e) => (e.state === "running" || e.isWaiting) && e.rowId !== undefined && !returning.has(e.rowId),
-        )
-        .map((e) => e.rowId!);
-      const renewed = await db.heartbeat(live);
-      const held = new Set(renewed.map((grant) => grant.id));
-      // A grant whose wake-up was missed starts now; one nobody waits for is given back (a renewed
-      // row that no task of this process holds would keep its session blocked).
-      for (const grant of renewed) {
-        if (entries.get(grant.localId)?.state !== "running") granted(grant, sentAt);
-      }
-      for (const entry of entries.values()) {
-        if (entry.state !== "running") continue;
-        if (held.has(entry.rowId!)) entry.leaseDeadline = sentAt + leaseMs;
-        else if (entry.startedInGeneration < judged) runs.loseLease(entry);
-      }
-    } catch (error) {
-      logger.warn({ err: error, processId }, "cluster lanes: heartbeat failed");
-    }
-    // Whatever the database said: a lease not renewed in time is given up here too.
-    const now = clock.now();
-    for (const entry of entries.values())
-      if (entry.state === "running" && entry.leaseDeadline <= now) runs.loseLease(entry);
+  function heartbeat(): Promise<void> {
+    return renewLeases(
+      { db, clock, logger, processId, leaseMs, entries, returning, runs, granted },
+      ++generation,
+    );
   }
 
   async function reap(): Promise<number> {
@@ -414,17 +301,9 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     return rows.length;
   }
 
-  /**
-   * Waiting tasks whose rows are gone are enqueued again. While the database was away this process
-   * could not renew its membership, and once it is back another process's reaper (or its own, before
-   * its first renewal) drops its waiting rows as those of a dead process: without this the tasks
-   * would wait here for good, their sessions blocked. They go to the back of the queue.
-   */
+  /** Waiting tasks whose rows are gone (see lostWaiting) go to the back of the queue again. */
   async function requeueLost(): Promise<void> {
-    const waiting = [...entries.values()].filter((e) => e.isWaiting && e.rowId !== undefined);
-    if (waiting.length === 0) return;
-    const present = await db.existing(waiting.map((e) => e.rowId!));
-    const lost = waiting.filter((e) => e.isWaiting && e.rowId !== undefined && !present.has(e.rowId));
+    const lost = await lostWaiting(entries.values(), db);
     if (lost.length === 0) return;
     logger.warn(
       { processId, count: lost.length },
@@ -442,41 +321,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     await requeueLost();
     if ([...entries.values()].some((e) => e.isWaiting && e.rowId)) await fetchGrants();
     for (const lane of waitingLanes()) claim(lane);
-    counts = {};
-    for (const row of await db.laneCounts()) {
-      const capacity = row.capacity >= 0 ? row.capacity : (capacities.get(row.lane) ?? 1);
-      counts[row.lane] = { active: row.active, queued: row.queued, capacity };
-    }
+    counts = await laneCounts(db, capacities);
     await warnLongWaits();
-  }
-
-  function loop(
-    every: number,
-    step: () => Promise<unknown>,
-    what: string,
-    set: (t: TimerHandle) => void,
-  ): void {
-    const tick = () => {
-      if (closed) return;
-      track(
-        what,
-        step().finally(() => closed || set(clock.setTimeout(tick, every))),
-      );
-    };
-    set(clock.setTimeout(tick, every));
-  }
-
-  function snapshot(): LaneSnapshot {
-    const lanes: LaneSnapshot["lanes"] = structuredClone(counts);
-    for (const entry of entries.values()) {
-      if (entry.session === undefined || !(entry.isWaiting || entry.state === "running")) continue;
-      const key = `${SESSION_PREFIX}${entry.session}`;
-      const lane = lanes[key] ?? { active: 0, queued: 0, capacity: 1 };
-      lanes[key] = lane;
-      if (entry.state === "running") lane.active++;
-      else lane.queued++;
-    }
-    return { lanes };
   }
 
   function checkSettled(): void {
@@ -495,12 +341,9 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     onReconnect: () => track("grants", fetchGrants()),
   });
   await listener.start();
-  loop(heartbeatMs, heartbeat, "heartbeat", (t) => {
-    heartbeatTimer = t;
-  });
-  loop(pollMs, poll, "poll", (t) => {
-    pollTimer = t;
-  });
+  const isClosed = () => closed;
+  const heartbeats = every(clock, heartbeatMs, heartbeat, (work) => track("heartbeat", work), isClosed);
+  const polls = every(clock, pollMs, poll, (work) => track("poll", work), isClosed);
 
   return {
     processId,
@@ -515,7 +358,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     resume(): void {
       if (gate.resume()) emit("lane.resumed", {});
     },
-    snapshot,
+    snapshot: () => clusterSnapshot(counts, entries.values()),
     get isDraining() {
       return !gate.isOpen;
     },
@@ -532,20 +375,17 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     fenceFor: (session: string) => fences.fenceFor(session),
     using: (session: string, write: Promise<unknown>) => fences.using(session, write),
     reap,
-    observe(listener: (event: TillerEvent) => void): () => void {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
+    observe: (listener: (event: TillerEvent) => void) => events.observe(listener),
     async close(): Promise<void> {
       if (closed) return;
       for (const entry of entries.values()) {
         if (entry.isWaiting) forget(entry, "cleared", new GatewayDrainingError("lane scheduler"));
       }
       closed = true;
-      if (pollTimer) clock.clearTimeout(pollTimer);
-      if (heartbeatTimer) clock.clearTimeout(heartbeatTimer);
+      polls.stop();
+      heartbeats.stop();
       await enqueueChain;
-      await Promise.allSettled([...passes.values(), ...pending]);
+      await Promise.allSettled([...passes.inFlight, ...pending]);
       await listener.close();
       await db.leave().catch(() => {});
       await pool.end();
