@@ -35,7 +35,12 @@ export class MemoryStore implements TranscriptStore {
   private readonly commitments = new Map<string, string>();
   private readonly schedules = new Map<string, string>();
 
-  constructor(options: { now?: () => number } = {}) {
+  constructor(
+    options: {
+      /** Clock for record `at` stamps. @default `Date.now` */
+      now?: () => number;
+    } = {},
+  ) {
     this.now = options.now ?? Date.now;
   }
 

@@ -38,6 +38,7 @@ export interface HttpServerOptions {
   pageDir?: string;
   /** More routes, tried after the built-in ones (before the page). */
   routes?: Route[];
+  /** @default a logger that writes nothing */
   logger?: Logger;
   /**
    * Asked by every `GET /readyz` once the server is ready: rejects while the store cannot be reached

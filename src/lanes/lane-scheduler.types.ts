@@ -10,9 +10,12 @@ import type { Clock } from "../ports/clock.js";
 
 /** Options of {@link createLaneScheduler}: the clock, each workload lane's capacity, aging and wait warnings. */
 export interface LaneSchedulerOptions {
-  /** Capacity per workload lane. Unconfigured lanes get 1; `main` defaults to max(8, 4 × CPUs). */
+  /**
+   * Capacity per workload lane. Unconfigured lanes get 1.
+   * @default { main: max(8, 4 × CPUs) }
+   */
   capacity?: Record<string, number>;
-  /** A waiting entry emits `lane.waitExceeded` after this long (default 2000 ms). */
+  /** A waiting entry emits `lane.waitExceeded` after this long, in ms. @default 2000 */
   warnAfterMs?: number;
   /**
    * A waiting entry rises one priority level for every `agingMs` it waits for a slot, so background work
@@ -20,7 +23,9 @@ export interface LaneSchedulerOptions {
    * @default 60000
    */
   agingMs?: number;
+  /** @default a `SystemClock` */
   clock?: Clock;
+  /** @default a logger that writes nothing */
   logger?: Logger;
   /** Receives every `lane.*` decision. */
   onEvent?: (event: LaneEvent) => void;
@@ -32,8 +37,9 @@ export interface LaneSchedulerOptions {
 export interface RunOptions {
   /** Session key: the task waits in `session:<key>` first; one task per session runs at a time. */
   session?: string;
-  /** Workload lane (default `main`). */
+  /** Workload lane. @default "main" */
   lane?: string;
+  /** Where the task waits among others of its workload lane. @default "normal" */
   priority?: Priority;
   /** Rejects the caller with LaneTimeoutError once the task has run this long. */
   timeoutMs?: number;

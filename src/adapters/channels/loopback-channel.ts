@@ -9,23 +9,29 @@ import type {
 import { type Clock, sleep } from "../../ports/clock.js";
 
 export interface LoopbackOptions {
-  /** The first N sends reject, as a flaky network would. */
+  /** The first N sends reject, as a flaky network would. @default 0 */
   failSends?: number;
-  /** Receipts come back without a messageId (an API that accepted but did not commit). */
+  /** Receipts come back without a messageId (an API that accepted but did not commit). @default false */
   omitMessageId?: boolean;
+  /** Clock for the `at` of each send. @default `Date.now` */
   now?: () => number;
-  /** Each send takes this long on `clock` before it is answered, as a real network would. */
+  /**
+   * Each send takes this long on `clock` before it is answered, as a real network would.
+   * @default 0 (answered at once)
+   */
   sendDelayMs?: number;
+  /** The clock `sendDelayMs` waits on; without one sends are answered at once. */
   clock?: Clock;
   /**
    * Errors the next sends reject with, one per send, in order (a `ChannelSendError` with
    * `retryAfterMs`, `permanent` or `outcome`), before `failSends` is looked at. With `deliver: true`
    * the message is kept as delivered first (a platform that took it and then failed the answer).
+   * @default []
    */
   faults?: Array<{ error: Error; deliver?: boolean }>;
-  /** Texts longer than this are split by the gateway (the `maxLength` capability). */
+  /** Texts longer than this are split by the gateway (the `maxLength` capability). @default none (no limit) */
   maxLength?: number;
-  /** Offer `edit`, `typing` and `react`, recorded in `edits`, `typings` and `reactions`. */
+  /** Offer `edit`, `typing` and `react`, recorded in `edits`, `typings` and `reactions`. @default {} (none) */
   capabilities?: { edit?: boolean; typing?: boolean; react?: boolean; reconcile?: boolean };
 }
 

@@ -31,11 +31,14 @@ import { checkExpect, metaOf, stampRecords, stateJson } from "./transcript-log.j
 export interface JsonlStoreOptions {
   /** The store directory; created when absent. */
   dir: string;
-  /** Clock for record `at` stamps (default `Date.now`). */
+  /** Clock for record `at` stamps. @default `Date.now` */
   now?: () => number;
-  /** Group-commit window in ms; 0 (default) batches the appends that arrive within one event-loop turn. */
+  /**
+   * Group-commit window in ms; 0 batches the appends that arrive within one event-loop turn.
+   * @default 0
+   */
   groupCommitMs?: number;
-  /** Append handles kept open between batches (default 128). */
+  /** Append handles kept open between batches. @default 128 */
   maxOpenFiles?: number;
 }
 

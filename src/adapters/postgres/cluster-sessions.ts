@@ -28,7 +28,9 @@ export interface ClusterSessionsOptions extends PostgresConnectionOptions {
   ackWaitMs?: number;
   /** Applied messages stay this long for cluster-wide dedupe. @default 600000 */
   dedupeWindowMs?: number;
+  /** @default a `SystemClock` */
   clock?: Clock;
+  /** @default a logger that writes nothing */
   logger?: Logger;
 }
 

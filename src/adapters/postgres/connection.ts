@@ -14,7 +14,10 @@ export interface PostgresConnectionOptions {
    * @default "tiller"
    */
   schema?: string;
-  /** Shown as `application_name` in `pg_stat_activity`. */
+  /**
+   * Shown as `application_name` in `pg_stat_activity`.
+   * @default "tiller" (the delivery log: "tiller deliveries"; the cluster sessions and lanes add the process id)
+   */
   applicationName?: string;
   /** Pool size. @default 10 */
   poolSize?: number;

@@ -28,6 +28,7 @@ export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, D
    * announce, and wakes the streams of the sessions that have new ones. @default 1000
    */
   pollMs?: number;
+  /** @default a `SystemClock` */
   clock?: Clock;
 }
 

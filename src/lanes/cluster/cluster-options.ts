@@ -36,7 +36,9 @@ export interface ClusterLanesOptions extends PostgresConnectionOptions {
   warnAfterMs?: number;
   /** This process's name in the cluster (`[a-z0-9_-]`, ≤ 40). @default a random id */
   processId?: string;
+  /** @default a `SystemClock` */
   clock?: Clock;
+  /** @default a logger that writes nothing */
   logger?: Logger;
   onEvent?: (event: TillerEvent) => void;
   inspect?: (event: InspectionEvent) => void;
