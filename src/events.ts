@@ -2,14 +2,14 @@
  * The observability stream: every decision Tiller makes is one event. {@link TillerEventMap} is the
  * catalogue: each event name maps to its payload, documented where it is declared; {@link TillerEvent}
  * is derived from it as a discriminated union on `type`, so `switch (event.type)` narrows each case to
- * its own fields. `docs/events.md` is generated from this file (`npm run docs`; `npm test` fails when it
- * drifts).
+ * its own fields. The map joins one group per feature (`src/events/turn-events.ts`, `lane-events.ts`, ...);
+ * `docs/events.md` is generated from them (`npm run docs`; `npm test` fails when it drifts).
  *
  * Names are dotted, a noun then what happened to it (`lane.started`, `recheck.fired`). Things that start
  * and end come in pairs, and the end is emitted on failure too (`turn.started`/`turn.ended`,
  * `model.called`/`model.ended`, `tool.started`/`tool.ended`, `lane.started`/`lane.ended`).
  *
- * Adding an event is one entry in {@link TillerEventMap}: its name, a TSDoc line that says when it is
+ * Adding an event is one entry in its feature's group of {@link TillerEventMap}: its name, a TSDoc line that says when it is
  * emitted, and its fields (`InSession`/`InTurn` add `session`/`runId`). The emitters (`emit` of the
  * gateway and of the actors, the machines' `emitted` types, the lane scheduler's `onEvent`) accept it at
  * once; run `npm run docs` to update the catalogue.
