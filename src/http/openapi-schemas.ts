@@ -1,12 +1,15 @@
 // The building blocks of the OpenAPI document (src/http/openapi.ts): schema helpers, the shared
 // parameters and error answers, and the named schemas of `components`.
+/** A JSON Schema object of the document. */
 export type Schema = Record<string, unknown>;
 
+/** A reference to a named schema of `components.schemas`. */
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+// The scalar schemas, and nullable, object and array builders.
 export const str: Schema = { type: "string" };
 export const int: Schema = { type: "integer" };
-export const bool: Schema = { type: "boolean" };
-export const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: "null" }] });
+const bool: Schema = { type: "boolean" };
+const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: "null" }] });
 export const object = (
   properties: Record<string, Schema>,
   required: string[] = Object.keys(properties),
@@ -17,10 +20,12 @@ export const object = (
 });
 export const array = (items: Schema): Schema => ({ type: "array", items });
 
+/** A JSON answer with its description and schema. */
 export const json = (description: string, schema: Schema) => ({
   description,
   content: { "application/json": { schema } },
 });
+/** A server-sent events answer. */
 export const eventStream = (description: string) => ({
   description,
   content: { "text/event-stream": { schema: str } },
@@ -43,7 +48,9 @@ export function errors(...statuses: number[]): Record<string, unknown> {
   return Object.fromEntries(statuses.map((status) => [String(status), json(why[status]!, ref("Error"))]));
 }
 
+/** The error answers every `/v1` route can give. */
 export const v1Errors = [400, 401, 404, 405, 500] as const;
+/** The `{key}` path parameter: a session key. */
 export const key = {
   name: "key",
   in: "path",
@@ -51,8 +58,10 @@ export const key = {
   description: "the session key, percent-encoded",
   schema: str,
 };
+/** The optional `?session=` filter. */
 export const sessionQuery = { name: "session", in: "query", required: false, schema: str };
 
+/** The named schemas of `components.schemas`. */
 export const schemas: Record<string, Schema> = {
   Error: object({
     error: object(
