@@ -106,6 +106,9 @@ export async function benchFirstCall(): Promise<Figures> {
     "firstCall.actorChainFloor.wallUs.median": round(floor.median, 1),
     "firstCall.actorChainFloor.wallUs.p95": round(floor.p95, 1),
     "firstCall.liveSession.aboveFloorUs": round(percentile(liveWall, 50) - floor.median, 1),
+    // The figure to compare across runs and machines: both medians come from this run.
+    "firstCall.liveSession.timesFloor": round(percentile(liveWall, 50) / floor.median, 2),
+    "firstCall.liveSession.timesFloor.target": "<= 1.5",
     ...(await benchWindowScaling()),
   };
 }

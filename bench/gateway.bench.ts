@@ -14,7 +14,7 @@
  *     the bare actor chain of docs/architecture.md (session → lane slot → run → model call) with trivial
  *     machines, measured the same way (bench/actor-chain-floor.ts), and how far Tiller is above it.
  * (c) Heap per idle session (bench/idle-memory.ts): up to 100,000 sessions, one message each, the model answering at once;
- *     once all are idle, (heapUsed after − before) / sessions after gc() (target < 10 KB), split into
+ *     once all are idle, (heapUsed after − before) / sessions after gc() (target ≤ 2 KB), split into
  *     the in-memory store's share (the transcripts: the embedded "disk") and the rest. The channel keeps
  *     nothing. BENCH_IDLE_BUDGET_S (default 0 = no limit) stops the fill early on a slow machine; the
  *     figure says how many sessions were made. Filling 100k sessions takes about two minutes here.

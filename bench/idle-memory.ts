@@ -118,7 +118,7 @@ export async function benchIdleMemory(): Promise<Figures> {
     "idle.storedTranscripts": storedSessions,
     "idle.fillSeconds": round(fillMs / 1000, 1),
     "idle.bytesPerSession": Math.round(perSession),
-    "idle.bytesPerSession.target": "< 10240",
+    "idle.bytesPerSession.target": "<= 2048",
     "idle.bytesPerSession.memoryStore": Number.isNaN(storePerSession)
       ? "n/a (gateway not collected)"
       : Math.round(storePerSession),

@@ -8,6 +8,11 @@
  *
  * gc() is made available before any module loads (heap figures need it): through V8 flags, or, if that
  * is refused, by running this script again in a child `node --expose-gc`.
+ *
+ * Each figure is printed beside the last recorded one (bench/recorded-figures.json), and a watched
+ * figure (the first call against its floor, the heap per idle session) worse by more than 20% is called
+ * out at the end. `npm run bench -- --record` writes this run's figures as the new record (the only way
+ * the file changes); `-- --only <word>` runs the benches whose title contains the word.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -16,6 +21,7 @@ import { dirname, extname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { besideRecorded, creepOf, loadRecorded, record } from "./recorded-figures.js";
 
 type Figures = Record<string, number | string>;
 
@@ -57,7 +63,7 @@ if (!enableGc() && process.env.TILLER_BENCH_CHILD !== "1") {
   // process.execArgv carries tsx's loader flags, if any, so the child runs this same file.
   const child = spawnSync(
     process.execPath,
-    [...process.execArgv, "--expose-gc", fileURLToPath(import.meta.url)],
+    [...process.execArgv, "--expose-gc", fileURLToPath(import.meta.url), ...process.argv.slice(2)],
     {
       stdio: "inherit",
       env: { ...process.env, TILLER_BENCH_CHILD: "1" },
@@ -76,7 +82,16 @@ function meets(value: number | string, target: number | string): boolean | undef
   return value >= limit;
 }
 
+const args = process.argv.slice(2);
+const recording = args.includes("--record");
+const onlyAt = args.indexOf("--only");
+const only = onlyAt >= 0 ? args[onlyAt + 1]?.toLowerCase() : undefined;
+// The JSON beside the sources (bench/), also when running the compiled copy in tmp/bench-build/bench/.
+const recordedPath = join(here, extension === ".js" ? "../../../bench" : ".", "recorded-figures.json");
+const recorded = loadRecorded(recordedPath);
+
 function printTable(title: string, figures: Figures, seconds: number): void {
+  const before = recorded?.benches[title];
   const keys = Object.keys(figures).filter(
     (key) => !(key.endsWith(".target") && key.slice(0, -7) in figures),
   );
@@ -93,7 +108,7 @@ function printTable(title: string, figures: Figures, seconds: number): void {
     }
     const shown =
       typeof value === "number" ? String(value).padStart(valueWidth) : String(value).padEnd(valueWidth);
-    console.log(`  ${key.padEnd(keyWidth)}  ${shown}${note}`);
+    console.log(`  ${key.padEnd(keyWidth)}  ${shown}${note}${besideRecorded(value, before?.[key])}`);
   }
 }
 
@@ -103,8 +118,14 @@ console.log(
     .map((value) => value.toFixed(1))
     .join(" ")}, gc() ${global.gc ? "available" : "missing (heap figures approximate)"}`,
 );
+if (recorded) {
+  console.log(`figures recorded ${recorded.recordedAt} (load average then ${recorded.loadAverage}) shown as "was"`);
+}
 let failed = 0;
+const ran: Record<string, Figures> = {};
+const creep: string[] = [];
 for (const bench of BENCHES) {
+  if (only !== undefined && !bench.title.toLowerCase().includes(only)) continue;
   const path = join(here, bench.file.replace(/\.ts$/, extension));
   if (!existsSync(path)) {
     console.log(`\n${bench.title}: skipped, ${path} does not exist`);
@@ -117,6 +138,8 @@ for (const bench of BENCHES) {
     if (typeof run !== "function") throw new Error(`bench/${bench.file} does not export ${bench.entry}()`);
     const figures = (await run()) as Figures;
     printTable(bench.title, figures, (performance.now() - t0) / 1000);
+    ran[bench.title] = figures;
+    creep.push(...creepOf(figures, recorded?.benches[bench.title]));
   } catch (error) {
     failed++;
     console.log(`\n${bench.title}: FAILED after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -126,5 +149,24 @@ for (const bench of BENCHES) {
 console.log(
   `\nall benchmarks: ${((performance.now() - started) / 1000).toFixed(1)} s${failed ? `, ${failed} failed` : ""}`,
 );
+if (creep.length > 0) {
+  const bar = "!".repeat(100);
+  console.log(`\n${bar}\nWORSE THAN RECORDED by more than the allowed margin:`);
+  for (const line of creep) console.log(`  ${line}`);
+  console.log(`Find the change that did it, or record the new figures on purpose (--record).\n${bar}`);
+}
+if (recording) {
+  record(
+    recordedPath,
+    recorded,
+    {
+      recordedAt: new Date().toISOString(),
+      node: process.version,
+      loadAverage: loadavg().map((value) => value.toFixed(1)).join(" "),
+    },
+    ran,
+  );
+  console.log(`\nrecorded the figures of ${Object.keys(ran).length} benches in ${recordedPath}`);
+}
 // Explicit exit: a stray handle left by a bench must not keep `npm run bench` alive.
 process.exit(failed ? 1 : 0);

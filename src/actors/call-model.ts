@@ -20,19 +20,6 @@ import { checkModelReply, contextCallIds } from "./model-reply.js";
  */
 export function createCallModel(deps: ActorDeps) {
   return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
-    const userIds = input.unpersisted.flatMap((item) => (item.role === "user" ? [item.messageId] : []));
-    const journaled = (async () => {
-      // A message is stored only once a saved state says which turn answers it (restart safety).
-      if (userIds.length > 0) await deps.stateDurable?.(input.session, userIds);
-      await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
-    })();
-    // Observed here so a failed write is not an unhandled rejection while the model still works.
-    journaled.catch(() => {});
-    const turn = input.context.slice(input.turnStart);
-    const userTexts = turn.flatMap((message) => (message.role === "user" ? [message.text] : []));
-    const messageIds = turn.flatMap((message) => (message.role === "user" ? [message.messageId] : []));
-    // Who wrote each of this turn's messages (null: the anonymous user), for logs and tests.
-    const senders = turn.flatMap((message) => (message.role === "user" ? [message.sender?.id ?? null] : []));
     const identity = {
       session: input.session,
       runId: input.runId,
@@ -41,30 +28,43 @@ export function createCallModel(deps: ActorDeps) {
       recovery: input.recovery,
       review: false,
     };
-    deps.emit("model.called", {
-      ...identity,
-      trigger: input.trigger ?? "user",
-      latestUser: latestUserText(input.context),
-      userTexts,
-      messageIds,
-      senders,
-    });
+    // `model.called` and the journal's write start right after the model has the request: neither has
+    // to come before it, and the time to the first model call is the turn's latency. A delta the model
+    // streams synchronously inside complete() still follows `model.called`.
+    let announced = false;
+    const announce = () => {
+      if (announced) return;
+      announced = true;
+      const turn = input.context.slice(input.turnStart);
+      deps.emit("model.called", {
+        ...identity,
+        trigger: input.trigger ?? "user",
+        latestUser: latestUserText(input.context),
+        userTexts: turn.flatMap((message) => (message.role === "user" ? [message.text] : [])),
+        messageIds: turn.flatMap((message) => (message.role === "user" ? [message.messageId] : [])),
+        // Who wrote each of this turn's messages (null: the anonymous user), for logs and tests.
+        senders: turn.flatMap((message) => (message.role === "user" ? [message.sender?.id ?? null] : [])),
+      });
+    };
     // The model's signal aborts with the turn, or when the call runs past limits.modelTimeoutMs.
     const control = linkedAbort(signal);
     // Drafts as they stream, for UIs that show progress; a delta after the call ended is dropped.
     let streaming = true;
     const onDelta = (text: string) => {
-      if (streaming && !control.signal.aborted && typeof text === "string" && text.length > 0)
+      if (streaming && !control.signal.aborted && typeof text === "string" && text.length > 0) {
+        announce();
         deps.emit("model.delta", { ...identity, text });
+      }
     };
     const timeoutMs = deps.config.limits.modelTimeoutMs;
     const startedAt = deps.clock.now();
     // Paired with model.called whatever happens, so a UI or a log can close what it opened.
     const ended = (fields: Omit<TillerEventFields<"model.ended">, keyof typeof identity | "durationMs">) =>
       deps.emit("model.ended", { ...identity, durationMs: deps.clock.now() - startedAt, ...fields });
-    let reply: unknown;
+    let call: Promise<ModelReply> | undefined;
+    let thrown: { error: unknown } | undefined;
     try {
-      const call = deps.model.complete({
+      call = deps.model.complete({
         ...identity,
         context: attributeSenders(input.context),
         turnStart: input.turnStart,
@@ -73,7 +73,22 @@ export function createCallModel(deps: ActorDeps) {
         onDelta,
         ...callSettings(deps.config.model),
       });
-      reply = await withDeadline(deps.clock, call, timeoutMs, signal);
+    } catch (error) {
+      thrown = { error };
+    }
+    announce();
+    const userIds = input.unpersisted.flatMap((item) => (item.role === "user" ? [item.messageId] : []));
+    const journaled = (async () => {
+      // A message is stored only once a saved state says which turn answers it (restart safety).
+      if (userIds.length > 0) await deps.stateDurable?.(input.session, userIds);
+      await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
+    })();
+    // Observed here so a failed write is not an unhandled rejection while the model still works.
+    journaled.catch(() => {});
+    let reply: unknown;
+    try {
+      if (thrown) throw thrown.error;
+      reply = await withDeadline(deps.clock, call as Promise<ModelReply>, timeoutMs, signal);
     } catch (error) {
       if (!(error instanceof DeadlineError)) {
         ended(signal.aborted ? { status: "aborted" } : { status: "failed", error: errorSummary(error) });

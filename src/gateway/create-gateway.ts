@@ -116,6 +116,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       // The scheduler's own machine shows up in the same inspector as the sessions and runs.
       ...(options.inspect ? { inspect: options.inspect } : {}),
       onEvent: onLaneEvent,
+      // The explain log reads no lane event: the per-task ones are built only for subscribers and spans.
+      isObserved: () => hub.isObserved || tracing.isOn(),
     });
   options.lanes?.observe?.(onLaneEvent);
 

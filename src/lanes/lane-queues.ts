@@ -71,7 +71,7 @@ export class LaneQueues {
   /** Puts an added entry behind its session's holder, or in its workload lane if it is first. */
   enqueue(entry: Entry, sessionKey: string | undefined): void {
     if (sessionKey === undefined) {
-      this.enterWorkload(entry);
+      this.enterWorkload(entry, entry.enqueuedAt);
       return;
     }
     let session = this.sessions.get(sessionKey);
@@ -82,23 +82,27 @@ export class LaneQueues {
     entry.sessionLane = session;
     if (session.holder === null) {
       session.holder = entry;
-      this.enterWorkload(entry);
+      this.enterWorkload(entry, entry.enqueuedAt);
     } else {
       entry.state = "waitingForSession";
-      session.waiting.push(entry);
+      // Just enqueued: it starts waiting at its enqueue time, read from the clock a moment ago.
+      session.waiting.push(entry, entry.enqueuedAt);
       this.warnings.track(entry);
     }
   }
 
-  /** The entry is first in its session (or has none): start it or queue it for a slot. */
-  private enterWorkload(entry: Entry): void {
+  /**
+   * The entry is first in its session (or has none): start it or queue it for a slot. `now`: the clock's
+   * time when the caller just read it (a new entry's enqueue time).
+   */
+  private enterWorkload(entry: Entry, now?: number): void {
     const lane = entry.lane;
     entry.state = "waitingForSlot";
     if (lane.active < lane.capacity && lane.waiting.size === 0) {
       this.takeSlot(entry);
       return;
     }
-    lane.waiting.push(entry);
+    lane.waiting.push(entry, now);
     this.warnings.track(entry);
     this.pump(lane);
   }

@@ -37,8 +37,10 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   const logger = options.logger ?? silentLogger;
   const onEvent = options.onEvent;
   const debug = logger.isLevelEnabled?.("debug") ?? false;
+  const isObserved = options.isObserved;
   // Hot-path events are only built when someone reads them: three objects per task otherwise.
-  const observed = onEvent !== undefined || debug;
+  const observed = (): boolean =>
+    debug || (onEvent !== undefined && (isObserved === undefined || isObserved()));
   const warnAfterMs = options.warnAfterMs ?? 2000;
   if (!(Number.isFinite(warnAfterMs) && warnAfterMs >= 0)) {
     throw new ConfigError("warnAfterMs", "a number of milliseconds >= 0", warnAfterMs);
@@ -105,7 +107,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         entry.onAbort = () => abortEntry(entry);
         signal.addEventListener("abort", entry.onAbort, { once: true });
       }
-      if (observed) {
+      if (observed()) {
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
       }
       // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
@@ -122,7 +124,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   function start(entry: Entry): void {
     const lane = entry.lane;
     entry.state = "running";
-    if (observed) {
+    if (observed()) {
       if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, clock.now()));
       emit("lane.started", {
         lane: lane.name,
@@ -176,7 +178,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     if (entry.timeoutTimer) clock.clearTimeout(entry.timeoutTimer);
     // Reported before release() starts the next entry: observers must never see a session's next task
     // start before its previous one ended.
-    if (observed) {
+    if (observed()) {
       emit("lane.ended", {
         lane: entry.lane.name,
         session: entry.sessionLane?.key,

@@ -29,6 +29,12 @@ export interface LaneSchedulerOptions {
   logger?: Logger;
   /** Receives every `lane.*` decision. */
   onEvent?: (event: LaneEvent) => void;
+  /**
+   * Whether `onEvent` reads the per-task events (`lane.enqueued`, `lane.started`, `lane.ended`) now;
+   * while it returns false they are not built. Every other `lane.*` event always reaches `onEvent`.
+   * @default () => true
+   */
+  isObserved?: () => boolean;
   /** XState inspection of the scheduler's admission machine. */
   inspect?: (event: InspectionEvent) => void;
 }

@@ -91,8 +91,9 @@ export class PriorityWaitList<T extends Waiting> {
     return this.levels[0].size + this.levels[1].size + this.levels[2].size;
   }
 
-  push(node: T): void {
-    node.waitSince = this.aging ? this.aging.now() : 0;
+  /** Appends `node`; `now` (the aging clock's time, when the caller has just read it) saves a read. */
+  push(node: T, now?: number): void {
+    node.waitSince = this.aging ? (now ?? this.aging.now()) : 0;
     this.levels[node.priorityLevel as 0 | 1 | 2].push(node);
   }
 
@@ -105,17 +106,22 @@ export class PriorityWaitList<T extends Waiting> {
 
   /** The node that starts next (without removing it). */
   peek(): T | null {
-    const [a, b, c] = [this.levels[0].first, this.levels[1].first, this.levels[2].first];
-    if (!this.aging || this.aging.ms <= 0) return a ?? b ?? c;
+    const a = this.levels[0].first;
+    const b = this.levels[1].first;
+    const c = this.levels[2].first;
+    // One level waiting (the usual case: one priority in use): its head is next whatever has aged, and
+    // the clock is not read. Picking among heads allocates nothing: this runs once per task.
+    if ((a ? 1 : 0) + (b ? 1 : 0) + (c ? 1 : 0) < 2 || !this.aging || this.aging.ms <= 0) return a ?? b ?? c;
     const now = this.aging.now();
     let best: T | null = null;
     let bestLevel = 3;
-    for (const head of [a, b, c]) {
+    for (let level = 0; level < 3; level++) {
+      const head = this.levels[level as 0 | 1 | 2].first;
       if (!head) continue;
-      const level = this.effectiveLevel(head, now);
-      if (level < bestLevel || (level === bestLevel && best !== null && head.id < best.id)) {
+      const effective = this.effectiveLevel(head, now);
+      if (effective < bestLevel || (effective === bestLevel && best !== null && head.id < best.id)) {
         best = head;
-        bestLevel = level;
+        bestLevel = effective;
       }
     }
     return best;

@@ -136,14 +136,15 @@ export function attributedText(sender: Sender | undefined, text: string): string
 
 /**
  * The context as the model reads it: when its user messages come from more than one sender (the
- * anonymous user counts as one), each user text says who wrote it; otherwise it is left as it is.
+ * anonymous user counts as one), each user text says who wrote it; otherwise it is left as it is (the
+ * same array: callers hand in one built for this call, and a copy of the window per call is waste).
  */
 export function attributeSenders<M extends { role: string; text?: string; sender?: Sender | undefined }>(
   context: readonly M[],
 ): M[] {
   const who = new Set<string | undefined>();
   for (const message of context) if (message.role === "user") who.add(message.sender?.id);
-  if (who.size < 2) return [...context];
+  if (who.size < 2) return context as M[];
   return context.map((message) =>
     message.role === "user"
       ? { ...message, text: attributedText(message.sender, message.text ?? "") }

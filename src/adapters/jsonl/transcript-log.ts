@@ -48,7 +48,8 @@ export class TranscriptLog {
   private readonly texts: string[] = [];
   /** Seqs of undelivered-final markers, ascending. */
   private readonly markers: number[] = [];
-  private readonly finalOfMarker = new Map<number, number | undefined>();
+  /** Made at the first marker: most transcripts never have one, and every open session has a log. */
+  private finalOfMarker: Map<number, number | undefined> | undefined;
   sessionId: string;
   revision: number;
   /** The window holds the records with seq greater than this (the last reset or rotation point). */
@@ -263,6 +264,7 @@ export class TranscriptLog {
 
   /** The seq of the assistant final a marker points at: `details.finalSeq`, else the record before it. */
   private markedFinal(markerSeq: number): number | undefined {
+    this.finalOfMarker ??= new Map();
     if (this.finalOfMarker.has(markerSeq)) return this.finalOfMarker.get(markerSeq);
     const marker = parseRecord(this.text(markerSeq)!);
     const named = marker.role === "custom" ? marker.details?.finalSeq : undefined;

@@ -37,8 +37,7 @@ const MAX_PER_SESSION = 500;
 /** Runs whose messages are remembered until their final (far more than can run at once). */
 const MAX_RUNS = 10_000;
 
-/** An entry noted before its ack (a turn can start, and call the model, inside `receive`). */
-type Entry = MessageExplanation & { acked?: false };
+type Entry = MessageExplanation;
 
 /**
  * The explanations of recent messages, bounded: each session keeps its last 500, and past `maxMessages`
@@ -54,6 +53,12 @@ export class MessageLog {
   private total = 0;
   /** runId of a final that did not reach the user → the messages it answers (a recovery may deliver it). */
   private readonly stranded = new Map<string, { session: string; ids: string[] }>();
+  /**
+   * Entries noted before their ack (a turn can start, and call the model, inside `receive`). A set
+   * rather than a flag deleted from the entry: a `delete` turns the entry into a dictionary of several
+   * hundred bytes, and the log holds tens of thousands of entries.
+   */
+  private readonly unacked = new WeakSet<Entry>();
 
   constructor(private readonly maxMessages = 20_000) {}
 
@@ -199,7 +204,7 @@ export class MessageLog {
     for (const [id, story] of stories) {
       if (messages.has(id)) continue;
       const entry = this.entry(messages, session, id, story.arrivedAt);
-      delete entry.acked;
+      this.unacked.delete(entry);
       entry.disposition = "accepted";
       entry.mode = "unknown";
       entry.modeSource = "unknown";
@@ -225,7 +230,7 @@ export class MessageLog {
 
   explain(session: string, messageId: string): MessageExplanation | undefined {
     const entry = this.bySession.get(session)?.get(messageId);
-    if (!entry || entry.acked === false) return undefined;
+    if (!entry || this.unacked.has(entry)) return undefined;
     return structuredClone(entry);
   }
 
@@ -233,22 +238,28 @@ export class MessageLog {
     const id = event.messageId;
     const messages = this.touch(session);
     const early = messages.get(id);
-    if (early && early.acked !== false) {
+    if (early && !this.unacked.has(early)) {
       this.note(session, id, event.at, `redelivered: acked ${event.disposition}`);
       return;
     }
     const entry = early ?? this.entry(messages, session, id, event.at);
-    delete entry.acked;
+    this.unacked.delete(entry);
     entry.disposition = event.disposition;
     entry.mode = event.mode;
     entry.modeSource = event.modeSource;
     entry.ackText = event.text;
     const sender = event.sender as Sender | undefined;
     if (sender) entry.sender = sender;
-    entry.timeline.unshift({
-      at: entry.arrivedAt,
-      what: `arrived${sender ? ` from ${senderLabel(sender)}` : ""}; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
-    });
+    entry.timeline = withItem(
+      entry.timeline,
+      {
+        at: entry.arrivedAt,
+        what: flat(
+          `arrived${sender ? ` from ${senderLabel(sender)}` : ""}; ${event.disposition} (mode ${event.mode} from ${event.modeSource})`,
+        ),
+      },
+      true,
+    );
     // A wait the turn already ended (it started, or saw the message, before the ack) is closed at once.
     const waitsFor = event.waitsFor;
     const seen = early !== undefined && early.timeline.length > 1;
@@ -273,8 +284,8 @@ export class MessageLog {
       ackText: "",
       waited: [],
       timeline: [],
-      acked: false,
     };
+    this.unacked.add(entry);
     if (!messages.has(id)) this.total++;
     messages.set(id, entry);
     if (messages.size > MAX_PER_SESSION) {
@@ -319,9 +330,31 @@ export class MessageLog {
     // A turn can start, and call the model, before `receive` returns the message's ack.
     const messages = this.touch(session);
     const entry = messages.get(id) ?? this.entry(messages, session, id, at);
-    entry.timeline.push({ at, what });
+    entry.timeline = withItem(entry.timeline, { at, what: flat(what) });
     update?.(entry);
   }
+}
+
+/**
+ * The timeline with `item` at its end (or its start), in a new array of exactly the right length: a
+ * push would give the usual two or three items room for seventeen, and the log holds tens of thousands
+ * of timelines. A timeline stays short (a few items per model call), so the copy costs little.
+ */
+function withItem<T>(timeline: T[], item: T, first = false): T[] {
+  const out = new Array<T>(timeline.length + 1);
+  const offset = first ? 1 : 0;
+  for (let i = 0; i < timeline.length; i++) out[i + offset] = timeline[i]!;
+  out[first ? 0 : timeline.length] = item;
+  return out;
+}
+
+/**
+ * `text` as one flat string: a template literal leaves a tree of pieces (32 bytes a node), and reading
+ * it as a number makes V8 flatten it in place, so the pieces can be collected.
+ */
+function flat(text: string): string {
+  Number(text);
+  return text;
 }
 
 function closeWait(entry: MessageExplanation, at: number): void {

@@ -143,7 +143,10 @@ export class SessionPersistence {
 
   /** An id turned away after all (a full queue): it may come again and is not a duplicate then. */
   forget(entry: SessionMemory, id: string): boolean {
-    if (entry.unstored?.delete(id)) entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+    if (entry.unstored?.delete(id)) {
+      entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+      this.dropEmptyUnstored(entry);
+    }
     return entry.seen.delete(id);
   }
 
@@ -153,7 +156,13 @@ export class SessionPersistence {
     for (const id of ids) changed = entry.unstored?.delete(id) === true || changed;
     if (!changed) return;
     entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+    this.dropEmptyUnstored(entry);
     this.persist(key, entry, entry.actor?.getSnapshot());
+  }
+
+  /** An idle session keeps no empty map: there are as many of them as sessions. */
+  private dropEmptyUnstored(entry: SessionMemory): void {
+    if (entry.unstored?.size === 0) entry.unstored = undefined;
   }
 
   /** The unstored ids still inside the dedupe window, oldest first. */
@@ -176,12 +185,15 @@ export class SessionPersistence {
       .then(() => this.saveWithRetries(key, state))
       .then(
         () => {
-          entry.covered ??= new Set();
-          if (state === null) entry.covered.clear();
-          for (const id of ids) entry.covered.add(id);
+          // "Nothing to resume" covers nothing: an idle session keeps no empty set (one per session).
+          if (state === null) entry.covered = undefined;
+          else {
+            entry.covered ??= new Set();
+            for (const id of ids) entry.covered.add(id);
+          }
           // The newest state is durable: whatever an earlier failed save left out is either in it or
           // no longer needed (its turn ended).
-          entry.notDurable?.clear();
+          entry.notDurable = undefined;
           this.wake(entry, false);
         },
         (error: unknown) => {

@@ -71,6 +71,8 @@ interface TurnSpan {
 export interface TurnTracer {
   /** Sees every gateway event (the lanes' too), synchronously as it is emitted. */
   observe(event: TillerEvent): void;
+  /** Whether spans are made now (an SDK or a provider is there): else events may go unbuilt. */
+  isOn(): boolean;
   /** The channel, with a `tiller.deliver` span around each send while tracing is on. */
   channel(channel: Channel): Channel;
 }
@@ -320,5 +322,5 @@ export function createTurnTracer(options: TelemetryOptions = {}): TurnTracer {
     });
   }
 
-  return { observe, channel };
+  return { observe, isOn, channel };
 }
