@@ -9,6 +9,8 @@ const SPACE = 0x20;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const NEWLINE = 0x0a;
+/** Records a log keeps in an array of exact length before it grows by push (see `push`). */
+const SHORT_LOG = 8;
 /** `,"crc":"` + 8 hex digits + `"}`: what ends every line of a transcript file, before its newline. */
 const CRC_TAIL = 18;
 const NONE = { starts: [], ends: [] };
@@ -45,7 +47,7 @@ export class TranscriptLog {
   private readonly starts: number[] = [];
   private readonly ends: number[] = [];
   /** The JSON of the records pushed as text, which follow: `texts[i]` has seq `starts.length + i + 1`. */
-  private readonly texts: string[] = [];
+  private texts: string[] = [];
   /** Seqs of undelivered-final markers, ascending. */
   private readonly markers: number[] = [];
   /** Made at the first marker: most transcripts never have one, and every open session has a log. */
@@ -142,7 +144,10 @@ export class TranscriptLog {
   /** Adds the next record; false when it does not continue the log (wrong seq, session or revision). */
   push(text: string, meta: RecordMeta): boolean {
     if (!this.continues(meta)) return false;
-    this.texts.push(text);
+    // The first few records go into an array of exactly their number: a push makes room for seventeen,
+    // and most sessions a store holds are short (one exchange). Longer logs grow by push.
+    if (this.texts.length < SHORT_LOG) this.texts = this.texts.concat(text);
+    else this.texts.push(text);
     return true;
   }
 
