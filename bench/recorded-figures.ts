@@ -32,7 +32,10 @@ export function loadRecorded(path: string): RecordedFigures | undefined {
 /** `(was 12.3, +8%)` beside a numeric figure that was recorded; "" otherwise. */
 export function besideRecorded(value: number | string, recorded: number | undefined): string {
   if (typeof value !== "number" || recorded === undefined) return "";
-  const change = recorded === 0 ? "" : `, ${value >= recorded ? "+" : ""}${Math.round((100 * (value - recorded)) / Math.abs(recorded))}%`;
+  const change =
+    recorded === 0
+      ? ""
+      : `, ${value >= recorded ? "+" : ""}${Math.round((100 * (value - recorded)) / Math.abs(recorded))}%`;
   return `  (was ${recorded}${change})`;
 }
 
@@ -46,14 +49,21 @@ export function creepOf(figures: Figures, recorded: Record<string, number> | und
     if (typeof value !== "number" || before === undefined || before === 0) continue;
     const change = (value - before) / Math.abs(before);
     if (worse === "higher" ? change > margin : change < -margin) {
-      found.push(`${key} is ${value}, was ${before} (${Math.round(100 * change)}%, allowed ${100 * margin}%)`);
+      found.push(
+        `${key} is ${value}, was ${before} (${Math.round(100 * change)}%, allowed ${100 * margin}%)`,
+      );
     }
   }
   return found;
 }
 
 /** Writes this run's numeric figures over the recorded ones of the benches that ran. */
-export function record(path: string, previous: RecordedFigures | undefined, run: Omit<RecordedFigures, "benches">, ran: Record<string, Figures>): void {
+export function record(
+  path: string,
+  previous: RecordedFigures | undefined,
+  run: Omit<RecordedFigures, "benches">,
+  ran: Record<string, Figures>,
+): void {
   const benches: Record<string, Record<string, number>> = { ...(previous?.benches ?? {}) };
   for (const [title, figures] of Object.entries(ran)) {
     const numbers: Record<string, number> = {};

@@ -119,7 +119,9 @@ console.log(
     .join(" ")}, gc() ${global.gc ? "available" : "missing (heap figures approximate)"}`,
 );
 if (recorded) {
-  console.log(`figures recorded ${recorded.recordedAt} (load average then ${recorded.loadAverage}) shown as "was"`);
+  console.log(
+    `figures recorded ${recorded.recordedAt} (load average then ${recorded.loadAverage}) shown as "was"`,
+  );
 }
 let failed = 0;
 const ran: Record<string, Figures> = {};
@@ -162,7 +164,9 @@ if (recording) {
     {
       recordedAt: new Date().toISOString(),
       node: process.version,
-      loadAverage: loadavg().map((value) => value.toFixed(1)).join(" "),
+      loadAverage: loadavg()
+        .map((value) => value.toFixed(1))
+        .join(" "),
     },
     ran,
   );

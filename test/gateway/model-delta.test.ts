@@ -133,4 +133,36 @@ describe("model.delta", () => {
     expect(events.filter((event) => event.type === "final.delivered")).toHaveLength(1);
     await gateway.stop();
   });
+
+  it("a delta streamed synchronously as the call starts still follows model.called", async () => {
+    // The model is called before model.called is emitted (the first call is the latency that counts).
+    const { gateway, events, idle } = setup(() => ({
+      complete(request) {
+        request.onDelta?.("at once");
+        return Promise.resolve({ text: "at once", toolCalls: [] });
+      },
+    }));
+    await gateway.start();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hi" });
+    await idle();
+    const types = events.map((event) => event.type).filter((type) => type.startsWith("model."));
+    expect(types).toEqual(["model.called", "model.delta", "model.ended"]);
+    expect(events.filter((event) => event.type === "model.called")).toHaveLength(1);
+    await gateway.stop();
+  });
+
+  it("a model that throws instead of returning a promise still pairs model.called with model.ended", async () => {
+    const { gateway, events, idle } = setup(() => ({
+      complete(): Promise<ModelReply> {
+        throw new Error("provider misconfigured");
+      },
+    }));
+    await gateway.start();
+    await gateway.receive({ session: "a", channel: "web", id: "m1", text: "hi" });
+    await idle();
+    const model = events.filter((event) => event.type.startsWith("model."));
+    expect(model.map((event) => event.type)).toEqual(["model.called", "model.ended"]);
+    expect(model[1]).toMatchObject({ status: "failed" });
+    await gateway.stop();
+  });
 });
