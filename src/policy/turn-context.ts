@@ -150,6 +150,30 @@ function recordToModel(record: RecordBody, inTurn: boolean): ModelMessage | unde
  * first record of its turn (a user record it names, or a record of its run) up to the marker itself.
  */
 export function rolledBackSeqs(records: readonly TranscriptRecord[]): Set<number> {
+  const known = hiddenOf.get(records);
+  // A cached window only grows; records appended since the last look hide nothing unless one of them is
+  // a rollback marker (it hides records before it), so a turn need not scan its whole window again.
+  if (known && known.records <= records.length) {
+    let marker = false;
+    for (let i = known.records; i < records.length && !marker; i++) marker = isRollback(records[i]!);
+    if (!marker) {
+      known.records = records.length;
+      return known.hidden;
+    }
+  }
+  const hidden = scanRolledBack(records);
+  hiddenOf.set(records, { records: records.length, hidden });
+  return hidden;
+}
+
+/** What {@link rolledBackSeqs} found in a window, and up to which length (callers only read the set). */
+const hiddenOf = new WeakMap<readonly TranscriptRecord[], { records: number; hidden: Set<number> }>();
+
+function isRollback(record: TranscriptRecord): boolean {
+  return record.role === "custom" && record.customType === ROLLED_BACK;
+}
+
+function scanRolledBack(records: readonly TranscriptRecord[]): Set<number> {
   const hidden = new Set<number>();
   records.forEach((marker, end) => {
     if (marker.role !== "custom" || marker.customType !== ROLLED_BACK) return;

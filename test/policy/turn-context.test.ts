@@ -1,6 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { historyToModel, type ModelMessage, windowToModel } from "../../src/policy/turn-context.js";
+import {
+  historyToModel,
+  type ModelMessage,
+  ROLLED_BACK,
+  rolledBackSeqs,
+  windowToModel,
+} from "../../src/policy/turn-context.js";
 import type { TranscriptRecord } from "../../src/ports/store.js";
 import { UNDELIVERED_FINAL } from "../../src/ports/store.js";
 
@@ -66,5 +72,37 @@ describe("windowToModel", () => {
     expect(second).toHaveLength(4);
     expect(second.slice(0, 3).every((message, i) => message === first[i])).toBe(true);
     expect(windowToModel(window)).toBe(second);
+  });
+});
+
+describe("rolledBackSeqs", () => {
+  it("on a window that grows, equals a fresh scan, also when a rollback marker arrives later", () => {
+    const user = () => {
+      const record = { ...base(), role: "user", text: `u${seq}`, messageId: `m${seq}` } as TranscriptRecord;
+      return record;
+    };
+    // A marker naming the newest user message so far (or none): it hides from there up to itself.
+    const marker = (window: TranscriptRecord[]) => {
+      const last = window.findLast((record) => record.role === "user");
+      return {
+        ...base(),
+        role: "custom",
+        customType: ROLLED_BACK,
+        display: false,
+        details: { runId: "", messageIds: last && last.role === "user" ? [last.messageId] : [] },
+      } as TranscriptRecord;
+    };
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom("user", "marker", "look"), { maxLength: 30 }), (steps) => {
+        const window: TranscriptRecord[] = [];
+        for (const step of steps) {
+          if (step === "user") window.push(user());
+          else if (step === "marker") window.push(marker(window));
+          else expect([...rolledBackSeqs(window)].sort()).toEqual([...rolledBackSeqs([...window])].sort());
+        }
+        expect([...rolledBackSeqs(window)].sort()).toEqual([...rolledBackSeqs([...window])].sort());
+      }),
+      { numRuns: 300 },
+    );
   });
 });
