@@ -1,5 +1,6 @@
 /** Helpers the gateway benches share: figures, statistics, gc(), CPU time and a channel that keeps nothing. */
 
+import { readFile } from "node:fs/promises";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import pg from "pg";
@@ -69,4 +70,34 @@ export async function benchDatabase(): Promise<{ url: string; admin: pg.Client }
     return { skipped: `no PostgreSQL answered at ${new URL(url).host} (set TILLER_DATABASE_URL)` };
   }
   return { url, admin };
+}
+
+/**
+ * CPU time (ms) used so far by each PostgreSQL backend whose `application_name` matches `pattern`
+ * (LIKE), by pid: read from /proc, so only for a server on this machine (empty elsewhere).
+ */
+export async function backendCpuMs(admin: pg.Client, pattern: string): Promise<Map<number, number>> {
+  const { rows } = await admin.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1",
+    [pattern],
+  );
+  const cpu = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // utime and stime (fields 14 and 15 of the file), in clock ticks of 10 ms.
+      cpu.set(pid, (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // Not on this machine, or already gone.
+    }
+  }
+  return cpu;
+}
+
+/** CPU (ms) the backends used between two readings (a backend new since the first counts whole). */
+export function cpuSince(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
+  return total;
 }

@@ -3,8 +3,8 @@
  * start several): `node postgres-child.js MODE JSON` (or `--import tsx postgres-child.ts`). Prints one
  * JSON line per fact.
  *
- * - `gateway`: a real gateway on PostgresStore + cluster lanes plays its workload (cluster-workload.ts)
- *   when it reads a line on stdin (so every process starts at once), prints `done` with its wall time
+ * - `gateway`: a real gateway on PostgresStore + cluster lanes plays its warm-up, if any, then its
+ *   workload (cluster-workload.ts) when it reads a line on stdin (so every process starts at once), prints `done` with its wall time
  *   once every reply was sent, then stops the gateway and prints `stopped`.
  * - `hold`: holds one session's lane slot until killed (the takeover bench kills it with SIGKILL).
  * - `own`: a gateway that owns one session, its turn stuck in a model call, until killed (the session
@@ -19,6 +19,7 @@ import { createGateway } from "../src/gateway/create-gateway.js";
 import { createClusterLanes } from "../src/lanes/cluster/cluster-lanes.js";
 import { silentLogger } from "../src/logger.js";
 import { CountingChannel, instantModel, playWorkload, type Workload } from "./cluster-workload.js";
+import { SqlCounter } from "./sql-counter.js";
 
 interface Args {
   url: string;
@@ -28,6 +29,10 @@ interface Args {
   leaseMs?: number;
   pollMs?: number;
   workload?: Workload;
+  /** Counts the statements and commits of the measured workload (reported with `done`). */
+  countSql?: boolean;
+  /** Played before `ready` (JIT, connections, prepared plans), on sessions of its own. */
+  warmup?: Workload;
   session?: string;
 }
 
@@ -35,6 +40,8 @@ const [mode, json] = process.argv.slice(2);
 const args = JSON.parse(json!) as Args;
 const out = (fact: Record<string, unknown>) =>
   process.stdout.write(`${JSON.stringify({ ...fact, name: args.name, at: Date.now() })}\n`);
+
+const counter = args.countSql ? new SqlCounter() : undefined;
 
 const lanes = await createClusterLanes({
   url: args.url,
@@ -59,6 +66,7 @@ async function clusterGateway(model: ReturnType<typeof instantModel>, channel: C
     schema: args.schema,
     fences: lanes,
     poolSize: 6,
+    applicationName: `tiller ${args.name} store`,
   });
   const cluster = await createClusterSessions({
     url: args.url,
@@ -108,12 +116,30 @@ if (mode === "gateway") {
       out({ event: "failure", type: event.type, detail: String("error" in event ? event.error : "") });
   });
   await gateway.start();
+  if (args.warmup) await playWorkload(gateway, channel, args.warmup);
   out({ event: "ready" });
   await new Promise<void>((resolve) =>
     createInterface({ input: process.stdin }).once("line", () => resolve()),
   );
+  const cpu = process.cpuUsage();
+  counter?.start();
   const ms = await playWorkload(gateway, channel, args.workload!);
-  out({ event: "done", ms, replies: channel.replies.length });
+  const used = process.cpuUsage(cpu);
+  const sql = counter?.stop();
+  out({
+    event: "done",
+    ms,
+    replies: channel.replies.length,
+    cpuMs: (used.user + used.system) / 1000,
+    ...(sql
+      ? {
+          statements: sql.statements,
+          commits: sql.commits,
+          durableCommits: sql.durableCommits,
+          byText: Object.fromEntries(sql.byText),
+        }
+      : {}),
+  });
   // A final is stored after its delivery: stop() waits for every turn's last write (the lane slot is
   // held until the final is stored), and `stopped` says it is all in the database.
   await gateway.stop();

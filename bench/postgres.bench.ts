@@ -22,13 +22,16 @@ import { createClusterLanes } from "../src/lanes/cluster/cluster-lanes.js";
 import { silentLogger } from "../src/logger.js";
 import type { ModelProvider } from "../src/ports/model.js";
 import type { ToolDefinition } from "../src/ports/tool.js";
-import { benchDatabase, type Figures, percentile, round } from "./bench-support.js";
+import type pg from "pg";
+import { backendCpuMs, benchDatabase, cpuSince, type Figures, percentile, round } from "./bench-support.js";
 import { claimBacklog } from "./claim-backlog.js";
 import { CountingChannel, instantModel, playWorkload } from "./cluster-workload.js";
 
 const PROCESSES = 3;
 const SESSIONS_PER_PROCESS = 8;
 const MESSAGES = 10;
+/** Messages per session played before the measured ones, by every process on both sides. */
+const WARMUP_MESSAGES = 3;
 const CAPACITY = 8;
 const CLAIMS = 200;
 const LEASE_MS = 2000;
@@ -46,7 +49,7 @@ export async function benchPostgres(): Promise<Figures> {
     return {
       ...(await claimLatency(url, schema)),
       ...(await claimBacklog(url, schema, 50_000)),
-      ...(await turnsPerSecond(url, schema)),
+      ...(await turnsPerSecond(url, schema, admin)),
       ...(await takeover(url, schema)),
       ...(await steerLatency(url, `${schema}_s`)),
       ...(await sessionTakeover(url, `${schema}_t`)),
@@ -73,7 +76,7 @@ async function claimLatency(url: string, schema: string): Promise<Figures> {
   return { "claim.p50Ms": round(percentile(times, 50)), "claim.p99Ms": round(percentile(times, 99)) };
 }
 
-async function turnsPerSecond(url: string, schema: string): Promise<Figures> {
+export async function turnsPerSecond(url: string, schema: string, admin: pg.Client): Promise<Figures> {
   const turns = PROCESSES * SESSIONS_PER_PROCESS * MESSAGES;
   // The cluster: every process plays its own sessions; the capacity is shared.
   const children = Array.from({ length: PROCESSES }, (_, p) => {
@@ -85,13 +88,30 @@ async function turnsPerSecond(url: string, schema: string): Promise<Figures> {
       name,
       capacity: { main: CAPACITY },
       workload: { sessions, messages: MESSAGES },
+      warmup: { sessions: sessions.map((s) => `${s}-warm`), messages: WARMUP_MESSAGES },
+      countSql: true,
     });
   });
   await Promise.all(children.map((c) => c.fact("ready")));
+  const backends = "tiller g_%";
+  const dbBefore = await backendCpuMs(admin, backends);
   const go = Date.now();
   for (const c of children) c.child.stdin!.write("go\n");
   const done = await Promise.all(children.map((c) => c.fact("done")));
   const clusterSeconds = (Math.max(...done.map((d) => Number(d.at))) - go) / 1000;
+  const dbCpuMs = cpuSince(dbBefore, await backendCpuMs(admin, backends));
+  const clusterCpuMs = done.reduce((sum, d) => sum + Number(d.cpuMs), 0);
+  const sum = (key: string) => done.reduce((total, d) => total + Number(d[key]), 0);
+  if (process.env.TILLER_BENCH_SQL_DETAIL) {
+    const byText = new Map<string, number>();
+    for (const d of done)
+      for (const [text, n] of Object.entries(d.byText as Record<string, number>))
+        byText.set(text, (byText.get(text) ?? 0) + n);
+    for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]))
+      console.log(`${round(n / turns, 2)}\t${text}`);
+  }
+  // Each process stops its gateway and exits by itself once done.
+  await Promise.all(children.map((c) => c.fact("stopped").catch(() => undefined)));
   for (const c of children) c.child.kill();
   // One process, the embedded default: JSONL store, in-process lanes, the same workload and capacity.
   const dir = await mkdtemp(join(tmpdir(), "tiller-bench-jsonl-"));
@@ -106,7 +126,11 @@ async function turnsPerSecond(url: string, schema: string): Promise<Figures> {
   });
   await gateway.start();
   const sessions = Array.from({ length: PROCESSES * SESSIONS_PER_PROCESS }, (_, i) => `web:one-${i}`);
+  const warm = sessions.map((s) => `${s}-warm`);
+  await playWorkload(gateway, channel, { sessions: warm, messages: WARMUP_MESSAGES });
+  const cpu = process.cpuUsage();
   const singleSeconds = (await playWorkload(gateway, channel, { sessions, messages: MESSAGES })) / 1000;
+  const used = process.cpuUsage(cpu);
   await gateway.stop();
   await rm(dir, { recursive: true, force: true });
   const cluster = turns / clusterSeconds;
@@ -115,6 +139,15 @@ async function turnsPerSecond(url: string, schema: string): Promise<Figures> {
     "turns.cluster3.perSecond": Math.round(cluster),
     "turns.jsonl1.perSecond": Math.round(single),
     "turns.ratio": round(cluster / single, 3),
+    "turns.ratio.target": ">= 1",
+    // Where the time goes: CPU per turn of the three processes, of their database backends, of the one.
+    "turns.cluster3.cpuMsPerTurn": round(clusterCpuMs / turns),
+    "turns.cluster3.dbCpuMsPerTurn": round(dbCpuMs / turns),
+    "turns.jsonl1.cpuMsPerTurn": round((used.user + used.system) / 1000 / turns),
+    // Everything the three processes sent, background loops included, per turn.
+    "turns.cluster3.statementsPerTurn": round(sum("statements") / turns, 1),
+    "turns.cluster3.commitsPerTurn": round(sum("commits") / turns, 1),
+    "turns.cluster3.durableCommitsPerTurn": round(sum("durableCommits") / turns, 1),
   };
 }
 
@@ -289,7 +322,7 @@ async function sessionTakeover(url: string, schema: string): Promise<Figures> {
 function startChild(mode: string, args: Record<string, unknown>) {
   const compiled = import.meta.url.endsWith(".js");
   const file = fileURLToPath(new URL(`./postgres-child.${compiled ? "js" : "ts"}`, import.meta.url));
-  const argv = [...(compiled ? [] : ["--import", "tsx"]), file, mode, JSON.stringify(args)];
+  const argv = [...(process.env.S36_PROF ? ["--cpu-prof", "--cpu-prof-dir=tmp/prof"] : []), ...(compiled ? [] : ["--import", "tsx"]), file, mode, JSON.stringify(args)];
   const child: ChildProcess = spawn(process.execPath, argv, { stdio: ["pipe", "pipe", "inherit"] });
   const facts: Array<Record<string, unknown>> = [];
   const waiters: Array<() => void> = [];

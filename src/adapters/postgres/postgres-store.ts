@@ -14,9 +14,9 @@ import type {
   TranscriptRecord,
   TranscriptStore,
 } from "../../ports/store.js";
-import { UNDELIVERED_FINAL } from "../../ports/store.js";
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
+import { appendAtHead, insertRecords, recordColumns } from "./append-at-head.js";
 import { type ClusterView, readClusterView } from "./cluster-view.js";
 import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
@@ -45,6 +45,9 @@ interface HeadRow {
   fence_ok: boolean;
 }
 
+/** Session heads kept for one-statement appends (a session past them takes the longer path once). */
+const HEADS_KEPT = 10_000;
+
 const LOCK_HEAD = `SELECT s.session_id, s.revision, s.last_seq, ${fenceHolds("s.session_key", "$2")} AS fence_ok
   FROM sessions s WHERE s.session_key = $1 FOR UPDATE`;
 
@@ -72,6 +75,11 @@ export class PostgresStore implements TranscriptStore {
   private readonly commitments: CommitmentRows;
   /** Mutations of one session run one after another, in call order (the row lock orders processes). */
   private readonly chains = new KeyedQueue();
+  /**
+   * Each session's head as this process last wrote or read it: an append from it takes one statement
+   * (which checks it is still the head); another process's write since then costs the longer path.
+   */
+  private readonly heads = new Map<string, TranscriptHead>();
 
   private constructor(pool: pg.Pool, options: PostgresStoreOptions) {
     this.pool = pool;
@@ -127,37 +135,45 @@ export class PostgresStore implements TranscriptStore {
         [session, nanoid()],
       );
       const row = inserted.rows[0] ?? (await this.pool.query<HeadRow>(select, [session])).rows[0];
-      if (row) return headOf(row);
+      if (row) return this.remember(session, headOf(row));
     }
   }
 
   append(session: string, records: RecordBody[], expect: ExpectedHead): Promise<TranscriptRecord[]> {
     checkKey(session);
-    return this.serial(session, () =>
-      this.locked(session, expect, async (client, head) => {
+    return this.serial(session, async () => {
+      const known = this.heads.get(session);
+      if (known && known.sessionId === expect?.sessionId && known.revision === expect.revision) {
+        // The head this process last wrote or read: one statement, which checks it is still the head.
+        const stamped = stampRecords(records, known, this.now(), nanoid);
+        if (stamped.length === 0) return [];
+        const fence = this.fences.fenceFor(session) ?? null;
+        const write = appendAtHead(this.pool, session, fence, known, stamped);
+        if (fence !== null) this.fences.using?.(session, write);
+        if (
+          await write.catch((error: unknown) => {
+            this.heads.delete(session);
+            throw error;
+          })
+        ) {
+          this.remember(session, { ...known, lastSeq: known.lastSeq + stamped.length });
+          return stamped.map(({ record }) => record);
+        }
+        // Another process wrote, or the head moved on: read it, under the lock, and judge again.
+        this.heads.delete(session);
+      }
+      return this.locked(session, expect, async (client, head) => {
         const stamped = stampRecords(records, head, this.now(), nanoid);
         if (stamped.length === 0) return [];
-        const rows = stamped.map(({ record }) => record);
         await client.query(
-          `INSERT INTO transcript (session_key, seq, record_id, revision, role, marks_seq, body)
-           SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::text[])`,
-          [
-            session,
-            rows.map((r) => r.seq),
-            rows.map((r) => r.id),
-            rows.map((r) => r.revision),
-            rows.map((r) => r.role),
-            rows.map(markedSeq),
-            stamped.map(({ json }) => json),
-          ],
+          `WITH ins AS (${insertRecords(3)})
+           UPDATE sessions SET last_seq = $2 WHERE session_key = $1`,
+          [session, head.lastSeq + stamped.length, ...recordColumns(stamped)],
         );
-        await client.query("UPDATE sessions SET last_seq = $2 WHERE session_key = $1", [
-          session,
-          head.lastSeq + rows.length,
-        ]);
-        return rows;
-      }),
-    );
+        this.remember(session, { ...head, lastSeq: head.lastSeq + stamped.length });
+        return stamped.map(({ record }) => record);
+      });
+    });
   }
 
   async read(session: string): Promise<TranscriptRecord[]> {
@@ -194,7 +210,7 @@ export class PostgresStore implements TranscriptStore {
            RETURNING session_id, revision, last_seq`,
           [session],
         );
-        return headOf(rows[0]!);
+        return this.remember(session, headOf(rows[0]!));
       }),
     );
   }
@@ -208,7 +224,7 @@ export class PostgresStore implements TranscriptStore {
            RETURNING session_id, revision, last_seq`,
           [session],
         );
-        return headOf(rows[0]!);
+        return this.remember(session, headOf(rows[0]!));
       }),
     );
   }
@@ -357,6 +373,14 @@ export class PostgresStore implements TranscriptStore {
     return write;
   }
 
+  /** Notes the session's head (the most recent at the end; the oldest go past HEADS_KEPT). */
+  private remember(session: string, head: TranscriptHead): TranscriptHead {
+    this.heads.delete(session);
+    this.heads.set(session, head);
+    if (this.heads.size > HEADS_KEPT) this.heads.delete(this.heads.keys().next().value!);
+    return head;
+  }
+
   private serial<T>(session: string, work: () => Promise<T>): Promise<T> {
     return this.chains.run(session, work);
   }
@@ -364,13 +388,6 @@ export class PostgresStore implements TranscriptStore {
 
 function headOf(row: { session_id: string; revision: number; last_seq: string }): TranscriptHead {
   return { sessionId: row.session_id, revision: row.revision, lastSeq: Number(row.last_seq) };
-}
-
-/** The seq of the final an undelivered-final marker marks: details.finalSeq, else the record before. */
-function markedSeq(record: TranscriptRecord): number | null {
-  if (record.role !== "custom" || record.customType !== UNDELIVERED_FINAL) return null;
-  const named = record.details?.finalSeq;
-  return typeof named === "number" && Number.isInteger(named) && named < record.seq ? named : record.seq - 1;
 }
 
 /** A key the store can hold: what every store accepts, and no NUL (PostgreSQL text cannot carry it). */
