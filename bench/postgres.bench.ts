@@ -1,20 +1,4 @@
-/**
- * PostgreSQL figures: claim latency of the cluster lanes (run() to the task's start, a free slot), and
- * with 50,000 rows waiting (the claim as the lanes run it against a full pass over the queue),
- * turns per second of three gateway processes on one database against one process on the JSONL store
- * (the same workload, in the same run, as a ratio), the takeover time after kill -9 against the
- * lease (of a lane slot, and of a whole session whose turn is resumed elsewhere), and the steer latency
- * from `receive()` on one process to the run on another holding the message. Uses TILLER_DATABASE_URL, else TILLER_TEST_DATABASE_URL, else 127.0.0.1:5432/test; skipped with
- * a line saying so when none answers. Run alone with `npx tsx bench/postgres.bench.ts`.
- */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
 import { createClusterSessions } from "../src/adapters/postgres/cluster-sessions.js";
 import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
@@ -22,16 +6,12 @@ import { createClusterLanes } from "../src/lanes/cluster/cluster-lanes.js";
 import { silentLogger } from "../src/logger.js";
 import type { ModelProvider } from "../src/ports/model.js";
 import type { ToolDefinition } from "../src/ports/tool.js";
-import type pg from "pg";
-import { backendCpuMs, benchDatabase, cpuSince, type Figures, percentile, round } from "./bench-support.js";
+import { benchDatabase, type Figures, percentile, round } from "./bench-support.js";
 import { claimBacklog } from "./claim-backlog.js";
-import { CountingChannel, instantModel, playWorkload } from "./cluster-workload.js";
+import { CountingChannel, instantModel } from "./cluster-workload.js";
+import { startChild } from "./start-child.js";
+import { turnsPerSecond } from "./turns-per-second.js";
 
-const PROCESSES = 3;
-const SESSIONS_PER_PROCESS = 8;
-const MESSAGES = 10;
-/** Messages per session played before the measured ones, by every process on both sides. */
-const WARMUP_MESSAGES = 3;
 const CAPACITY = 8;
 const CLAIMS = 200;
 const LEASE_MS = 2000;
@@ -74,81 +54,6 @@ async function claimLatency(url: string, schema: string): Promise<Figures> {
   await lanes.close();
   times.sort((a, b) => a - b);
   return { "claim.p50Ms": round(percentile(times, 50)), "claim.p99Ms": round(percentile(times, 99)) };
-}
-
-export async function turnsPerSecond(url: string, schema: string, admin: pg.Client): Promise<Figures> {
-  const turns = PROCESSES * SESSIONS_PER_PROCESS * MESSAGES;
-  // The cluster: every process plays its own sessions; the capacity is shared.
-  const children = Array.from({ length: PROCESSES }, (_, p) => {
-    const name = `g${p}`;
-    const sessions = Array.from({ length: SESSIONS_PER_PROCESS }, (_, i) => `web:${name}-${i}`);
-    return startChild("gateway", {
-      url,
-      schema,
-      name,
-      capacity: { main: CAPACITY },
-      workload: { sessions, messages: MESSAGES },
-      warmup: { sessions: sessions.map((s) => `${s}-warm`), messages: WARMUP_MESSAGES },
-      countSql: true,
-    });
-  });
-  await Promise.all(children.map((c) => c.fact("ready")));
-  const backends = "tiller g_%";
-  const dbBefore = await backendCpuMs(admin, backends);
-  const go = Date.now();
-  for (const c of children) c.child.stdin!.write("go\n");
-  const done = await Promise.all(children.map((c) => c.fact("done")));
-  const clusterSeconds = (Math.max(...done.map((d) => Number(d.at))) - go) / 1000;
-  const dbCpuMs = cpuSince(dbBefore, await backendCpuMs(admin, backends));
-  const clusterCpuMs = done.reduce((sum, d) => sum + Number(d.cpuMs), 0);
-  const sum = (key: string) => done.reduce((total, d) => total + Number(d[key]), 0);
-  if (process.env.TILLER_BENCH_SQL_DETAIL) {
-    const byText = new Map<string, number>();
-    for (const d of done)
-      for (const [text, n] of Object.entries(d.byText as Record<string, number>))
-        byText.set(text, (byText.get(text) ?? 0) + n);
-    for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]))
-      console.log(`${round(n / turns, 2)}\t${text}`);
-  }
-  // Each process stops its gateway and exits by itself once done.
-  await Promise.all(children.map((c) => c.fact("stopped").catch(() => undefined)));
-  for (const c of children) c.child.kill();
-  // One process, the embedded default: JSONL store, in-process lanes, the same workload and capacity.
-  const dir = await mkdtemp(join(tmpdir(), "tiller-bench-jsonl-"));
-  const store = await JsonlStore.openDir({ dir });
-  const channel = new CountingChannel();
-  const gateway = createGateway({
-    config: { queue: { mode: "followup" }, lanes: { main: CAPACITY } },
-    model: instantModel(),
-    channels: { web: channel },
-    store,
-    logger: silentLogger,
-  });
-  await gateway.start();
-  const sessions = Array.from({ length: PROCESSES * SESSIONS_PER_PROCESS }, (_, i) => `web:one-${i}`);
-  const warm = sessions.map((s) => `${s}-warm`);
-  await playWorkload(gateway, channel, { sessions: warm, messages: WARMUP_MESSAGES });
-  const cpu = process.cpuUsage();
-  const singleSeconds = (await playWorkload(gateway, channel, { sessions, messages: MESSAGES })) / 1000;
-  const used = process.cpuUsage(cpu);
-  await gateway.stop();
-  await rm(dir, { recursive: true, force: true });
-  const cluster = turns / clusterSeconds;
-  const single = turns / singleSeconds;
-  return {
-    "turns.cluster3.perSecond": Math.round(cluster),
-    "turns.jsonl1.perSecond": Math.round(single),
-    "turns.ratio": round(cluster / single, 3),
-    "turns.ratio.target": ">= 1",
-    // Where the time goes: CPU per turn of the three processes, of their database backends, of the one.
-    "turns.cluster3.cpuMsPerTurn": round(clusterCpuMs / turns),
-    "turns.cluster3.dbCpuMsPerTurn": round(dbCpuMs / turns),
-    "turns.jsonl1.cpuMsPerTurn": round((used.user + used.system) / 1000 / turns),
-    // Everything the three processes sent, background loops included, per turn.
-    "turns.cluster3.statementsPerTurn": round(sum("statements") / turns, 1),
-    "turns.cluster3.commitsPerTurn": round(sum("commits") / turns, 1),
-    "turns.cluster3.durableCommitsPerTurn": round(sum("durableCommits") / turns, 1),
-  };
 }
 
 /** kill -9 of the process holding a session; another process waits for it: how long until it runs. */
@@ -316,30 +221,6 @@ async function sessionTakeover(url: string, schema: string): Promise<Figures> {
     "sessionTakeover.adoptedMs": adoptedAt - killedAt,
     "sessionTakeover.resumedMs": resumedAt - killedAt,
     "sessionTakeover.leaseMs": LEASE_MS,
-  };
-}
-
-function startChild(mode: string, args: Record<string, unknown>) {
-  const compiled = import.meta.url.endsWith(".js");
-  const file = fileURLToPath(new URL(`./postgres-child.${compiled ? "js" : "ts"}`, import.meta.url));
-  const argv = [...(process.env.S36_PROF ? ["--cpu-prof", "--cpu-prof-dir=tmp/prof"] : []), ...(compiled ? [] : ["--import", "tsx"]), file, mode, JSON.stringify(args)];
-  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ["pipe", "pipe", "inherit"] });
-  const facts: Array<Record<string, unknown>> = [];
-  const waiters: Array<() => void> = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    facts.push(JSON.parse(line));
-    for (const wake of waiters.splice(0)) wake();
-  });
-  return {
-    child,
-    async fact(event: string): Promise<Record<string, unknown>> {
-      for (;;) {
-        const found = facts.find((f) => f.event === event);
-        if (found) return found;
-        if (child.exitCode !== null) throw new Error(`postgres-child ${mode} exited before "${event}"`);
-        await new Promise<void>((resolve) => waiters.push(resolve));
-      }
-    },
   };
 }
 

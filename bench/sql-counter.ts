@@ -51,7 +51,8 @@ export class SqlCounter {
     const head = text.slice(0, 8).toUpperCase();
     this.lastStatementAt = performance.now();
     const durable = !String(
-      (client as unknown as { connectionParameters: { options?: string } }).connectionParameters.options ?? "",
+      (client as unknown as { connectionParameters: { options?: string } }).connectionParameters.options ??
+        "",
     ).includes("synchronous_commit=off");
     const transaction = this.open.get(client);
     let commit: boolean | undefined; // undefined: not a commit; else whether it wrote

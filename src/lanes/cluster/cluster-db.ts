@@ -36,6 +36,32 @@ export function grantChannel(schema: string, processId: string): string {
 }
 
 /**
+ * The grants a claim of another process sent with its wake-up (CLAIM_QUICK_TELL), or undefined when
+ * the payload carries none (a full pass, or too many to send): then the process asks (myGrants). The
+ * lease ran from the grant, before the wake-up: half of it is counted, the next renewal sets it again.
+ */
+export function toldGrants(payload: string, processId: string, leaseMs: number): Grant[] | undefined {
+  if (payload === "") return undefined;
+  try {
+    const told = JSON.parse(payload) as unknown;
+    if (!Array.isArray(told)) return undefined;
+    return told.map((grant) => {
+      const [id, localId, fence] = grant as [string, string, string];
+      return {
+        id: String(id),
+        owner: processId,
+        localId: Number(localId),
+        fence: Number(fence),
+        session: "",
+        remainingMs: Math.floor(leaseMs / 2),
+      };
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The cluster lanes' statements (lane-sql.ts) on one pool, for one process: what the scheduler needs
  * from the database and nothing of its local bookkeeping.
  */
@@ -86,52 +112,32 @@ export class ClusterDb {
   }
 
   /**
-   * Grants the lane's free slots to its best waiting rows, under the lane's lock: by the quick path
-   * (the oldest rows of each priority class) when it can prove its choice, else by the full pass over
-   * every waiting row. Both choose the same rows; the quick one costs the same however long the queue.
-   */
-  private async grantBest(client: pg.PoolClient, lane: string, defaultCapacity: number) {
-    const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
-    // Named: prepared once per connection, so the planner does not run on every pass.
-    const { rows } = await client.query<GrantRow & { proven: boolean }>({
-      name: "tiller.claimQuick",
-      text: sql.CLAIM_QUICK,
-      values: [lane, defaultCapacity, this.agingMs, window, this.leaseMs],
-    });
-    if (rows[0]?.proven) return rows.filter((row) => row.id !== null);
-    return (
-      await client.query<GrantRow>({
-        name: "tiller.claim",
-        text: sql.CLAIM,
-        values: [lane, defaultCapacity, this.leaseMs, this.agingMs],
-      })
-    ).rows;
-  }
-
-  /**
    * One claim pass on a lane: under the lane's advisory lock, grants its free slots (to any process),
    * and wakes the other processes it granted to. Undefined when another lane's pass granted the same
-   * session first (the unique index refused it): then the pass should simply run again.
+   * session first (the unique index refused it): then the pass should simply run again. The quick
+   * path goes in one round trip (BEGIN, the lock, the claim that also wakes, COMMIT in one message);
+   * when it cannot prove its choice it grants nothing and the full pass runs.
    */
   async claim(lane: string, defaultCapacity: number): Promise<Grant[] | undefined> {
     const client = await this.pool.connect();
     try {
-      await client.query("BEGIN");
-      await client.query(sql.LOCK_LANE, [`${this.schema}:lane:${lane}`]);
-      const rows = await this.grantBest(client, lane, defaultCapacity);
-      const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
-      if (others.length > 0) {
-        await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
-      }
-      await client.query("COMMIT");
-      return rows.map((row) => ({
-        id: row.id,
-        owner: row.owner,
-        localId: Number(row.local_id),
-        fence: Number(row.fence),
-        session: row.session_key,
-        remainingMs: this.leaseMs,
-      }));
+      const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
+      const quick = inlined(client, sql.CLAIM_QUICK_TELL, [
+        lane,
+        defaultCapacity,
+        this.agingMs,
+        window,
+        this.leaseMs,
+        this.processId,
+        grantChannel(this.schema, ""),
+      ]);
+      const lock = inlined(client, sql.LOCK_LANE, [this.lockKey(lane)]);
+      const results = (await client.query(`BEGIN; ${lock}; ${quick}; COMMIT`)) as unknown as Array<
+        pg.QueryResult<GrantRow & { proven: boolean }>
+      >;
+      const rows = results[2]!.rows;
+      if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
+      return this.grants(await this.fullPass(client, lane, defaultCapacity));
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       if ((error as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
@@ -139,6 +145,39 @@ export class ClusterDb {
     } finally {
       client.release();
     }
+  }
+
+  /** The claim over every waiting row of the lane, in its own transaction under the lane's lock. */
+  private async fullPass(client: pg.PoolClient, lane: string, defaultCapacity: number): Promise<GrantRow[]> {
+    await client.query("BEGIN");
+    await client.query(sql.LOCK_LANE, [this.lockKey(lane)]);
+    // Named: prepared once per connection, so the planner does not run on every pass.
+    const { rows } = await client.query<GrantRow>({
+      name: "tiller.claim",
+      text: sql.CLAIM,
+      values: [lane, defaultCapacity, this.leaseMs, this.agingMs],
+    });
+    const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
+    if (others.length > 0) {
+      await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
+    }
+    await client.query("COMMIT");
+    return rows;
+  }
+
+  private lockKey(lane: string): string {
+    return `${this.schema}:lane:${lane}`;
+  }
+
+  private grants(rows: GrantRow[]): Grant[] {
+    return rows.map((row) => ({
+      id: row.id,
+      owner: row.owner,
+      localId: Number(row.local_id),
+      fence: Number(row.fence),
+      session: row.session_key,
+      remainingMs: this.leaseMs,
+    }));
   }
 
   /** This process's grants (after a wake-up, or on the poll). */
@@ -227,4 +266,17 @@ export class ClusterDb {
   async leave(): Promise<void> {
     await this.pool.query(sql.LEAVE, [this.processId]);
   }
+}
+
+/**
+ * `text` with its parameters `$1`, `$2` … written in as literals (quoted by the driver; numbers must be
+ * finite), so that several statements go in one message of the simple protocol: one round trip.
+ */
+function inlined(client: pg.PoolClient, text: string, values: ReadonlyArray<string | number>): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    if (typeof value === "string") return client.escapeLiteral(value);
+    if (typeof value === "number" && Number.isFinite(value)) return `(${value})`;
+    throw new TypeError(`parameter $${n}: expected a string or a finite number`);
+  });
 }

@@ -9,7 +9,7 @@ import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.
 import { checkCapacity, checkRunOptions, checkWorkloadLane, SESSION_PREFIX } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
 import { ClaimPasses } from "./claim-passes.js";
-import { ClusterDb, type Grant, grantChannel } from "./cluster-db.js";
+import { ClusterDb, type Grant, grantChannel, toldGrants } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
 import { type ClusterLanesOptions, parseClusterOptions } from "./cluster-options.js";
 import { clusterSnapshot, laneCounts, lostWaiting } from "./cluster-snapshot.js";
@@ -154,10 +154,10 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     for (const grant of grants ?? []) if (grant.owner === processId) granted(grant, sentAt);
   }
 
-  /** Asks which of this process's rows were granted (after a wake-up, or on the poll). */
-  async function fetchGrants(): Promise<void> {
+  /** Starts the grants a wake-up named (`told`), else asks which of this process's rows were granted. */
+  async function fetchGrants(told?: Grant[]): Promise<void> {
     const sentAt = clock.now();
-    for (const grant of await db.myGrants()) {
+    for (const grant of told ?? (await db.myGrants())) {
       if (entries.get(grant.localId)?.state !== "running") granted(grant, sentAt);
     }
   }
@@ -337,7 +337,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     config: clientConfig({ ...options, schema, applicationName: `tiller ${processId} listen` }),
     channels: [grantChannel(schema, processId)],
     clock,
-    onNotify: () => track("grants", fetchGrants()),
+    // A claim elsewhere granted this process's rows: the wake-up names them, or it asks.
+    onNotify: (_channel, payload) => track("grants", fetchGrants(toldGrants(payload, processId, leaseMs))),
     onReconnect: () => track("grants", fetchGrants()),
   });
   await listener.start();
