@@ -22,7 +22,7 @@ const SESSIONS_PER_PROCESS = 8;
 const MESSAGES = 10;
 const CAPACITY = 8;
 /** Messages per session played before the measured ones, by every process on both sides. */
-const WARMUP_MESSAGES = 3;
+const WARMUP_MESSAGES = 10;
 const TURNS = PROCESSES * SESSIONS_PER_PROCESS * MESSAGES;
 
 interface Side {

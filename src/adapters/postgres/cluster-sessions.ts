@@ -7,6 +7,7 @@ import {
   checkSchema,
   clientConfig,
   createPool,
+  inlined,
   inTransaction,
   type PostgresConnectionOptions,
 } from "./connection.js";
@@ -108,37 +109,38 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
 
   const lockKey = (session: string) => `${schema}:session:${session}`;
 
+  /** One round trip: BEGIN, the session's lock, ACCEPT and COMMIT go in one message. */
   async function accept(message: InboxMessage): Promise<Acceptance> {
-    return inTransaction(pool, async (client): Promise<Acceptance | (Acceptance & { fence: number })> => {
-      await client.query(sql.LOCK_SESSION, [lockKey(message.session)]);
-      const inserted = await client.query<{ id: string }>(sql.INSERT_INBOX, [
+    const client = await pool.connect();
+    let row: { id: string | null; owner: string | null; live: boolean | null; fence: string | null };
+    try {
+      const lock = inlined(client, sql.LOCK_SESSION, [lockKey(message.session)]);
+      const statement = inlined(client, sql.ACCEPT, [
         message.session,
         message.messageId,
         message.mode,
-        message.body,
+        JSON.stringify(message.body),
         processId,
+        leaseMs,
+        inboxChannel(schema, ""),
+        JSON.stringify({ wake: message.session }),
       ]);
-      const id = inserted.rows[0]?.id;
-      if (id === undefined) return { kind: "duplicate" as const };
-      const owner = (await client.query<{ owner: string; live: boolean }>(sql.OWNER_OF, [message.session]))
-        .rows[0];
-      if (owner?.live && owner.owner !== processId) {
-        // Delivered when this transaction commits: the row is there before the owner looks.
-        await client.query(sql.NOTIFY, [
-          inboxChannel(schema, owner.owner),
-          JSON.stringify({ wake: message.session }),
-        ]);
-        return { kind: "remote" as const, id, owner: owner.owner };
-      }
-      const fence = await takeOwner(client, message.session);
-      return { kind: "local" as const, id, adopted: !(owner?.live && owner.owner === processId), fence };
-    }).then((acceptance) => {
-      if (!("fence" in acceptance)) return acceptance;
-      const { fence, ...local } = acceptance;
-      // Known to the store's writes once the ownership is committed, not before.
-      fences.set(message.session, fence);
-      return local;
-    });
+      const results = (await client.query(`BEGIN; ${lock}; ${statement}; COMMIT`)) as unknown as Array<
+        pg.QueryResult<typeof row>
+      >;
+      row = results[2]!.rows[0]!;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+    if (row.id === null) return { kind: "duplicate" };
+    if (row.fence === null) return { kind: "remote", id: row.id, owner: row.owner! };
+    owned.set(message.session, ++takings);
+    // Known to the store's writes once the ownership is committed, not before.
+    fences.set(message.session, Number(row.fence));
+    return { kind: "local", id: row.id, adopted: !(row.live && row.owner === processId) };
   }
 
   async function takeOwner(client: pg.PoolClient, session: string): Promise<number> {

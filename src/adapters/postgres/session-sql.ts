@@ -9,6 +9,30 @@ export const INSERT_INBOX = `
 INSERT INTO inbox (session_key, message_id, mode, body, received_by) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (session_key, message_id) DO NOTHING RETURNING id`;
 
+/**
+ * The whole accept after LOCK_SESSION, in one statement: the message goes into the inbox unless its id
+ * is there (a duplicate: nothing else happens); then a live owner elsewhere is woken (`$7` || owner:
+ * its channel, `$8` the payload), else this process (`$5`) owns the session from now on (TAKE_OWNER,
+ * lease `$6` ms). Answers the inbox id, the owner as it was, whether it was live, and the token taken.
+ */
+export const ACCEPT = `
+WITH ins AS (
+  INSERT INTO inbox (session_key, message_id, mode, body, received_by) VALUES ($1, $2, $3, $4::jsonb, $5)
+  ON CONFLICT (session_key, message_id) DO NOTHING RETURNING id),
+o AS (SELECT owner, lease_until > clock_timestamp() AS live FROM session_owners WHERE session_key = $1),
+elsewhere AS (SELECT owner FROM o WHERE live AND owner <> $5),
+woken AS (SELECT pg_notify($7 || e.owner, $8) FROM elsewhere e WHERE EXISTS (SELECT 1 FROM ins)),
+taken AS (
+  INSERT INTO session_owners (session_key, owner, fence, lease_until)
+  SELECT $1, $5, nextval('fence_seq'), clock_timestamp() + $6 * interval '1 millisecond'
+   WHERE EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM elsewhere)
+  ON CONFLICT (session_key) DO UPDATE SET
+    fence = CASE WHEN session_owners.owner = excluded.owner THEN session_owners.fence ELSE excluded.fence END,
+    owner = excluded.owner, lease_until = excluded.lease_until
+  RETURNING fence)
+SELECT (SELECT id FROM ins) AS id, (SELECT owner FROM o) AS owner, (SELECT live FROM o) AS live,
+       (SELECT fence FROM taken) AS fence, (SELECT count(*) FROM woken) AS woken`;
+
 export const OWNER_OF = `
 SELECT owner, lease_until > clock_timestamp() AS live FROM session_owners WHERE session_key = $1`;
 

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { inlined } from "../../adapters/postgres/connection.js";
 import * as sql from "./claim-sql.js";
 
 /** A row the claim granted: to whom, for which of its tasks, under which token. */
@@ -266,17 +267,4 @@ export class ClusterDb {
   async leave(): Promise<void> {
     await this.pool.query(sql.LEAVE, [this.processId]);
   }
-}
-
-/**
- * `text` with its parameters `$1`, `$2` … written in as literals (quoted by the driver; numbers must be
- * finite), so that several statements go in one message of the simple protocol: one round trip.
- */
-function inlined(client: pg.PoolClient, text: string, values: ReadonlyArray<string | number>): string {
-  return text.replace(/\$(\d+)/g, (_, n: string) => {
-    const value = values[Number(n) - 1];
-    if (typeof value === "string") return client.escapeLiteral(value);
-    if (typeof value === "number" && Number.isFinite(value)) return `(${value})`;
-    throw new TypeError(`parameter $${n}: expected a string or a finite number`);
-  });
 }
