@@ -20,8 +20,9 @@ import { appendAtHead, insertRecords, recordColumns } from "./append-at-head.js"
 import { type ClusterView, readClusterView } from "./cluster-view.js";
 import { CommitmentRows } from "./commitment-rows.js";
 import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
-import { type FenceSource, fenceHolds, NO_FENCES, ownershipHolds } from "./fences.js";
+import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
+import { StateSaves } from "./state-saves.js";
 
 /** Options of {@link PostgresStore.connect}: the database, the schema, and the lease of a session's writer. */
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -80,6 +81,8 @@ export class PostgresStore implements TranscriptStore {
    * (which checks it is still the head); another process's write since then costs the longer path.
    */
   private readonly heads = new Map<string, TranscriptHead>();
+  /** State saves of many sessions, committed together. */
+  private readonly states: StateSaves;
 
   private constructor(pool: pg.Pool, options: PostgresStoreOptions) {
     this.pool = pool;
@@ -91,6 +94,7 @@ export class PostgresStore implements TranscriptStore {
       throw new ConfigError("commitmentLeaseMs", "a positive number of ms", lease);
     this.processId = options.processId ?? `s${nanoid(10)}`;
     this.commitments = new CommitmentRows(pool, this.processId, lease, this.schema);
+    this.states = new StateSaves(pool);
   }
 
   /** Connects, applies pending migrations, and returns the store. */
@@ -253,21 +257,9 @@ export class PostgresStore implements TranscriptStore {
       const fence = this.fences.fenceFor(session) ?? null;
       // Between turns no run fences the save: the session's ownership does (in a cluster).
       const owner = fence === null ? this.fences.ownerFenceFor?.(session) : undefined;
-      const holds = `${fenceHolds("$1", "$2")} AND ${ownershipHolds("$1", "$3", "$4")}`;
-      const query = this.pool.query<{ ok: boolean }>(
-        json === null
-          ? `WITH ok AS (SELECT ${holds} AS ok),
-             d AS (DELETE FROM session_state WHERE session_key = $1 AND (SELECT ok FROM ok))
-             SELECT ok FROM ok`
-          : `WITH ok AS (SELECT ${holds} AS ok),
-             u AS (INSERT INTO session_state (session_key, state) SELECT $1, $5 WHERE (SELECT ok FROM ok)
-                   ON CONFLICT (session_key) DO UPDATE SET state = excluded.state, updated_at = now())
-             SELECT ok FROM ok`,
-        [session, fence, owner?.owner ?? null, owner?.fence ?? null, ...(json === null ? [] : [json])],
-      );
+      const query = this.states.save({ session, fence, owner, json });
       if (fence !== null) this.fences.using?.(session, query);
-      const { rows } = await query;
-      if (!rows[0]?.ok) throw new LeaseLostError(session, fence ?? owner!.fence);
+      if (!(await query)) throw new LeaseLostError(session, fence ?? owner!.fence);
     });
   }
 

@@ -66,4 +66,37 @@ describe("state saves fenced by the session's ownership", () => {
     await store.saveState("web:free", { queue: [] });
     expect(await store.loadState("web:free")).toEqual({ queue: [] });
   });
+
+  it("saves many sessions at once (committed together), refusing only the one whose owner changed", async () => {
+    const { cluster, store } = await ownerWithStore("fd");
+    const sessions = ["web:g0", "web:g1", "web:g2", "web:g3", "web:g4"];
+    for (const session of sessions)
+      await cluster.accept({ session, messageId: "m1", mode: "default", body: { ...body, session } });
+    await Promise.all(sessions.map((session) => store.saveState(session, { turn: "before" })));
+    // web:g2 was taken over; web:g4's state is deleted in the same batch.
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_owners SET owner = 'fe', fence = nextval('${db.schema}.fence_seq') WHERE session_key = 'web:g2'`,
+    );
+    const saves = await Promise.allSettled(
+      sessions.map((session, i) => store.saveState(session, i === 4 ? null : { turn: `after ${i}` })),
+    );
+    expect(saves.map((save) => save.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    expect((saves[2] as PromiseRejectedResult).reason).toMatchObject({
+      code: "LEASE_LOST",
+      session: "web:g2",
+    });
+    expect(await Promise.all(sessions.map((session) => store.loadState(session)))).toEqual([
+      { turn: "after 0" },
+      { turn: "after 1" },
+      { turn: "before" },
+      { turn: "after 3" },
+      null,
+    ]);
+  });
 });
