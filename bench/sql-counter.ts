@@ -22,14 +22,20 @@ export class SqlCounter {
   /** Connections inside BEGIN …, and whether their transaction wrote. */
   private readonly open = new WeakMap<pg.Client, { wrote: boolean }>();
   lastStatementAt = 0;
+  private readonly original = pg.Client.prototype.query as unknown as Query;
 
   constructor(private readonly trace = false) {
-    const original = pg.Client.prototype.query as unknown as Query;
+    const original = this.original;
     const counter = this;
     (pg.Client.prototype as unknown as { query: Query }).query = function (this: pg.Client, ...args) {
       counter.seen(this, args);
       return original.apply(this, args);
     };
+  }
+
+  /** Puts the driver back as it was. */
+  uninstall(): void {
+    (pg.Client.prototype as unknown as { query: Query }).query = this.original;
   }
 
   start(): void {

@@ -20,10 +20,8 @@ import { SqlCounter } from "./sql-counter.js";
 const TURNS = Number(process.env.TILLER_TURNS ?? 20);
 const QUIET_MS = 150;
 
-let counter: SqlCounter | undefined;
-
-async function quiet(): Promise<void> {
-  while (performance.now() - counter!.lastStatementAt < QUIET_MS)
+async function quiet(counter: SqlCounter): Promise<void> {
+  while (performance.now() - counter.lastStatementAt < QUIET_MS)
     await new Promise((resolve) => setTimeout(resolve, QUIET_MS / 3));
 }
 
@@ -32,7 +30,7 @@ export async function benchTurnCost(detail = false): Promise<Figures> {
   if ("skipped" in database) return { skipped: `skipped: ${database.skipped}` };
   const { url, admin } = database;
   const schema = `bench_${randomBytes(4).toString("hex")}`;
-  counter ??= new SqlCounter(process.env.TILLER_TRACE_SQL === "1");
+  const counter = new SqlCounter(process.env.TILLER_TRACE_SQL === "1");
   // Long leases and polls: the loops stay out of the counted turns.
   const slow = { leaseMs: 600_000, pollMs: 600_000 };
   const lanes = await createClusterLanes({ url, schema, processId: "cost", capacity: { main: 8 }, ...slow });
@@ -64,7 +62,7 @@ export async function benchTurnCost(detail = false): Promise<Figures> {
   try {
     const one = async (session: string, id: string) => {
       await gateway.receive({ session, channel: "web", text: "question", id });
-      await quiet();
+      await quiet(counter);
     };
     await one("web:warm", "w1"); // connections, prepared plans, JIT
     for (const [name, follow] of [
@@ -91,6 +89,7 @@ export async function benchTurnCost(detail = false): Promise<Figures> {
     await deliveries.close().catch(() => {});
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
     await admin.end();
+    counter.uninstall();
   }
   if (detail) console.log(details.join("\n"));
   return figures;
