@@ -42,7 +42,8 @@ interface Waiting extends StateSave {
  * Group commit of session state saves: the saves of different sessions that arrive while earlier
  * batches are in flight go to the database together, in one statement, so a busy process pays one
  * commit (one wait for the disk) for many of them. A save resolves only once its batch has committed;
- * a batch that fails rejects each of its saves (their callers retry them). A session has at most one
+ * when a batch fails, each of its saves is tried once more alone (so one bad row fails only its own
+ * save; a failure there rejects it, and its caller retries). A session has at most one
  * save waiting here (the store runs a session's writes one after another).
  */
 export class StateSaves {
@@ -59,30 +60,44 @@ export class StateSaves {
     });
   }
 
+  private alone(save: Waiting): void {
+    this.run([save]).then(
+      (ok) => save.resolve(ok[0]!),
+      (error: unknown) => save.reject(error),
+    );
+  }
+
+  /** Runs one batch: whether each save went through, in the batch's order. */
+  private async run(batch: readonly StateSave[]): Promise<boolean[]> {
+    const { rows } = await this.pool.query<{ ord: string; ok: boolean }>({
+      name: "tiller.saveStates",
+      text: SAVE_STATES,
+      values: [
+        batch.map((s) => s.session),
+        batch.map((s) => s.fence),
+        batch.map((s) => s.owner?.owner ?? null),
+        batch.map((s) => s.owner?.fence ?? null),
+        batch.map((s) => s.json),
+      ],
+    });
+    const ok = new Map(rows.map((row) => [Number(row.ord), row.ok]));
+    return batch.map((_, index) => ok.get(index + 1) === true);
+  }
+
   private next(): void {
     if (this.inFlight >= IN_FLIGHT || this.waiting.length === 0) return;
     // Rows in key order: two processes' batches lock shared rows in the same order.
     const batch = this.waiting.splice(0).sort((a, b) => (a.session < b.session ? -1 : 1));
     this.inFlight++;
-    this.pool
-      .query<{ ord: string; ok: boolean }>({
-        name: "tiller.saveStates",
-        text: SAVE_STATES,
-        values: [
-          batch.map((s) => s.session),
-          batch.map((s) => s.fence),
-          batch.map((s) => s.owner?.owner ?? null),
-          batch.map((s) => s.owner?.fence ?? null),
-          batch.map((s) => s.json),
-        ],
-      })
+    this.run(batch)
       .then(
-        ({ rows }) => {
-          const ok = new Map(rows.map((row) => [Number(row.ord), row.ok]));
-          for (const [index, save] of batch.entries()) save.resolve(ok.get(index + 1) === true);
+        (ok) => {
+          for (const [index, save] of batch.entries()) save.resolve(ok[index]!);
         },
         (error: unknown) => {
-          for (const save of batch) save.reject(error);
+          // One save's row may be what failed: each is tried once more on its own, so it fails alone.
+          if (batch.length === 1) batch[0]!.reject(error);
+          else for (const save of batch) this.alone(save);
         },
       )
       .finally(() => {
