@@ -1,9 +1,18 @@
 import { fromCallback } from "xstate";
-import { errorMessage, LaneTimeoutError, TillerError } from "../errors.js";
+import { errorMessage, isStoreUnreachable, LaneTimeoutError, TillerError } from "../errors.js";
 import type { PendingTurn, SessionEvent } from "../machines/session.types.js";
 import { laneForTurn, priorityForTrigger } from "../policy/lane-priority.js";
+import { sleep } from "../ports/clock.js";
 import type { ActorDeps } from "./deps.js";
 import { prepareRun } from "./prepare-run.js";
+
+/**
+ * The first wait before a lane request whose store could not be reached is asked again (the cluster
+ * lanes' `STORE_FAILED` carries the connection error as its cause: nothing was granted), doubled per
+ * try up to the cap.
+ */
+const FIRST_WAIT_MS = 200;
+const MAX_WAIT_MS = 5_000;
 
 export interface LaneSlotInput {
   session: string;
@@ -17,7 +26,9 @@ export interface LaneSlotInput {
  * window is cached, so the model call starts in the step that got the slot). A resend needs no run.
  * Releases the slot when the state exits (the actor is stopped). The turn's trigger picks its lane and
  * priority (user turns in `main` in the foreground, scheduled ones in `cron` in the background, ...); a
- * turn resumed after a restart runs in the background.
+ * turn resumed after a restart runs in the background. A request the lanes could not store (the
+ * cluster's database was away) is asked again with backoff until it is, never turned into a
+ * rejection: a rejected turn waits in its session's queue for a message that may never come.
  */
 export function createLaneSlot(deps: ActorDeps) {
   return fromCallback<SessionEvent, LaneSlotInput>(({ input, sendBack }) => {
@@ -56,29 +67,44 @@ export function createLaneSlot(deps: ActorDeps) {
       );
     }
 
-    deps.lanes
-      .run(
-        {
-          session: input.session,
-          lane: laneForTurn(input.pending),
-          priority: priorityForTrigger(input.pending.trigger ?? "user", {
-            restartRecovery: input.pending.resumed === true && !deps.resumedKeepsPriority,
-          }),
-          signal: waiting.signal,
-          ...(deps.config.laneTimeoutMs ? { timeoutMs: deps.config.laneTimeoutMs } : {}),
-        },
-        () => {
-          granted = true;
-          start();
-          return held;
-        },
-      )
-      .catch((error: unknown) => {
-        if (waiting.signal.aborted || left) return;
-        if (granted && error instanceof LaneTimeoutError) sendBack({ type: "lane.timeout" });
-        else if (!granted)
-          sendBack({ type: "lane.rejected", reason: error instanceof Error ? error.message : String(error) });
-      });
+    const ask = (wait: number): void => {
+      deps.lanes
+        .run(
+          {
+            session: input.session,
+            lane: laneForTurn(input.pending),
+            priority: priorityForTrigger(input.pending.trigger ?? "user", {
+              restartRecovery: input.pending.resumed === true && !deps.resumedKeepsPriority,
+            }),
+            signal: waiting.signal,
+            ...(deps.config.laneTimeoutMs ? { timeoutMs: deps.config.laneTimeoutMs } : {}),
+          },
+          () => {
+            granted = true;
+            start();
+            return held;
+          },
+        )
+        .catch((error: unknown) => {
+          if (waiting.signal.aborted || left) return;
+          if (granted && error instanceof LaneTimeoutError) sendBack({ type: "lane.timeout" });
+          else if (!granted && isStoreUnreachable(error)) {
+            deps.logger.warn(
+              { session: input.session, op: "lane-enqueue", error: errorMessage(error), retryInMs: wait },
+              "store.unreachable",
+            );
+            sleep(deps.clock, wait, waiting.signal).then(
+              () => ask(Math.min(wait * 2, MAX_WAIT_MS)),
+              () => {},
+            );
+          } else if (!granted)
+            sendBack({
+              type: "lane.rejected",
+              reason: error instanceof Error ? error.message : String(error),
+            });
+        });
+    };
+    ask(FIRST_WAIT_MS);
     return () => {
       left = true;
       release();

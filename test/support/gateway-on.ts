@@ -5,6 +5,7 @@ import { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import type { GatewayConfigInput } from "../../src/config.js";
 import type { TillerEvent } from "../../src/events.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
+import type { LaneScheduler } from "../../src/lanes/lane-scheduler.js";
 import { silentLogger } from "../../src/logger.js";
 import type { Channel } from "../../src/ports/channel.js";
 import { sleep } from "../../src/ports/clock.js";
@@ -18,6 +19,8 @@ export interface GatewayOnOptions {
   tools?: ToolDefinition[];
   channel?: Channel;
   model?: ModelProvider;
+  /** The lane scheduler, built on the gateway's clock (default: the in-process one). */
+  lanes?: (clock: SimulatedClock) => LaneScheduler;
 }
 
 /**
@@ -37,6 +40,7 @@ export function gatewayOn(store: TranscriptStore | MemoryStore, options: Gateway
     channels: { web: options.channel ?? loopback },
     clock,
     store,
+    ...(options.lanes ? { lanes: options.lanes(clock) } : {}),
     logger: silentLogger,
   });
   gateway.subscribe((event) => {

@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../../src/adapters/memory-store.js";
+import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
+import { TillerError } from "../../src/errors.js";
+import { createLaneScheduler, type LaneScheduler } from "../../src/lanes/lane-scheduler.js";
+import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
+import { gatewayOn } from "../support/gateway-on.js";
+
+// The store (a cluster's database) stops answering at one step of a turn: while the turn asks for its
+// lane slot, while its records are written. Each message is still answered once, with its reply, once
+// the store is back; nobody is left silent and nothing is sent twice. Runs on the simulated clock.
+
+const refused = () =>
+  Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+
+/** In-process lanes whose first `count` requests fail as the cluster lanes' do when their INSERT cannot reach the database. */
+function lanesRefusing(count: number) {
+  let refusedSoFar = 0;
+  const build = (clock: SimulatedClock): LaneScheduler => {
+    const inner = createLaneScheduler({ clock });
+    return Object.assign(Object.create(inner) as LaneScheduler, {
+      run: ((options, task) => {
+        if (refusedSoFar < count) {
+          refusedSoFar++;
+          return Promise.reject(
+            new TillerError("STORE_FAILED", "could not enqueue in the cluster lanes", {
+              retryable: true,
+              cause: refused(),
+            }),
+          );
+        }
+        return inner.run(options, task);
+      }) as LaneScheduler["run"],
+    });
+  };
+  return { build, refused: () => refusedSoFar };
+}
+
+/** Appends whose records match `which` fail as unreachable `count` times, then go through. */
+class UnreachableStore extends MemoryStore {
+  failures = 0;
+  constructor(
+    private readonly which: (records: RecordBody[]) => boolean,
+    private readonly count: number,
+  ) {
+    super();
+  }
+  override async append(session: string, records: RecordBody[], expect: ExpectedHead) {
+    if (this.which(records) && this.failures < this.count) {
+      this.failures++;
+      throw refused();
+    }
+    return super.append(session, records, expect);
+  }
+}
+
+const shown = (g: ReturnType<typeof gatewayOn>) =>
+  g.channel.sent.filter((s) => s.ok).map((s) => [s.kind, s.text]);
+
+describe("a turn through a store that cannot be reached", () => {
+  it("asks for its lane slot again until the lanes can store it: the message and the one queued behind it are answered once", async () => {
+    const lanes = lanesRefusing(3);
+    const g = gatewayOn(new MemoryStore(), { lanes: lanes.build });
+    await g.gateway.start();
+    const first = await g.send("m1", "first question", "followup");
+    const second = await g.send("m2", "second question", "followup");
+    await g.settle();
+    expect(first.disposition).toBe("started");
+    expect(second.disposition).toBe("queued");
+    expect(shown(g)).toEqual([
+      ["reply", "Re: first question"],
+      ["reply", "Re: second question"],
+    ]);
+    expect(lanes.refused()).toBe(3);
+    expect(g.events.map((e) => e.type)).not.toContain("lane.rejected");
+  });
+});
