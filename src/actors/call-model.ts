@@ -10,6 +10,7 @@ import type { ToolSpec } from "../ports/tool.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
 import { checkModelReply, contextCallIds } from "./model-reply.js";
+import { untilStored } from "./store-retry.js";
 
 /**
  * One model call of a run. The turn's pending journal items are stored while the model works: the call
@@ -81,7 +82,13 @@ export function createCallModel(deps: ActorDeps) {
     const journaled = (async () => {
       // A message is stored only once a saved state says which turn answers it (restart safety).
       if (userIds.length > 0) await deps.stateDurable?.(input.session, userIds);
-      await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
+      // Held and tried again while the store cannot be reached: the turn waits, and keeps its reply.
+      await untilStored(
+        deps,
+        { session: input.session, op: "journal" },
+        () => deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted),
+        signal,
+      );
     })();
     // Observed here so a failed write is not an unhandled rejection while the model still works.
     journaled.catch(() => {});

@@ -44,16 +44,23 @@ export function createDeliver(deps: ActorDeps) {
         ...threading,
         signal,
       });
+    // The turn's records, held and tried again while the store cannot be reached (a database restarting):
+    // the reply waits for them rather than being given up for the could-not-finish notice.
+    const held = (op: string, write: () => Promise<unknown>) =>
+      untilStored(deps, { session, op }, write, signal);
     try {
-      await deps.writer.appendJournal(
-        session,
-        output.runId,
-        output.persisted,
-        output.journal.slice(output.persisted),
+      await held("journal", () =>
+        deps.writer.appendJournal(
+          session,
+          output.runId,
+          output.persisted,
+          output.journal.slice(output.persisted),
+        ),
       );
-      await deps.writer.append(session, closingResults(input));
+      await held("journal", () => deps.writer.append(session, closingResults(input)));
       // Durable before the next turn is prepared, so no later model call sees the rolled-back turn.
-      if (input.rolledBack) await deps.writer.append(session, [rollbackMarker(input)]);
+      if (input.rolledBack)
+        await held("rollback", () => deps.writer.append(session, [rollbackMarker(input)]));
     } catch (error) {
       if (output.trigger === "subagent") return finishSubagent(deps, input, "failed", errorMessage(error));
       // What the turn did could not be stored: the user still learns that this reply failed.

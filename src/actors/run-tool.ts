@@ -6,6 +6,7 @@ import { lackingScopes, refusedResult } from "../policy/sender.js";
 import { DeadlineError, withDeadline } from "../ports/clock.js";
 import type { ActorDeps } from "./deps.js";
 import { linkedAbort } from "./linked-abort.js";
+import { untilStored } from "./store-retry.js";
 
 /**
  * One tool call: its toolCall record is durable before the tool starts, so a crash mid-tool leaves
@@ -15,7 +16,13 @@ import { linkedAbort } from "./linked-abort.js";
  */
 export function createRunTool(deps: ActorDeps) {
   return fromPromise<RunToolOutput, RunToolInput>(async ({ input, signal }) => {
-    await deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted);
+    // Durable before the tool starts; held and tried again while the store cannot be reached.
+    await untilStored(
+      deps,
+      { session: input.session, op: "journal" },
+      () => deps.writer.appendJournal(input.session, input.runId, input.journalOffset, input.unpersisted),
+      signal,
+    );
     const persisted = input.unpersisted.length;
     const tool = deps.tools.get(input.call.name);
     if (!tool) {

@@ -3,8 +3,9 @@ import { MemoryStore } from "../../src/adapters/memory-store.js";
 import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
 import { TillerError } from "../../src/errors.js";
 import { createLaneScheduler, type LaneScheduler } from "../../src/lanes/lane-scheduler.js";
+import { FAILED_NOTICE } from "../../src/policy/delivery.js";
 import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
-import { gatewayOn } from "../support/gateway-on.js";
+import { clockTool, gatewayOn } from "../support/gateway-on.js";
 
 // The store (a cluster's database) stops answering at one step of a turn: while the turn asks for its
 // lane slot, while its records are written. Each message is still answered once, with its reply, once
@@ -73,5 +74,47 @@ describe("a turn through a store that cannot be reached", () => {
     ]);
     expect(lanes.refused()).toBe(3);
     expect(g.events.map((e) => e.type)).not.toContain("lane.rejected");
+  });
+
+  it("holds the turn's records while the store is away: the user gets the reply, not the could-not-finish notice", async () => {
+    const store = new UnreachableStore((records) => records.some((r) => r.role === "user"), 5);
+    const g = gatewayOn(store);
+    await g.gateway.start();
+    await g.send("m1", "first question");
+    await g.settle();
+    expect(shown(g)).toEqual([["reply", "Re: first question"]]);
+    expect(shown(g)).not.toContainEqual(["notice", FAILED_NOTICE]);
+    expect(store.failures).toBe(5);
+    const types = g.events.map((e) => e.type);
+    expect(types).not.toContain("turn.storeFailed");
+    // Stored once each, in order: the question, then its answer.
+    const stored = (await store.read("web:1")).flatMap((r) =>
+      r.role === "user" || r.role === "assistant" ? [[r.role, r.text]] : [],
+    );
+    expect(stored).toEqual([
+      ["user", "first question"],
+      ["assistant", "Re: first question"],
+    ]);
+  });
+
+  it("holds a tool call's record until the store is back: the tool runs once, then the reply goes out", async () => {
+    const store = new UnreachableStore((records) => records.some((r) => r.role === "toolCall"), 4);
+    const ran: string[] = [];
+    const g: ReturnType<typeof gatewayOn> = gatewayOn(store, {
+      rules: [
+        {
+          when: { latestUser: "write", call: 1 },
+          reply: { delayMs: 100, toolCalls: [{ name: "write_file" }] },
+        },
+        { reply: { delayMs: 100, text: "Re: {{latestUser}}" } },
+      ],
+      tools: [clockTool("write_file", 100, true, () => g.clock, ran)],
+    });
+    await g.gateway.start();
+    await g.send("m1", "write the file");
+    await g.settle();
+    expect(store.failures).toBe(4);
+    expect(ran).toHaveLength(1);
+    expect(shown(g)).toEqual([["reply", "Re: write the file"]]);
   });
 });
