@@ -4,6 +4,7 @@ import type { Commitment, SendInput, SendOutput } from "../machines/commitment.t
 import { CHECK_IN_RUN_PREFIX } from "../policy/commitment-review.js";
 import { send } from "./deliver.js";
 import type { ActorDeps } from "./deps.js";
+import { untilStored } from "./store-retry.js";
 
 /** The part of the commitment book a send writes through: the daily count and ordered updates. */
 export interface CommitmentLedger {
@@ -28,10 +29,13 @@ export interface SendGate {
  * restart settles as sent with an unknown receipt and never sends again. A committed receipt makes the
  * commitment `sent` and appends the text to the transcript as an assistant record; a failed send
  * clears the intent and leaves it pending for the next tick. A message that arrived since the review
- * decided, or a daily limit reached meanwhile, sends nothing.
+ * decided, or a daily limit reached meanwhile, sends nothing. What is written after the channel was
+ * called (the outcome, the transcript's record) is held and tried again while the store cannot be
+ * reached: a send whose outcome was lost would be settled later as sent with an unknown receipt, and a
+ * failed one would never be tried again.
  */
 export function createSendCommitment(deps: ActorDeps, book: CommitmentLedger, gate: SendGate) {
-  return fromPromise<SendOutput, SendInput>(async ({ input }) => {
+  return fromPromise<SendOutput, SendInput>(async ({ input, signal }) => {
     const { commitment, text } = input;
     const { session, id } = commitment;
     const notSent = (reason: string): SendOutput => ({ delivered: false, reason, at: deps.clock.now() });
@@ -51,25 +55,33 @@ export function createSendCommitment(deps: ActorDeps, book: CommitmentLedger, ga
       deliveryId: `commitment:${id}`,
     });
     const at = deps.clock.now();
+    const held = <T>(op: string, write: () => Promise<T>) =>
+      untilStored(deps, { session, op: `commitment-${op}` }, write, signal);
     if (!messageId) {
-      await book.update(id, (current) => (current ? withoutIntent(current, at) : undefined));
+      await held("outcome", () =>
+        book.update(id, (current) => (current ? withoutIntent(current, at) : undefined)),
+      );
       return notSent("the channel did not commit the send");
     }
-    await book.update(id, (current) =>
-      current
-        ? {
-            ...withoutIntent(current, at),
-            status: "sent",
-            ...(input.classification ? { classification: input.classification } : {}),
-            sent: { at, text, receipt: "committed", messageId },
-            endedAt: at,
-          }
-        : undefined,
+    await held("outcome", () =>
+      book.update(id, (current) =>
+        current
+          ? {
+              ...withoutIntent(current, at),
+              status: "sent",
+              ...(input.classification ? { classification: input.classification } : {}),
+              sent: { at, text, receipt: "committed", messageId },
+              endedAt: at,
+            }
+          : undefined,
+      ),
     );
     try {
-      await deps.writer.append(session, [
-        { role: "assistant", text, runId, delivered: true, deliveryMessageId: messageId },
-      ]);
+      await held("record", () =>
+        deps.writer.append(session, [
+          { role: "assistant", text, runId, delivered: true, deliveryMessageId: messageId },
+        ]),
+      );
     } catch (error) {
       // The user has it and the commitment says so; only the transcript lacks the record.
       deps.logger.error({ session, id, error: errorMessage(error) }, "commitment.storeFailed");
