@@ -15,7 +15,7 @@ import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import type { SendFailure } from "./channel-send.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
-import { sendDurably } from "./send.js";
+import { type DurableSend, sendDurably, sendWithOutcome } from "./send.js";
 import { untilStored } from "./store-retry.js";
 
 export { send } from "./send.js";
@@ -145,11 +145,16 @@ export function createDeliver(deps: ActorDeps) {
     } catch (error) {
       // The user has the reply (or not) whatever the disk says; the operator learns the history lacks it.
       deps.logger.error({ session, runId: output.runId, error: errorMessage(error) }, "final.storeFailed");
-      const failure = { session, runId: output.runId, delivered, error: errorMessage(error) };
-      deps.emit("store.failed", { op: "final", ...failure });
-      deps.emit("final.storeFailed", failure);
+      const storeFailure = { session, runId: output.runId, delivered, error: errorMessage(error) };
+      deps.emit("store.failed", { op: "final", ...storeFailure });
+      deps.emit("final.storeFailed", storeFailure);
       if (delivered)
         deps.emit("final.delivered", { session, runId: output.runId, ...(messageId ? { messageId } : {}) });
+      // A reply the channel did not take, whose record is refused too (the lease ran out while the
+      // store was away): no marker means no recovery turn, so it is resent or told here, never left
+      // silent. A turn that left this process is resumed, from its intent, where its session went.
+      else if (visibleReplies === "auto" && deliveryId && !signal.aborted)
+        return resendUnrecorded(deps, input, { deliveryId, failure, parts, threading }, notice);
       return { delivered, recovery: null };
     }
     if (delivered) {
@@ -193,15 +198,23 @@ export function createDeliver(deps: ActorDeps) {
     }
     deps.emit("marker.appended", { session, runId: output.runId, finalSeq: final?.seq ?? 0 });
     if (failure === "permanent" || failure === "unknown") {
-      // Never resent: refused for good, or it may be on the platform already. The user is told either way.
-      await deps.writer.append(session, [
-        {
-          role: "custom",
-          customType: RECOVERED,
-          display: false,
-          details: { strandedRunId: output.runId, recovered: false, outcome: failure },
-        },
-      ]);
+      // Never resent: refused for good, or it may be on the platform already. The user is told either
+      // way, even when this record cannot be stored.
+      await deps.writer
+        .append(session, [
+          {
+            role: "custom",
+            customType: RECOVERED,
+            display: false,
+            details: { strandedRunId: output.runId, recovered: false, outcome: failure },
+          },
+        ])
+        .catch((error: unknown) =>
+          deps.logger.error(
+            { session, runId: output.runId, error: errorMessage(error) },
+            "recovered.storeFailed",
+          ),
+        );
       const sent = await notice(
         failure === "permanent" ? COULD_NOT_DELIVER_NOTICE : UNCERTAIN_DELIVERY_NOTICE,
         "undelivered",
@@ -226,6 +239,49 @@ export function createDeliver(deps: ActorDeps) {
       },
     };
   });
+}
+
+/**
+ * The one resend of a reply that did not reach the user and whose stranded final could not be stored
+ * (so no recovery turn can be queued): under the same deliveryId, unless the channel refused it for
+ * good or may have it already; the could-not-deliver (or did-not-confirm) notice if it still fails.
+ */
+async function resendUnrecorded(
+  deps: ActorDeps,
+  input: DeliverInput,
+  sent: {
+    deliveryId: string;
+    failure?: SendFailure | undefined;
+    parts?: Record<string, string> | undefined;
+    threading: { replyTo?: string; thread?: string };
+  },
+  notice: (text: string, why: string) => Promise<DurableSend>,
+): Promise<DeliverOutput> {
+  const { session, output } = input;
+  if (sent.failure !== "permanent" && sent.failure !== "unknown") {
+    const again = await sendWithOutcome(deps, session, output.final, "recovery", {
+      deliveryId: sent.deliveryId,
+      runId: output.runId,
+      via: output.channel,
+      ...sent.threading,
+      ...(sent.parts ? { parts: sent.parts } : {}),
+    });
+    if (again.messageId) {
+      deps.emit("final.delivered", {
+        session,
+        runId: output.runId,
+        messageId: again.messageId,
+        deliveryId: sent.deliveryId,
+      });
+      return { delivered: true, recovery: null };
+    }
+  }
+  const told = await notice(
+    sent.failure === "unknown" ? UNCERTAIN_DELIVERY_NOTICE : COULD_NOT_DELIVER_NOTICE,
+    "undelivered",
+  );
+  deps.emit("notice.sent", { session, runId: output.runId, delivered: told.messageId !== undefined });
+  return UNDELIVERED;
 }
 
 /**

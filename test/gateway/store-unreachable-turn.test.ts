@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { LoopbackChannel } from "../../src/adapters/channels/loopback-channel.js";
 import { MemoryStore } from "../../src/adapters/memory-store.js";
 import type { SimulatedClock } from "../../src/adapters/simulated-clock.js";
-import { TillerError } from "../../src/errors.js";
+import { LeaseLostError, TillerError } from "../../src/errors.js";
 import { createLaneScheduler, type LaneScheduler } from "../../src/lanes/lane-scheduler.js";
 import { FAILED_NOTICE } from "../../src/policy/delivery.js";
 import type { ExpectedHead, RecordBody } from "../../src/ports/store.js";
@@ -116,5 +117,29 @@ describe("a turn through a store that cannot be reached", () => {
     expect(store.failures).toBe(4);
     expect(ran).toHaveLength(1);
     expect(shown(g)).toEqual([["reply", "Re: write the file"]]);
+  });
+
+  it("resends a reply the channel did not take when its record is refused after the outage (the lease ran out): the user is not left silent", async () => {
+    // The channel's first send fails (its own storage was away too); the final's record, once the store
+    // answers, is refused because the turn's lease ran out meanwhile: no marker, so no recovery turn.
+    class LeaseLostAtFinal extends MemoryStore {
+      override async append(session: string, records: RecordBody[], expect: ExpectedHead) {
+        if (records.some((r) => r.role === "assistant")) throw new LeaseLostError(session, 7);
+        return super.append(session, records, expect);
+      }
+    }
+    const store = new LeaseLostAtFinal();
+    const channel = new LoopbackChannel({ failSends: 1 });
+    const g = gatewayOn(store, { channel });
+    await g.gateway.start();
+    await g.send("m1", "first question");
+    await g.settle();
+    expect(channel.sent.map((s) => [s.ok, s.kind, s.text])).toEqual([
+      [false, "reply", "Re: first question"],
+      [true, "recovery", "Re: first question"],
+    ]);
+    // One deliveryId for both: a channel that deduplicates shows it once whatever happened.
+    expect(new Set(channel.sent.map((s) => s.deliveryId)).size).toBe(1);
+    expect(g.events.map((e) => e.type)).toContain("final.storeFailed");
   });
 });
