@@ -31,8 +31,8 @@ export interface SendGate {
  * clears the intent and leaves it pending for the next tick. A message that arrived since the review
  * decided, or a daily limit reached meanwhile, sends nothing. What is written after the channel was
  * called (the outcome, the transcript's record) is held and tried again while the store cannot be
- * reached: a send whose outcome was lost would be settled later as sent with an unknown receipt, and a
- * failed one would never be tried again.
+ * reached: a send whose outcome was lost would be offered to the channel again at a later tick (only a
+ * channel that deduplicates on the deliveryId keeps it from showing twice).
  */
 export function createSendCommitment(deps: ActorDeps, book: CommitmentLedger, gate: SendGate) {
   return fromPromise<SendOutput, SendInput>(async ({ input, signal }) => {
