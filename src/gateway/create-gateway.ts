@@ -103,7 +103,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   /** Set once the cluster inbox exists: a session whose lane lease was lost is resumed from the store. */
   let onLeaseLost: ((session: string) => void) | undefined;
   const onLaneEvent = (event: TillerEvent) => {
-    if (event.type === "lane.leaseLost" && event.session !== undefined) onLeaseLost?.(event.session);
+    // After the lanes' own step: the session's actor is stopped outside their bookkeeping.
+    if (event.type === "lane.leaseLost" && event.session !== undefined) {
+      const { session } = event;
+      queueMicrotask(() => onLeaseLost?.(session));
+    }
     messageLog.observe(event);
     tracing.observe(event);
     hub.emit(event);
