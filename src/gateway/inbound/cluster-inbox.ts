@@ -176,9 +176,15 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     serial(session, async () => {
       if (deps.isDraining()) return;
       if (toReclaim.has(session)) {
-        // Resumed here only while this process still owns it; else its owner (or the next) does.
-        if ((await cluster.owners([session])).get(session) === cluster.processId) toAdopt.add(session);
+        // Resumed here only while this process still owns it; else its owner (or the process that
+        // takes it next) does, and nothing of the dropped live state is applied or saved from here.
+        const owned = (await cluster.owners([session])).get(session) === cluster.processId;
         toReclaim.delete(session);
+        if (!owned) {
+          retrying.delete(session);
+          return;
+        }
+        toAdopt.add(session);
       }
       if (toAdopt.has(session)) {
         await deps.adopt(session);
