@@ -100,14 +100,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     onStoredRecords: (session, records) => messageLog.seed(session, records),
   });
 
-  /** Set once the cluster inbox exists: a session whose lane lease was lost is resumed from the store. */
-  let onLeaseLost: ((session: string) => void) | undefined;
   const onLaneEvent = (event: TillerEvent) => {
-    // After the lanes' own step: the session's actor is stopped outside their bookkeeping.
-    if (event.type === "lane.leaseLost" && event.session !== undefined) {
-      const { session } = event;
-      queueMicrotask(() => onLeaseLost?.(session));
-    }
     messageLog.observe(event);
     tracing.observe(event);
     hub.emit(event);
@@ -269,7 +262,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       })
     : undefined;
   const receive = clusterInbox ? clusterInbox.receive : localReceive;
-  if (clusterInbox) onLeaseLost = (session) => clusterInbox.reclaim(session);
 
   function inspect(key: string): SessionInspection | undefined {
     return inspectSession(key, { registry, lanes, writer });

@@ -199,25 +199,6 @@ describe("cluster inbox", () => {
     expect(events.map((e) => e.type)).toEqual(["session.lost"]);
   });
 
-  it("drops a session's live state at once when its lane lease was lost, and resumes it from the store only while it still owns it", async () => {
-    for (const [owner, resumed] of [
-      ["here", ["forget live web:1", "adopt web:1", "release web:1"]],
-      // Not adopted, applied or given up from here: its owner (or the next) resumes it.
-      ["there", ["forget live web:1"]],
-      [undefined, ["forget live web:1"]],
-    ] as const) {
-      const { cluster, calls } = memoryCluster(undefined);
-      cluster.owners = async () => new Map(owner ? [["web:1", owner]] : []);
-      const { inbox, events } = inboxWith(cluster, started, calls);
-      inbox.reclaim("web:1");
-      // At once, before any database answer: the cut-off turn must not send anything more.
-      expect(calls).toEqual(["forget live web:1"]);
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(calls).toEqual(resumed);
-      expect(events.map((e) => e.type)).toEqual(["session.lost"]);
-    }
-  });
-
   it("leaves a draining process's answer to the one-process path: nothing reaches the inbox", async () => {
     const { cluster, rows, calls } = memoryCluster(undefined);
     const refused = (m: InboundMessage): Ack => ({

@@ -53,14 +53,6 @@ export interface ClusterInbox {
   startChild(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
   /** The session went idle here: give it up (or apply what waits for it first). */
   idle(session: string): void;
-  /**
-   * A task of the session here lost its lane lease (the process paused past it, or the database was
-   * away): its turn may not write, so it must not answer either. The session's live state goes at once
-   * (a reply whose intent was not stored is not sent), and the session is resumed from the store by
-   * its owner: here again when this process still owns it, else by the process that owns it or takes
-   * it next. The cut-off turn runs again once, as after a crash.
-   */
-  reclaim(session: string): void;
   /** Starts applying forwarded messages and taking sessions over. */
   start(): void;
   stop(): void;
@@ -165,8 +157,6 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const unrecorded = new Map<string, Ack | TriggerAck>();
   /** Sessions taken over here whose adoption has not completed yet (it failed: tried again). */
   const toAdopt = new Set<string>();
-  /** Sessions whose live state was dropped after a lost lane lease, to resume here if still owned. */
-  const toReclaim = new Set<string>();
   /** Sessions with a step that failed (the database was away), tried again after a backoff. */
   const retrying = new Map<string, number>();
   let stopped = false;
@@ -175,17 +165,6 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     if (adopted) toAdopt.add(session);
     serial(session, async () => {
       if (deps.isDraining()) return;
-      if (toReclaim.has(session)) {
-        // Resumed here only while this process still owns it; else its owner (or the process that
-        // takes it next) does, and nothing of the dropped live state is applied or saved from here.
-        const owned = (await cluster.owners([session])).get(session) === cluster.processId;
-        toReclaim.delete(session);
-        if (!owned) {
-          retrying.delete(session);
-          return;
-        }
-        toAdopt.add(session);
-      }
       if (toAdopt.has(session)) {
         await deps.adopt(session);
         toAdopt.delete(session);
@@ -352,13 +331,6 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
         deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed");
         retryLater(session);
       });
-    },
-    reclaim(session) {
-      if (stopped) return;
-      deps.forgetLive(session);
-      emit("session.lost", { session });
-      toReclaim.add(session);
-      wake(session, false);
     },
     start() {
       if (unsubscribe.length > 0) return;
