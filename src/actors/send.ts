@@ -98,6 +98,9 @@ export async function sendWithOutcome(
     });
     if (!result.messageId) {
       failure = result.failure ?? "not-delivered";
+      // A part the platform may already have is not sent again, but the parts after it are certainly
+      // not there: they still go out, so the user misses at most that part (and is told).
+      if (failure === "unknown") continue;
       break;
     }
     parts[number] = result.messageId;
