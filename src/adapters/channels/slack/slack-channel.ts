@@ -2,11 +2,12 @@ import { App, HTTPReceiver, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { ChannelSendError, errorMessage } from "../../../errors.js";
 import { type Logger, silentLogger } from "../../../logger.js";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../../ports/channel.js";
+import type { Channel, DeliveryReceipt, EditTarget, OutboundMessage } from "../../../ports/channel.js";
 import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
 import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { discardStalePreviews, recordEdit } from "../chat/stale-previews.js";
 import { slackSendError } from "./slack-errors.js";
 import {
   parseSlackSession,
@@ -161,6 +162,13 @@ export class SlackChannel implements Channel {
   async start(receive: ChatReceive): Promise<void> {
     this.receive = receive;
     await this.app.init();
+    // A preview an earlier process left standing (it died mid-stream) must not pass for an answer.
+    await discardStalePreviews(
+      this.ledger,
+      (target, text) => this.edit(target, text),
+      this.logger,
+      (deliveryId) => this.reconcile(deliveryId),
+    );
     if (this.receiver instanceof SocketModeReceiver) {
       await this.receiver.start();
       this.started = true;
@@ -179,20 +187,18 @@ export class SlackChannel implements Channel {
   }
 
   /** Replaces a posted message's text (a streaming preview) with `chat.update`. */
-  async edit(
-    target: { session: string; messageId: string },
-    text: string,
-    options?: { signal?: AbortSignal },
-  ) {
+  async edit(target: EditTarget, text: string, options?: { signal?: AbortSignal }) {
     const { channel } = this.target(target.session);
     await this.sender.waitTurn(target.session, options?.signal);
-    try {
-      return await this.client.chat.update({ channel, ts: target.messageId, text: clip(text) });
-    } catch (error) {
-      const failure = slackSendError(error, options?.signal);
-      this.sender.noteRateLimit(target.session, failure);
-      throw failure;
-    }
+    const result = await this.client.chat
+      .update({ channel, ts: target.messageId, text: clip(text) })
+      .catch((error: unknown) => {
+        const failure = slackSendError(error, options?.signal);
+        this.sender.noteRateLimit(target.session, failure);
+        throw failure;
+      });
+    await recordEdit(this.ledger, target, text, Date.now());
+    return result;
   }
 
   /** Slack shows no typing indicator for apps' bot users through the Web API: nothing to do. */
