@@ -8,6 +8,7 @@ import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
 import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
 import { discardStalePreviews, recordEdit } from "../chat/stale-previews.js";
+import { ackAfterHandled } from "./ack-after-handled.js";
 import { slackSendError } from "./slack-errors.js";
 import {
   parseSlackSession,
@@ -111,6 +112,7 @@ export class SlackChannel implements Channel {
       logLevel: LogLevel.ERROR,
       deferInitialization: true,
     });
+    if (this.mode === "socket") ackAfterHandled(this.app);
     this.sender = new ChatSender(
       {
         post: (message, text, partId) => this.post(message, text, partId),

@@ -59,6 +59,44 @@ describe("SlackChannel in Socket Mode against a local Slack", () => {
     ]);
   });
 
+  it("acks an envelope only once its message was taken, so a crash before that loses nothing", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await channel.start(async (message) => {
+      received.push(message);
+      if (message.text === "slow to store") await held;
+    });
+    const slow = socket.say("D1", "slow to store");
+    await api.waitFor(() => received.length === 1, 10_000, "the first message handed over");
+    // A later envelope on the same connection: its ack comes back while the first is still held.
+    const quick = socket.say("D1", "quick");
+    await api.waitFor(() => socket.acks.length === 1, 10_000, "the second ack");
+    expect(socket.acks.map((ack) => ack.envelope_id)).toEqual([quick.envelopeId]);
+    release();
+    await api.waitFor(() => socket.acks.length === 2, 10_000, "the first ack");
+    expect(socket.acks.map((ack) => ack.envelope_id)).toEqual([quick.envelopeId, slow.envelopeId]);
+  });
+
+  it("leaves an envelope whose message could not be taken unacked, and takes Slack's redelivery", async () => {
+    let fail = true;
+    await channel.start(async (message) => {
+      if (fail && message.text === "store is down") {
+        fail = false;
+        throw new Error("store unavailable");
+      }
+      received.push(message);
+    });
+    const first = socket.say("D1", "store is down");
+    const later = socket.say("D1", "later");
+    await api.waitFor(() => socket.acks.length === 1, 10_000, "the later ack");
+    expect(socket.acks.map((ack) => ack.envelope_id)).toEqual([later.envelopeId]);
+    socket.say("D1", "store is down", { ts: first.event.ts, envelopeId: first.envelopeId, retryAttempt: 1 });
+    await api.waitFor(() => socket.acks.length === 2, 10_000, "the redelivery's ack");
+    expect(received.map((message) => message.text)).toEqual(["later", "store is down"]);
+  });
+
   it("refuses to start with an app token Slack does not know", async () => {
     const wrong = new SlackChannel({
       botToken: api.botToken,
