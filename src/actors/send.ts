@@ -81,8 +81,12 @@ export async function sendWithOutcome(
     options.editOf &&
     !parts["1"] &&
     (await editThroughChannel(deps, channel, options.editOf, base, texts[0]!))
-  )
+  ) {
     parts["1"] = options.editOf;
+    // A split answer's first part, delivered by that edit, is durable like the others: a restart
+    // before the last part must not post it again.
+    if (texts.length > 1) await options.onPart?.(`${deliveryId}#1`, options.editOf);
+  }
   if (texts.length === 1)
     return parts["1"] ? { messageId: parts["1"] } : sendThroughChannel(deps, channel, base);
   let failure: SendFailure | undefined;

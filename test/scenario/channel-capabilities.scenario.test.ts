@@ -63,3 +63,29 @@ describe("scenario channels with capabilities", () => {
     expect((failure as ScenarioError).message).toMatch(detail);
   });
 });
+
+describe("a split answer whose first part replaced a preview", () => {
+  it("is not posted again by a restart before its last part arrived", async () => {
+    const text = (await readFile(EXAMPLE, "utf8"))
+      .replace(
+        "{ maxLength: 200, edit: true, typing: true, react: true }",
+        "{ maxLength: 200, edit: true, sendDelayMs: 1000 }",
+      )
+      .replace(/tools:[\s\S]*?channels:/, "channels:")
+      .replace(
+        / {2}- when: \{ call: 1 \}\n {4}reply: \{ delayMs: 300, toolCalls: \[\{ name: check_schedule \}\] \}\n/,
+        "",
+      )
+      .replace(/ {2}- \{ at: 2000[^\n]*\n/, "")
+      .replace(/expect:[\s\S]*$/, "restart: [{ at: 2000 }]\n");
+    // The draft at 500 ms is sent as a preview (1 s on the wire), edited into part 1 at 1500 ms; part 2
+    // is on the wire when the process dies at 2000 ms.
+    const result = await play(text);
+    const replies = result.deliveries.filter((delivery) => delivery.kind === "reply");
+    expect(replies.map((reply) => reply.text.slice(0, 30))).toEqual([
+      "The ferry to the island leaves",
+      "On the way back, the last ferr",
+    ]);
+    expect(result.events.some((event) => event.type === "process.restarted")).toBe(true);
+  });
+});
