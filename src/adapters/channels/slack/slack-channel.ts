@@ -55,11 +55,13 @@ export interface SlackChannelOptions {
 /**
  * A Slack app as a Tiller channel, on Bolt. Inbound: `message` events (Events API at
  * `POST /slack/events`, signatures checked by Bolt, answered only once `receive` resolved; or Socket
- * Mode) become `gateway.receive` calls, session `slack:<team>:<channel>` (a thread:
- * `slack:<team>:<channel>:<thread_ts>`). Outbound: `chat.postMessage` (in the thread), `chat.update`
- * previews, `reactions.add` acks. The Web API client never retries by itself (a retried post could show
- * twice): a 429 comes back as `retryAfterMs`, and each post carries its deliveryId as message metadata,
- * so a send an earlier process began is looked up in the conversation before it is posted again.
+ * Mode, each envelope acked only once `receive` resolved) become `gateway.receive` calls, session
+ * `slack:<team>:<channel>` (a thread: `slack:<team>:<channel>:<thread_ts>`). Outbound:
+ * `chat.postMessage` (in the thread), `chat.update` previews, `reactions.add` acks. The Web API client
+ * never retries by itself (a retried post could show twice): a 429 comes back as `retryAfterMs`, and
+ * each post carries its deliveryId as message metadata, so a send an earlier process began is looked
+ * up in the conversation before it is posted again. At
+ * start, a streaming preview an earlier process left standing is edited to the discarded text.
  *
  * @example
  * ```ts

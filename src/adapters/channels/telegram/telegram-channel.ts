@@ -47,7 +47,8 @@ export interface TelegramChannelOptions {
  * `telegram:<chat.id>:<message_thread_id>`); an update is confirmed to Telegram only after `receive`
  * resolved, so nothing acknowledged is lost. Outbound: `sendMessage` replying to the answered message,
  * split at 4096 characters, at most once per deliveryId (see `ChatSender`); previews by
- * `editMessageText`, typing by `sendChatAction`, ack reactions by `setMessageReaction`.
+ * `editMessageText`, typing by `sendChatAction`, ack reactions by `setMessageReaction`. At start, a
+ * preview an earlier process left standing (it died mid-stream) is edited to the discarded text.
  *
  * @example
  * ```ts
