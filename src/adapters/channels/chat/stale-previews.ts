@@ -6,7 +6,7 @@ import {
   PREVIEW_DELIVERY_PREFIX,
   type ReconcileResult,
 } from "../../../ports/channel.js";
-import type { SendLedger } from "./send-ledger.js";
+import type { LedgerEntry, SendLedger } from "./send-ledger.js";
 
 /**
  * Records what an edit the platform took means for the ledger. A preview edited to the discarded text
@@ -38,6 +38,14 @@ export async function recordEdit(
 }
 
 /**
+ * The previews an earlier process left in the ledger: read when the channel is made, before this
+ * process sends anything, so a preview of this process is never taken for a stale one.
+ */
+export function stalePreviews(ledger: SendLedger): LedgerEntry[] {
+  return (ledger.list?.() ?? []).filter((entry) => entry.deliveryId.startsWith(PREVIEW_DELIVERY_PREFIX));
+}
+
+/**
  * After a restart, before new messages are taken: every preview an earlier process showed and never
  * replaced with its final (it died mid-stream) is edited to the discarded text, so no stale draft
  * stands looking like an answer; the re-run turn answers in a message of its own. A preview whose
@@ -47,13 +55,15 @@ export async function recordEdit(
  */
 export async function discardStalePreviews(
   ledger: SendLedger,
+  stale: readonly LedgerEntry[],
   edit: (target: EditTarget, text: string) => Promise<unknown>,
   logger: Logger,
   reconcile?: (deliveryId: string) => Promise<ReconcileResult>,
 ): Promise<number> {
   let discarded = 0;
-  for (const entry of ledger.list?.() ?? []) {
-    if (!entry.deliveryId.startsWith(PREVIEW_DELIVERY_PREFIX)) continue;
+  for (const entry of stale) {
+    // Settled since it was read (a later start already discarded it): nothing to do.
+    if (!ledger.get(entry.deliveryId)) continue;
     let messageId = entry.messageIds?.[0];
     if (!messageId && reconcile) {
       const found = await reconcile(entry.deliveryId).catch(() => undefined);

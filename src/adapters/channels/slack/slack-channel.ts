@@ -6,8 +6,8 @@ import type { Channel, DeliveryReceipt, EditTarget, OutboundMessage } from "../.
 import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
-import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
-import { discardStalePreviews, recordEdit } from "../chat/stale-previews.js";
+import { type LedgerEntry, MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { discardStalePreviews, recordEdit, stalePreviews } from "../chat/stale-previews.js";
 import { ackAfterHandled } from "./ack-after-handled.js";
 import { slackSendError } from "./slack-errors.js";
 import {
@@ -76,6 +76,8 @@ export class SlackChannel implements Channel {
   private readonly receiver: HTTPReceiver | SocketModeReceiver;
   private readonly sender: ChatSender;
   private readonly ledger: SendLedger;
+  /** Previews an earlier process left standing, read before this one sends anything. */
+  private readonly stale: LedgerEntry[];
   private readonly logger: Logger;
   private receive: ChatReceive | undefined;
   private started = false;
@@ -83,6 +85,7 @@ export class SlackChannel implements Channel {
   constructor(private readonly options: SlackChannelOptions) {
     this.logger = options.logger ?? silentLogger;
     this.ledger = options.ledger ?? new MemorySendLedger();
+    this.stale = stalePreviews(this.ledger);
     const clientOptions = {
       ...(options.apiUrl ? { slackApiUrl: options.apiUrl } : {}),
       // Tiller decides about retries: a post retried here could reach the channel twice.
@@ -169,6 +172,7 @@ export class SlackChannel implements Channel {
     // A preview an earlier process left standing (it died mid-stream) must not pass for an answer.
     await discardStalePreviews(
       this.ledger,
+      this.stale,
       (target, text) => this.edit(target, text),
       this.logger,
       (deliveryId) => this.reconcile(deliveryId),

@@ -6,8 +6,8 @@ import type { Channel, DeliveryReceipt, EditTarget, OutboundMessage } from "../.
 import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
-import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
-import { discardStalePreviews, recordEdit } from "../chat/stale-previews.js";
+import { type LedgerEntry, MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { discardStalePreviews, recordEdit, stalePreviews } from "../chat/stale-previews.js";
 import { isNotModified, telegramSendError } from "./telegram-errors.js";
 import { parseTelegramSession, type TelegramTarget, telegramInbound } from "./telegram-inbound.js";
 
@@ -63,6 +63,8 @@ export class TelegramChannel implements Channel {
   readonly bot: Bot;
   private readonly sender: ChatSender;
   private readonly ledger: SendLedger;
+  /** Previews an earlier process left standing, read before this one sends anything. */
+  private readonly stale: LedgerEntry[];
   private readonly logger: Logger;
   private readonly allowed: Set<string> | undefined;
   private receive: ChatReceive | undefined;
@@ -73,6 +75,7 @@ export class TelegramChannel implements Channel {
     this.bot = new Bot(options.token, { client: options.apiRoot ? { apiRoot: options.apiRoot } : {} });
     this.allowed = options.allowedChats ? new Set(options.allowedChats.map(String)) : undefined;
     this.ledger = options.ledger ?? new MemorySendLedger();
+    this.stale = stalePreviews(this.ledger);
     this.sender = new ChatSender(
       {
         post: (message, text) => this.post(message, text),
@@ -130,7 +133,12 @@ export class TelegramChannel implements Channel {
     this.receive = receive;
     await this.bot.init();
     // A preview an earlier process left standing (it died mid-stream) must not pass for an answer.
-    await discardStalePreviews(this.ledger, (target, text) => this.edit(target, text), this.logger);
+    await discardStalePreviews(
+      this.ledger,
+      this.stale,
+      (target, text) => this.edit(target, text),
+      this.logger,
+    );
     const allowed_updates = ["message", "edited_message"] as const;
     if (this.mode === "webhook") {
       if (this.options.webhookUrl)

@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileSendLedger } from "../../../../src/adapters/channels/chat/send-ledger.js";
-import { discardStalePreviews, recordEdit } from "../../../../src/adapters/channels/chat/stale-previews.js";
+import {
+  discardStalePreviews,
+  recordEdit,
+  stalePreviews,
+} from "../../../../src/adapters/channels/chat/stale-previews.js";
 import { ChannelSendError } from "../../../../src/errors.js";
 import { silentLogger } from "../../../../src/logger.js";
 import { DISCARDED_PREVIEW_TEXT, type EditTarget } from "../../../../src/ports/channel.js";
@@ -59,11 +63,12 @@ describe("stale previews in a chat channel's send ledger", () => {
     const edit = async (target: EditTarget, text: string) => {
       edits.push([target, text]);
     };
-    expect(await discardStalePreviews(after, edit, silentLogger)).toBe(1);
+    expect(await discardStalePreviews(after, stalePreviews(after), edit, silentLogger)).toBe(1);
     expect(edits).toEqual([
       [{ session: "telegram:42", messageId: "103", deliveryId: "preview:r3" }, DISCARDED_PREVIEW_TEXT],
     ]);
-    expect(await discardStalePreviews(await FileSendLedger.open(file), edit, silentLogger)).toBe(0);
+    const reopened = await FileSendLedger.open(file);
+    expect(await discardStalePreviews(reopened, stalePreviews(reopened), edit, silentLogger)).toBe(0);
   });
 
   it("keeps a preview whose edit failed for now, and settles one the platform refused for good", async () => {
@@ -77,7 +82,7 @@ describe("stale previews in a chat channel's send ledger", () => {
         ? new ChannelSendError("network", {})
         : new ChannelSendError("message_not_found", { permanent: true });
     };
-    expect(await discardStalePreviews(ledger, failing, silentLogger)).toBe(0);
+    expect(await discardStalePreviews(ledger, stalePreviews(ledger), failing, silentLogger)).toBe(0);
     expect(ledger.get("preview:r1")).toBeDefined();
     expect(ledger.get("preview:r2")).toBeUndefined();
   });
@@ -89,6 +94,7 @@ describe("stale previews in a chat channel's send ledger", () => {
     const edited: string[] = [];
     const count = await discardStalePreviews(
       ledger,
+      stalePreviews(ledger),
       async (target) => {
         edited.push(target.messageId);
       },
@@ -97,5 +103,26 @@ describe("stale previews in a chat channel's send ledger", () => {
     );
     expect([count, edited]).toEqual([1, ["found-ts"]]);
     expect(ledger.list()).toEqual([]);
+  });
+
+  it("leaves alone a preview this process sent after the stale ones were read", async () => {
+    const ledger = await FileSendLedger.open(await ledgerFile());
+    await ledger.begin("preview:old", "telegram:42", 1);
+    await ledger.commit("preview:old", ["1"]);
+    const stale = stalePreviews(ledger);
+    // The restarted process re-runs the turn and shows a preview of its own before the channel starts.
+    await ledger.begin("preview:new", "telegram:42", 2);
+    await ledger.commit("preview:new", ["2"]);
+    const edited: string[] = [];
+    await discardStalePreviews(
+      ledger,
+      stale,
+      async (target) => {
+        edited.push(target.messageId);
+      },
+      silentLogger,
+    );
+    expect(edited).toEqual(["1"]);
+    expect(ledger.get("preview:new")).toBeDefined();
   });
 });
