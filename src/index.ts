@@ -145,9 +145,11 @@ export {
   type Channel,
   type ChannelCallOptions,
   type DeliveryReceipt,
+  DISCARDED_PREVIEW_TEXT,
   type EditTarget,
   isCommitted,
   type OutboundMessage,
+  PREVIEW_DELIVERY_PREFIX,
   type ReconcileResult,
 } from "./ports/channel.js";
 export { type Clock, sleep, type TimerHandle } from "./ports/clock.js";

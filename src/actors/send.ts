@@ -81,8 +81,12 @@ export async function sendWithOutcome(
     options.editOf &&
     !parts["1"] &&
     (await editThroughChannel(deps, channel, options.editOf, base, texts[0]!))
-  )
+  ) {
     parts["1"] = options.editOf;
+    // A split answer's first part, delivered by that edit, is durable like the others: a restart
+    // before the last part must not post it again.
+    if (texts.length > 1) await options.onPart?.(`${deliveryId}#1`, options.editOf);
+  }
   if (texts.length === 1)
     return parts["1"] ? { messageId: parts["1"] } : sendThroughChannel(deps, channel, base);
   let failure: SendFailure | undefined;
@@ -98,6 +102,9 @@ export async function sendWithOutcome(
     });
     if (!result.messageId) {
       failure = result.failure ?? "not-delivered";
+      // A part the platform may already have is not sent again, but the parts after it are certainly
+      // not there: they still go out, so the user misses at most that part (and is told).
+      if (failure === "unknown") continue;
       break;
     }
     parts[number] = result.messageId;

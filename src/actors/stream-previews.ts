@@ -1,6 +1,6 @@
 import { errorMessage } from "../errors.js";
 import type { TillerEvent } from "../events.js";
-import type { Channel } from "../ports/channel.js";
+import { type Channel, DISCARDED_PREVIEW_TEXT, PREVIEW_DELIVERY_PREFIX } from "../ports/channel.js";
 import type { TimerHandle } from "../ports/clock.js";
 import { sendThroughChannel } from "./channel-send.js";
 import type { ActorDeps } from "./deps.js";
@@ -8,7 +8,7 @@ import type { ActorDeps } from "./deps.js";
 /** What a preview shows while a re-check discards the draft it showed. */
 export const REVISING_TEXT = "(Revising this answer…)";
 /** What a preview shows when its turn ends without an answer (stopped, failed, silent). */
-export const DISCARDED_TEXT = "(This draft was discarded.)";
+export const DISCARDED_TEXT = DISCARDED_PREVIEW_TEXT;
 
 interface Preview {
   session: string;
@@ -29,8 +29,9 @@ interface Preview {
  * turn's model streams is sent once, then edited as more streams, at most every `minIntervalMs`. A
  * re-check that discards the draft edits the preview at once, so the stale text never stands; the
  * final replaces the preview (see {@link StreamPreviews.take}). Previews are best effort: a failed
- * edit is logged and the final is still delivered. They are not durable: after a crash the re-run
- * turn starts a new preview.
+ * edit is logged and the final is still delivered. Sends and edits carry the deliveryId
+ * `preview:<runId>`, so a channel with a durable send ledger can, after a crash, edit a preview its
+ * final never replaced to the discarded text (the chat channels do); the re-run turn starts a new one.
  */
 export class StreamPreviews {
   private readonly previews = new Map<string, Preview>();
@@ -114,7 +115,7 @@ export class StreamPreviews {
       text,
       kind: "reply",
       runId,
-      deliveryId: `preview:${runId}`,
+      deliveryId: `${PREVIEW_DELIVERY_PREFIX}${runId}`,
     }).then((result) => {
       if (result.messageId) preview.messageId = result.messageId;
       preview.lastEditAt = this.deps.clock.now();
@@ -155,7 +156,11 @@ export class StreamPreviews {
     const timer = this.deps.clock.setTimeout(() => controller.abort(), timeoutMs);
     try {
       await preview.channel.edit?.(
-        { session: preview.session, messageId: preview.messageId, deliveryId: `preview:${runId}` },
+        {
+          session: preview.session,
+          messageId: preview.messageId,
+          deliveryId: `${PREVIEW_DELIVERY_PREFIX}${runId}`,
+        },
         text,
         { signal: controller.signal },
       );

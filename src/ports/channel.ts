@@ -56,11 +56,25 @@ export interface EditTarget {
   session: string;
   /** The receipt's messageId of the message to edit. */
   messageId: string;
-  /** The deliveryId the message was sent under. */
+  /**
+   * For a preview's own edits, the deliveryId it was sent under (`preview:<runId>`, see
+   * {@link PREVIEW_DELIVERY_PREFIX}); for the final that replaces a preview, the final's deliveryId:
+   * that edit is the final's delivery.
+   */
   deliveryId?: string;
   /** The thread it was sent in, when the platform has threads. */
   thread?: string;
 }
+
+/**
+ * The deliveryId of a streaming preview's first send and of its edits is this prefix and the run id:
+ * a channel that keeps a send ledger can find, after a crash, a preview that was never replaced by its
+ * final and edit it to {@link DISCARDED_PREVIEW_TEXT}.
+ */
+export const PREVIEW_DELIVERY_PREFIX = "preview:";
+
+/** What a preview shows once its draft will never become an answer (stopped, failed, cut by a crash). */
+export const DISCARDED_PREVIEW_TEXT = "(This draft was discarded.)";
 
 /** What `reconcile` found out. */
 export type ReconcileResult = { delivered: true; messageId: string } | { delivered: false };

@@ -12,6 +12,7 @@ import { sleep } from "../ports/clock.js";
 import type { ModelProvider } from "../ports/model.js";
 import type { TranscriptStore } from "../ports/store.js";
 import type { ToolDefinition } from "../ports/tool.js";
+import { activityOf, loopbackSettings } from "./channel-spec.js";
 import { checkExpectations } from "./check-expectations.js";
 import { scenarioCommitments } from "./commitments.js";
 import { collectDeliveries, collectToolCalls, type ScenarioResult } from "./scenario-result.js";
@@ -61,13 +62,10 @@ export async function runScenario(
   const channels = new Map<string, LoopbackChannel>();
   const gatewayChannels: Record<string, Channel> = {};
   for (const name of channelNames) {
-    const { failSendNumbers, ...settings } = scenario.channels[name] ?? {
-      failSends: 0,
-      omitMessageId: false,
-    };
+    const { options: settings, failSendNumbers } = loopbackSettings(scenario.channels[name]);
     const loopback = new LoopbackChannel({ ...settings, now: () => clock.now(), clock });
     channels.set(name, loopback);
-    const faulty = failSendNumbers?.length ? failingSends(loopback, failSendNumbers) : loopback;
+    const faulty = failSendNumbers.length ? failingSends(loopback, failSendNumbers) : loopback;
     gatewayChannels[name] = options.channel ? options.channel(faulty, name) : faulty;
   }
   const newRunId = await runIdsAfter(store);
@@ -209,6 +207,7 @@ export async function runScenario(
   const result: ScenarioResult = {
     name: scenario.name,
     deliveries: collectDeliveries(channels),
+    ...activityOf(channels),
     acks,
     modelCalls: events
       .filter((event) => event.type === "model.called")

@@ -1,6 +1,7 @@
 import type { LoopbackChannel } from "../adapters/channels/loopback-channel.js";
 import type { TillerEvent } from "../events.js";
 import type { TranscriptRecord } from "../ports/store.js";
+import type { ChannelActivity } from "./channel-spec.js";
 import type { Expectation, RecordedStates } from "./check-expectations.js";
 
 /** The JSON a scenario run prints (docs/scenarios.md). */
@@ -59,6 +60,8 @@ export interface ScenarioResult {
   commitmentStates: Record<string, string[]>;
   /** Present when the scenario has an `expect` block: each expectation with what was found. */
   expectations?: Expectation[];
+  /** Present when a channel with capabilities edited, showed typing or reacted: what it did, by channel. */
+  channelActivity?: Record<string, ChannelActivity>;
 }
 
 export function collectDeliveries(channels: Map<string, LoopbackChannel>): ScenarioResult["deliveries"] {

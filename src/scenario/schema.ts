@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { channelSchema } from "./channel-spec.js";
 import { expectSchema } from "./expect-schema.js";
 
 /** The scenario file (docs/scenarios.md), validated with zod; `config` is checked by parseConfig. */
@@ -49,17 +50,6 @@ const toolSchema = z
       .object({ text: z.string().min(1), tools: z.array(z.string()).optional() })
       .strict()
       .optional(),
-  })
-  .strict();
-
-const channelSchema = z
-  .object({
-    failSends: z.number().int().nonnegative().default(0),
-    omitMessageId: z.boolean().default(false),
-    /** Each send takes this long on the simulated clock (a reply can be "on its way" for a while). */
-    sendDelayMs: z.number().nonnegative().optional(),
-    /** These sends fail (1-based, counting every send the channel is asked for), e.g. `[3]`. */
-    failSendNumbers: z.array(z.number().int().positive()).optional(),
   })
   .strict();
 

@@ -115,7 +115,9 @@ export async function createTestGateway(options: TestGatewayOptions = {}): Promi
     },
   });
   const events: TillerEvent[] = [];
-  const monitor = new InvariantMonitor(config.staleReplyRecheck.maxPasses);
+  const monitor = new InvariantMonitor(config.staleReplyRecheck.maxPasses, {
+    requires: (name) => tools.find((tool) => tool.name === name)?.requires,
+  });
   gateway.subscribe((event) => {
     events.push(event);
     monitor.observe(event);

@@ -53,7 +53,11 @@ export {
   toolCallStream,
   usageChunk,
 } from "./fake-openai.js";
-export { InvariantMonitor, type InvariantViolation } from "./invariant-monitor.js";
+export {
+  InvariantMonitor,
+  type InvariantMonitorOptions,
+  type InvariantViolation,
+} from "./invariant-monitor.js";
 export {
   MACHINE_NAMES,
   type MachineName,

@@ -1,4 +1,6 @@
 import type { TillerEvent, TillerEventOf } from "../events.js";
+import { AuthorityCheck } from "./authority-check.js";
+import { SteerToolCheck } from "./steer-tool-check.js";
 
 /** A broken invariant, with the events of the message or run involved. */
 export interface InvariantViolation {
@@ -14,12 +16,24 @@ const ACCEPTED = new Set(["started", "steered", "queued", "collected", "interrup
 const DISPOSITIONS = new Set([...ACCEPTED, "rejected", "duplicate", "dropped", "control"]);
 const STILL_PENDING = new Set(["still_pending_user", "still_pending_agent"]);
 
+/** What the monitor needs to know of the gateway beyond its events. */
+export interface InvariantMonitorOptions {
+  /**
+   * The scopes each tool `requires`, by tool name: with it, a tool that starts while a sender of its
+   * turn lacks them is reported ("authority never borrowed").
+   * @default no tool requires anything
+   */
+  requires?: (tool: string) => readonly string[] | undefined;
+}
+
 /**
  * Checks the runtime's invariants on every event of a gateway's stream: at most one active run per
  * session, every accepted message owned by a turn or reported dropped and never answered by two turns,
  * at most `maxPasses` re-checks per turn, the undelivered-final marker before its one recovery, no work
- * admitted while draining, commitments sent only after a still-pending review, and acks that say what
- * happened. Violations are collected, never thrown from inside the stream.
+ * admitted while draining, commitments sent only after a still-pending review, acks that say what
+ * happened, no tool started after a steering message arrived and before the model saw it, and no tool
+ * run on authority borrowed from another sender. Violations are collected, never thrown from inside
+ * the stream.
  */
 export class InvariantMonitor {
   readonly violations: InvariantViolation[] = [];
@@ -33,8 +47,17 @@ export class InvariantMonitor {
   private readonly recoveries = new Map<string, number>();
   private readonly reviewedPending = new Set<string>();
   private draining = false;
+  private readonly steerTool: SteerToolCheck;
+  private readonly authority: AuthorityCheck;
 
-  constructor(private readonly maxPasses: number) {}
+  constructor(
+    private readonly maxPasses: number,
+    options: InvariantMonitorOptions = {},
+  ) {
+    const report = (violation: InvariantViolation) => this.violations.push(violation);
+    this.steerTool = new SteerToolCheck(report);
+    this.authority = new AuthorityCheck(options.requires ?? (() => undefined), report);
+  }
 
   /** The gateway admits work again (`resume()`). */
   noteResumed(): void {
@@ -42,6 +65,8 @@ export class InvariantMonitor {
   }
 
   observe(event: TillerEvent): void {
+    this.steerTool.observe(event);
+    this.authority.observe(event);
     const session = typeof event.session === "string" ? event.session : undefined;
     const runId = typeof event.runId === "string" ? event.runId : undefined;
     switch (event.type) {

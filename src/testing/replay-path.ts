@@ -77,13 +77,20 @@ export async function replayPath(path: MachinePath, options: ReplayOptions = {})
       : yours && options.runTools
         ? (stubs: ToolDefinition[]) => watchedTools(stubs, yours, problems)
         : undefined;
+  // The tools the gateway really ran with, for the monitor's `requires`.
+  let ran: ToolDefinition[] = [];
   const { result } = await runScenario(scenario, {
     ...(options.model ? { model: options.model } : {}),
-    ...(wrap ? { tools: wrap } : {}),
+    tools: (stubs) => {
+      ran = wrap ? wrap(stubs) : stubs;
+      return ran;
+    },
     ...(options.channel ? { channel: options.channel } : {}),
   });
   // The runtime's invariants, checked on every event of the path (as createTestGateway does).
-  const monitor = new InvariantMonitor(parseConfig(options.config ?? {}).staleReplyRecheck.maxPasses);
+  const monitor = new InvariantMonitor(parseConfig(options.config ?? {}).staleReplyRecheck.maxPasses, {
+    requires: (name) => ran.find((tool) => tool.name === name)?.requires,
+  });
   for (const event of result.events) monitor.observe(event);
   monitor.checkSettled(result.events.at(-1)?.at ?? 0);
   for (const violation of monitor.violations)

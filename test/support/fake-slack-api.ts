@@ -27,6 +27,8 @@ export class FakeSlackApi {
   private seq = 0;
   private server: Server | undefined;
   url = "";
+  /** Answers `apps.connections.open` (set by a Socket Mode fake): the token it was called with in, the answer out. */
+  connections: ((token: string) => Record<string, unknown>) | undefined;
 
   constructor(
     readonly botToken = "xoxb-test",
@@ -161,6 +163,12 @@ export class FakeSlackApi {
     if (!match) return reply(404, { ok: false, error: "unknown_method" });
     const method = match[1]!;
     const token = (req.headers.authorization ?? "").replace(/^Bearer /, "") || String(body.token ?? "");
+    // Socket Mode's handshake is the one method called with the app-level token.
+    const socket = method === "apps.connections.open" ? this.connections : undefined;
+    if (socket) {
+      this.calls.push({ method, body });
+      return reply(200, socket(token));
+    }
     if (token !== this.botToken) return reply(200, { ok: false, error: "invalid_auth" });
     this.calls.push({ method, body });
     const fault = this.faults.get(method)?.shift();

@@ -23,6 +23,21 @@ export interface SendLedger {
   commit(deliveryId: string, messageIds: string[]): Promise<void>;
   /** Forgets a begun send the platform certainly did not take (a refusal before it was written). */
   abandon(deliveryId: string): Promise<void>;
+  /** Every entry, in the order begun (a restart looks for previews its finals never replaced). */
+  list?(): LedgerEntry[];
+  /**
+   * In one durable step: `deliveryId` was delivered by editing message `messageId` (a preview's), and
+   * the preview `settles` (if given) needs no cleanup any more.
+   */
+  edited?(
+    deliveryId: string,
+    session: string,
+    at: number,
+    messageId: string,
+    settles?: string,
+  ): Promise<void>;
+  /** The preview `deliveryId` needs no cleanup any more (replaced, or edited to the discarded text). */
+  settle?(deliveryId: string): Promise<void>;
 }
 
 /** A ledger in memory: for tests and for code that keeps no state across restarts. */
@@ -45,12 +60,33 @@ export class MemorySendLedger implements SendLedger {
   async abandon(deliveryId: string): Promise<void> {
     this.entries.delete(deliveryId);
   }
+
+  list(): LedgerEntry[] {
+    return [...this.entries.values()];
+  }
+
+  async edited(
+    deliveryId: string,
+    session: string,
+    at: number,
+    messageId: string,
+    settles?: string,
+  ): Promise<void> {
+    this.entries.set(deliveryId, { deliveryId, session, at, messageIds: [messageId] });
+    if (settles) this.entries.delete(settles);
+  }
+
+  async settle(deliveryId: string): Promise<void> {
+    this.entries.delete(deliveryId);
+  }
 }
 
 type LedgerLine =
   | { op: "begin"; d: string; s: string; at: number }
   | { op: "commit"; d: string; ids: string[] }
-  | { op: "abandon"; d: string };
+  | { op: "abandon"; d: string }
+  | { op: "edited"; d: string; s: string; at: number; ids: string[]; settles?: string }
+  | { op: "settle"; d: string };
 
 /**
  * The ledger as one append-only JSONL file, each line fsynced before the call returns. A torn last
@@ -91,6 +127,14 @@ export class FileSendLedger extends MemorySendLedger {
       else if (line.op === "commit") {
         const entry = ledger.entries.get(line.d);
         if (entry) entry.messageIds = line.ids;
+      } else if (line.op === "edited") {
+        ledger.entries.set(line.d, {
+          deliveryId: line.d,
+          session: line.s,
+          at: line.at,
+          messageIds: line.ids,
+        });
+        if (line.settles) ledger.entries.delete(line.settles);
       } else ledger.entries.delete(line.d);
     }
     return ledger;
@@ -109,6 +153,29 @@ export class FileSendLedger extends MemorySendLedger {
   override async abandon(deliveryId: string): Promise<void> {
     await super.abandon(deliveryId);
     await this.write({ op: "abandon", d: deliveryId });
+  }
+
+  override async edited(
+    deliveryId: string,
+    session: string,
+    at: number,
+    messageId: string,
+    settles?: string,
+  ): Promise<void> {
+    await this.write({
+      op: "edited",
+      d: deliveryId,
+      s: session,
+      at,
+      ids: [messageId],
+      ...(settles ? { settles } : {}),
+    });
+    await super.edited(deliveryId, session, at, messageId, settles);
+  }
+
+  override async settle(deliveryId: string): Promise<void> {
+    await super.settle(deliveryId);
+    await this.write({ op: "settle", d: deliveryId });
   }
 
   // Lines go out one at a time, in call order.

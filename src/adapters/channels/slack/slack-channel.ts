@@ -2,11 +2,13 @@ import { App, HTTPReceiver, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { ChannelSendError, errorMessage } from "../../../errors.js";
 import { type Logger, silentLogger } from "../../../logger.js";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../../ports/channel.js";
+import type { Channel, DeliveryReceipt, EditTarget, OutboundMessage } from "../../../ports/channel.js";
 import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
-import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { type LedgerEntry, MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { discardStalePreviews, recordEdit, stalePreviews } from "../chat/stale-previews.js";
+import { ackAfterHandled } from "./ack-after-handled.js";
 import { slackSendError } from "./slack-errors.js";
 import {
   parseSlackSession,
@@ -53,11 +55,13 @@ export interface SlackChannelOptions {
 /**
  * A Slack app as a Tiller channel, on Bolt. Inbound: `message` events (Events API at
  * `POST /slack/events`, signatures checked by Bolt, answered only once `receive` resolved; or Socket
- * Mode) become `gateway.receive` calls, session `slack:<team>:<channel>` (a thread:
- * `slack:<team>:<channel>:<thread_ts>`). Outbound: `chat.postMessage` (in the thread), `chat.update`
- * previews, `reactions.add` acks. The Web API client never retries by itself (a retried post could show
- * twice): a 429 comes back as `retryAfterMs`, and each post carries its deliveryId as message metadata,
- * so a send an earlier process began is looked up in the conversation before it is posted again.
+ * Mode, each envelope acked only once `receive` resolved) become `gateway.receive` calls, session
+ * `slack:<team>:<channel>` (a thread: `slack:<team>:<channel>:<thread_ts>`). Outbound:
+ * `chat.postMessage` (in the thread), `chat.update` previews, `reactions.add` acks. The Web API client
+ * never retries by itself (a retried post could show twice): a 429 comes back as `retryAfterMs`, and
+ * each post carries its deliveryId as message metadata, so a send an earlier process began is looked
+ * up in the conversation before it is posted again. At
+ * start, a streaming preview an earlier process left standing is edited to the discarded text.
  *
  * @example
  * ```ts
@@ -72,6 +76,8 @@ export class SlackChannel implements Channel {
   private readonly receiver: HTTPReceiver | SocketModeReceiver;
   private readonly sender: ChatSender;
   private readonly ledger: SendLedger;
+  /** Previews an earlier process left standing, read before this one sends anything. */
+  private readonly stale: LedgerEntry[];
   private readonly logger: Logger;
   private receive: ChatReceive | undefined;
   private started = false;
@@ -79,6 +85,7 @@ export class SlackChannel implements Channel {
   constructor(private readonly options: SlackChannelOptions) {
     this.logger = options.logger ?? silentLogger;
     this.ledger = options.ledger ?? new MemorySendLedger();
+    this.stale = stalePreviews(this.ledger);
     const clientOptions = {
       ...(options.apiUrl ? { slackApiUrl: options.apiUrl } : {}),
       // Tiller decides about retries: a post retried here could reach the channel twice.
@@ -110,6 +117,7 @@ export class SlackChannel implements Channel {
       logLevel: LogLevel.ERROR,
       deferInitialization: true,
     });
+    if (this.mode === "socket") ackAfterHandled(this.app);
     this.sender = new ChatSender(
       {
         post: (message, text, partId) => this.post(message, text, partId),
@@ -161,6 +169,14 @@ export class SlackChannel implements Channel {
   async start(receive: ChatReceive): Promise<void> {
     this.receive = receive;
     await this.app.init();
+    // A preview an earlier process left standing (it died mid-stream) must not pass for an answer.
+    await discardStalePreviews(
+      this.ledger,
+      this.stale,
+      (target, text) => this.edit(target, text),
+      this.logger,
+      (deliveryId) => this.reconcile(deliveryId),
+    );
     if (this.receiver instanceof SocketModeReceiver) {
       await this.receiver.start();
       this.started = true;
@@ -179,20 +195,18 @@ export class SlackChannel implements Channel {
   }
 
   /** Replaces a posted message's text (a streaming preview) with `chat.update`. */
-  async edit(
-    target: { session: string; messageId: string },
-    text: string,
-    options?: { signal?: AbortSignal },
-  ) {
+  async edit(target: EditTarget, text: string, options?: { signal?: AbortSignal }) {
     const { channel } = this.target(target.session);
     await this.sender.waitTurn(target.session, options?.signal);
-    try {
-      return await this.client.chat.update({ channel, ts: target.messageId, text: clip(text) });
-    } catch (error) {
-      const failure = slackSendError(error, options?.signal);
-      this.sender.noteRateLimit(target.session, failure);
-      throw failure;
-    }
+    const result = await this.client.chat
+      .update({ channel, ts: target.messageId, text: clip(text) })
+      .catch((error: unknown) => {
+        const failure = slackSendError(error, options?.signal);
+        this.sender.noteRateLimit(target.session, failure);
+        throw failure;
+      });
+    await recordEdit(this.ledger, target, text, Date.now());
+    return result;
   }
 
   /** Slack shows no typing indicator for apps' bot users through the Web API: nothing to do. */

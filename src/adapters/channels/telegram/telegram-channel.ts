@@ -2,11 +2,12 @@ import { type Api, Bot, webhookCallback } from "grammy";
 import type { ReactionTypeEmoji } from "grammy/types";
 import { ChannelSendError, errorMessage } from "../../../errors.js";
 import { type Logger, silentLogger } from "../../../logger.js";
-import type { Channel, DeliveryReceipt, OutboundMessage } from "../../../ports/channel.js";
+import type { Channel, DeliveryReceipt, EditTarget, OutboundMessage } from "../../../ports/channel.js";
 import type { Route } from "../../../ports/http-route.js";
 import type { ChatReceive } from "../chat/chat-inbound.js";
 import { ChatSender } from "../chat/chat-sender.js";
-import { MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { type LedgerEntry, MemorySendLedger, type SendLedger } from "../chat/send-ledger.js";
+import { discardStalePreviews, recordEdit, stalePreviews } from "../chat/stale-previews.js";
 import { isNotModified, telegramSendError } from "./telegram-errors.js";
 import { parseTelegramSession, type TelegramTarget, telegramInbound } from "./telegram-inbound.js";
 
@@ -46,7 +47,8 @@ export interface TelegramChannelOptions {
  * `telegram:<chat.id>:<message_thread_id>`); an update is confirmed to Telegram only after `receive`
  * resolved, so nothing acknowledged is lost. Outbound: `sendMessage` replying to the answered message,
  * split at 4096 characters, at most once per deliveryId (see `ChatSender`); previews by
- * `editMessageText`, typing by `sendChatAction`, ack reactions by `setMessageReaction`.
+ * `editMessageText`, typing by `sendChatAction`, ack reactions by `setMessageReaction`. At start, a
+ * preview an earlier process left standing (it died mid-stream) is edited to the discarded text.
  *
  * @example
  * ```ts
@@ -60,6 +62,9 @@ export class TelegramChannel implements Channel {
   readonly maxLength = TELEGRAM_MAX_LENGTH;
   readonly bot: Bot;
   private readonly sender: ChatSender;
+  private readonly ledger: SendLedger;
+  /** Previews an earlier process left standing, read before this one sends anything. */
+  private readonly stale: LedgerEntry[];
   private readonly logger: Logger;
   private readonly allowed: Set<string> | undefined;
   private receive: ChatReceive | undefined;
@@ -69,13 +74,15 @@ export class TelegramChannel implements Channel {
     this.logger = options.logger ?? silentLogger;
     this.bot = new Bot(options.token, { client: options.apiRoot ? { apiRoot: options.apiRoot } : {} });
     this.allowed = options.allowedChats ? new Set(options.allowedChats.map(String)) : undefined;
+    this.ledger = options.ledger ?? new MemorySendLedger();
+    this.stale = stalePreviews(this.ledger);
     this.sender = new ChatSender(
       {
         post: (message, text) => this.post(message, text),
         classify: telegramSendError,
         conversation: (session) => this.target(session).chatId,
       },
-      options.ledger ?? new MemorySendLedger(),
+      this.ledger,
       TELEGRAM_MAX_LENGTH,
     );
     this.bot.on(["message", "edited_message"], async (ctx) => {
@@ -125,6 +132,13 @@ export class TelegramChannel implements Channel {
   async start(receive: ChatReceive): Promise<void> {
     this.receive = receive;
     await this.bot.init();
+    // A preview an earlier process left standing (it died mid-stream) must not pass for an answer.
+    await discardStalePreviews(
+      this.ledger,
+      this.stale,
+      (target, text) => this.edit(target, text),
+      this.logger,
+    );
     const allowed_updates = ["message", "edited_message"] as const;
     if (this.mode === "webhook") {
       if (this.options.webhookUrl)
@@ -159,17 +173,14 @@ export class TelegramChannel implements Channel {
   }
 
   /** Replaces a sent message's text (a streaming preview); a text that did not change is not an error. */
-  async edit(
-    target: { session: string; messageId: string },
-    text: string,
-    options?: { signal?: AbortSignal },
-  ): Promise<unknown> {
+  async edit(target: EditTarget, text: string, options?: { signal?: AbortSignal }): Promise<unknown> {
     const { chatId } = this.target(target.session);
     const signal = options?.signal;
     await this.sender.waitTurn(target.session, signal);
     const shown = text.length > TELEGRAM_MAX_LENGTH ? `${text.slice(0, TELEGRAM_MAX_LENGTH - 1)}…` : text;
+    let result: unknown = true;
     try {
-      return await this.bot.api.editMessageText(
+      result = await this.bot.api.editMessageText(
         chatId,
         Number(target.messageId),
         shown,
@@ -177,11 +188,16 @@ export class TelegramChannel implements Channel {
         signal as GrammySignal,
       );
     } catch (error) {
-      if (isNotModified(error)) return true;
-      const failure = telegramSendError(error, signal);
-      this.sender.noteRateLimit(target.session, failure);
-      throw failure;
+      if (!isNotModified(error)) throw this.editFailure(target.session, error, signal);
     }
+    await recordEdit(this.ledger, target, text, Date.now());
+    return result;
+  }
+
+  private editFailure(session: string, error: unknown, signal: AbortSignal | undefined): ChannelSendError {
+    const failure = telegramSendError(error, signal);
+    this.sender.noteRateLimit(session, failure);
+    return failure;
   }
 
   /** Shows "typing…" in the chat (Telegram keeps it up to 5 s). */
