@@ -9,14 +9,8 @@ import type {
   SessionPlacement,
 } from "../../ports/session-cluster.js";
 import { SystemClock } from "../system-clock.js";
-import {
-  checkSchema,
-  clientConfig,
-  createPool,
-  inlined,
-  inTransaction,
-  type PostgresConnectionOptions,
-} from "./connection.js";
+import { checkSchema, clientConfig, createPool, inlined, inTransaction } from "./connection.js";
+import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 import * as sql from "./session-sql.js";
