@@ -16,7 +16,7 @@
  */
 
 export { type AISDKModel, createAISDKModel } from "./adapters/ai-sdk/create-ai-sdk-model.js";
-export type { AISDKModelOptions, AISDKSettings } from "./adapters/ai-sdk/options.js";
+export type { AISDKLanguageModel, AISDKModelOptions, AISDKSettings } from "./adapters/ai-sdk/options.js";
 export {
   type AnthropicModelOptions,
   createAnthropicModel,

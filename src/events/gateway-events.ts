@@ -12,6 +12,23 @@ export interface GatewayEventMap {
   "gateway.draining": Record<never, never>;
   /** `stop()` finished: lanes drained, sessions stopped, the store closed. */
   "gateway.stopped": Record<never, never>;
+  /**
+   * An inbound message (or a triggered turn's text) arrived, from any client or channel, before it is
+   * admitted (its `message.acked` follows): `at` is its arrival time, which the transcript keeps as the
+   * user record's `arrivedAt`.
+   */
+  "message.received": InSession & {
+    messageId: string;
+    /** The message as the user wrote it. */
+    text: string;
+    channel: string;
+    /** Who sent it (absent: the session's anonymous user). */
+    sender?: Sender;
+    /** An edit: the id of the message it replaces. */
+    editOf?: string;
+    /** For a turn nobody typed: its trigger (`cron`, `heartbeat`, ...). */
+    trigger?: string;
+  };
   /** An inbound message got its acknowledgement (the `Ack` that `receive()` returns). */
   "message.acked": Ack & {
     /** Who sent it (absent: the session's anonymous user). */

@@ -101,7 +101,18 @@ export interface SessionInspection {
   /** The session machine's state (`idle`, `turn.running`, ...). */
   state: string;
   /** The running turn, if any: its run id, the run machine's state, re-check passes and current tool. */
-  run: { runId: string; state: string; passes: number; currentTool?: string } | null;
+  run: {
+    runId: string;
+    state: string;
+    passes: number;
+    currentTool?: string;
+    /**
+     * Several processes, over HTTP: the process that runs the turn and its lane, when not the one that
+     * answered (`state` is then `running` and `passes` 0: the run's details live on that process).
+     */
+    process?: string;
+    lane?: string;
+  } | null;
   /** Work waiting for its own turn, in order. */
   queue: Array<{ kind: string; messageIds: string[] }>;
   /** The session's lane in the lane scheduler, while it has one. */

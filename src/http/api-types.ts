@@ -355,6 +355,9 @@ export interface components {
                 state: string;
                 passes: number;
                 currentTool?: string;
+                /** @description on a gateway of several processes: the process running it, when not this one */
+                process?: string;
+                lane?: string;
             } | null;
             queue: {
                 kind: string;

@@ -1,4 +1,4 @@
-import type { ClusterView } from "../adapters/postgres/cluster-view.js";
+import type { ClusterView } from "../adapters/postgres/cluster-view.types.js";
 import { sendJson } from "./http-error.js";
 import type { Route } from "./router.js";
 

@@ -133,7 +133,20 @@ export const schemas: Record<string, Schema> = {
     {
       state: str,
       run: nullable(
-        object({ runId: str, state: str, passes: int, currentTool: str }, ["runId", "state", "passes"]),
+        object(
+          {
+            runId: str,
+            state: str,
+            passes: int,
+            currentTool: str,
+            process: {
+              ...str,
+              description: "on a gateway of several processes: the process running it, when not this one",
+            },
+            lane: str,
+          },
+          ["runId", "state", "passes"],
+        ),
       ),
       queue: array(object({ kind: str, messageIds: array(str) })),
       lane: nullable(object({ active: int, queued: int, capacity: int })),

@@ -1,17 +1,18 @@
 import type { ServerResponse } from "node:http";
-import type { Gateway, SessionInspection } from "../gateway/create-gateway.js";
+import type { Gateway } from "../gateway/create-gateway.js";
 import { laneEntryMachine } from "../machines/lane-entry.machine.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { runMachine } from "../machines/run.machine.js";
 import { sessionMachine } from "../machines/session.machine.js";
 import { toMachineConfig } from "../viz/machine-config.js";
 import type { Route } from "./router.js";
+import { idle, type SessionView, viewSessions } from "./session-view.js";
 
 /**
  * One entry of `GET /v1/sessions`: `inspectSession()` plus its key, and on a gateway of several
  * processes the process that owns the session (`null`: nobody does, it is idle).
  */
-export type SessionSummary = SessionInspection & { key: string; owner?: string | null };
+export type SessionSummary = SessionView & { key: string };
 
 /**
  * The endpoints the operator page reads besides the core API (docs/http.md, "Operator page
@@ -65,17 +66,11 @@ export function operatorRoutes(gateway: Gateway): Route[] {
 export async function listSessions(gateway: Gateway): Promise<SessionSummary[]> {
   const keys = new Set(gateway.sessionKeys());
   for (const key of await gateway.store.sessions()) keys.add(key);
-  const owners = gateway.cluster ? await gateway.cluster.owners([...keys]) : undefined;
+  // Sessions not loaded here are listed without reading their transcripts.
+  const views = await viewSessions(gateway, [...keys], async () => 0);
+  const owner = gateway.cluster ? { owner: null } : {};
   const out: SessionSummary[] = [];
-  for (const key of keys) {
-    const inspection = gateway.inspectSession(key);
-    const owner = owners ? { owner: owners.get(key) ?? null } : {};
-    out.push(
-      inspection
-        ? { key, ...inspection, ...owner }
-        : { key, state: "idle", run: null, queue: [], lane: null, transcriptLength: 0, ...owner },
-    );
-  }
+  for (const key of keys) out.push({ key, ...(views.get(key) ?? { ...idle(0), ...owner }) });
   return out.sort((a, b) => Number(b.run !== null) - Number(a.run !== null) || (a.key < b.key ? -1 : 1));
 }
 

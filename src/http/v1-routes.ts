@@ -11,6 +11,7 @@ import type { EventFeed } from "./event-feed.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { readJsonBody } from "./read-json-body.js";
 import type { Route, RouteContext } from "./router.js";
+import { idle, viewSessions } from "./session-view.js";
 import { SseStream } from "./sse-stream.js";
 import { streamDeliveries } from "./stream-deliveries.js";
 import { streamEvents } from "./stream-events.js";
@@ -77,22 +78,16 @@ export function v1Routes(deps: V1Deps): Route[] {
       path: "/v1/sessions/:key",
       async handler(context) {
         const session = key(context);
-        const inspection = gateway.inspectSession(session);
-        // Several processes: which one owns the session (null: nobody, it is idle).
-        const owner = gateway.cluster
-          ? { owner: (await gateway.cluster.owners([session])).get(session) ?? null }
-          : {};
-        if (inspection) return sendJson(context.res, 200, { ...inspection, ...owner });
+        const length = async (name: string) => (await gateway.store.read(name)).at(-1)?.seq ?? 0;
+        // Several processes: the session as the cluster has it, wherever its turn runs.
+        const view = (await viewSessions(gateway, [session], length)).get(session);
+        if (view) return sendJson(context.res, 200, view);
         // A stored session this process has not loaded yet is idle, not unknown.
-        const records = await gateway.store.read(session);
-        if (records.length === 0) throw notFound("session", `no session "${session}"`);
+        const transcriptLength = await length(session);
+        if (transcriptLength === 0) throw notFound("session", `no session "${session}"`);
         sendJson(context.res, 200, {
-          state: "idle",
-          run: null,
-          queue: [],
-          lane: null,
-          transcriptLength: records.at(-1)!.seq,
-          ...owner,
+          ...idle(transcriptLength),
+          ...(gateway.cluster ? { owner: null } : {}),
         });
       },
     },

@@ -20,6 +20,7 @@ export function userItem(message: OwnedMessage): TurnItem {
     role: "user",
     text: message.text,
     messageId: message.id,
+    arrivedAt: message.at,
     channel: message.channel,
     ...(message.sender ? { sender: message.sender } : {}),
     ...(message.replyTo ? { replyTo: message.replyTo } : {}),

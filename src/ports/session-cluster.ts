@@ -31,6 +31,11 @@ export interface SessionCluster {
   /** The live owner of each of these sessions (sessions nobody owns are left out). */
   owners(sessions: readonly string[]): Promise<Map<string, string>>;
   /**
+   * Where each of these sessions is, cluster-wide (sessions nobody owns and with no lane run are left
+   * out): what a process that does not run a session reports about it.
+   */
+  placements?(sessions: readonly string[]): Promise<Map<string, SessionPlacement>>;
+  /**
    * Called for a session with messages waiting for this process: forwarded to it as the owner, or
    * taken over (`adopted`) from an owner whose lease ran out, with its stored work. Returns the
    * function that unsubscribes; sessions are taken over only while someone listens.
@@ -41,6 +46,18 @@ export interface SessionCluster {
    * a lost connection): another process may own it now, so its live state here must go.
    */
   onLost?(listener: (session: string) => void): () => void;
+}
+
+/** Where a session is in the cluster, as the database has it. */
+export interface SessionPlacement {
+  /** The process that owns the session's live state (null: nobody does). */
+  owner: string | null;
+  /** The process running the session's active turn, and its workload lane (null: no turn runs). */
+  runningOn: { process: string; lane: string } | null;
+  /** The session's turns waiting for a lane slot. */
+  queued: number;
+  /** The capacity of the lane it runs or waits in (null: not configured there). */
+  capacity: number | null;
 }
 
 /** One inbound message as the inbox keeps it. */

@@ -28,6 +28,11 @@ export interface UserRecord {
   text: string;
   /** The inbound message id. */
   messageId: string;
+  /**
+   * When the message reached the gateway (ms on its clock). `at` is when the record was stored: later
+   * for a message steered into a running turn, which is stored when the turn takes it.
+   */
+  arrivedAt?: number;
   channel?: string;
   /** Who wrote it, when the channel said (group chats). */
   sender?: Sender;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ack, inbound, msg, play, turns, userTextsByTurn, withTools, yaml } from "../support/modes.js";
-import { eventsOf as events, replies } from "../support/scenario.js";
+import { eventsOf as events, replies, transcript } from "../support/scenario.js";
 
 // One part of the modes scenarios; what they cover and share: test/support/modes.ts.
 
@@ -44,6 +44,24 @@ describe("steer (the default)", () => {
     });
     expect(replies(result).map((reply) => reply.text)).toEqual(["Re: wait, use the staging server"]);
     expect(events(result, "steer.injected")).toMatchObject([{ messageIds: ["m2"] }]);
+  });
+
+  it("keeps a steered message's arrival: an event as it arrives, before its ack, and `arrivedAt` on its record", async () => {
+    const { result } = await play(
+      withTools(inbound(msg(0, "m1", "deploy the app"), msg(1000, "m2", "wait, use the staging server"))),
+    );
+    const received = events(result, "message.received");
+    expect(received.map((event) => [event.at, event.messageId, event.text, event.channel])).toEqual([
+      [0, "m1", "deploy the app", "telegram"],
+      [1000, "m2", "wait, use the staging server", "telegram"],
+    ]);
+    const order = result.events.map(
+      (event) => `${event.type} ${"messageId" in event ? event.messageId : ""}`,
+    );
+    expect(order.indexOf("message.received m2")).toBeLessThan(order.indexOf("message.acked m2"));
+    // The turn took m2 in after the deploy (3100): the record is stored then, and says when it arrived.
+    const m2 = transcript(result, "s").find((record) => record.role === "user" && record.messageId === "m2");
+    expect(m2).toMatchObject({ arrivedAt: 1000, at: 3100 });
   });
 
   it("says a running cancellable tool can be cancelled, and lists the effects that already happened", async () => {

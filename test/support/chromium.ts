@@ -32,6 +32,8 @@ export async function launchChromium(viewport = { width: 1500, height: 950 }) {
     headless: true,
     args: FLAGS,
     viewport,
+    // A locale whose own clock is 12-hour: the page must write its times on the 24-hour clock anyway.
+    locale: "en-US",
   });
   return {
     context,

@@ -54,3 +54,52 @@ export function useOperatorPage(args: (dir: string) => Promise<string[]> | strin
     pageErrors,
   };
 }
+
+/**
+ * What makes the page's machine diagrams hard to read, as the browser renders them: text drawn smaller
+ * than `minPx` on screen, or text (a state's name, a shown transition label) reaching outside the part
+ * of the card a person sees. Empty when both diagrams read well.
+ */
+export function diagramProblems(page: Page, minPx = 10): Promise<string[]> {
+  return page.$$eval(
+    "#session-diagram, #run-diagram",
+    (boxes, minPx) => {
+      const problems: string[] = [];
+      for (const box of boxes) {
+        const name = box.id;
+        const svg = box.querySelector("svg");
+        const seen = box.getBoundingClientRect();
+        if (box.scrollWidth > box.clientWidth) problems.push(`${name}: wider than its card`);
+        for (const text of svg.querySelectorAll("text")) {
+          const rect = text.getBoundingClientRect();
+          if (rect.width === 0 || !text.textContent) continue; // not shown
+          const scale = svg.getScreenCTM()?.a ?? 1;
+          const style = box.ownerDocument.defaultView.getComputedStyle(text);
+          const px = Number.parseFloat(style.fontSize) * scale;
+          const what = `${name} "${text.textContent}"`;
+          if (px < minPx) problems.push(`${what}: ${px.toFixed(1)} px`);
+          if (rect.left < seen.left - 0.5 || rect.right > seen.right + 0.5 || rect.top < seen.top - 0.5)
+            problems.push(`${what}: cut at ${Math.round(rect.left)}..${Math.round(rect.right)}`);
+        }
+      }
+      return problems;
+    },
+    minPx,
+  );
+}
+
+/** A time the page shows (`17:04:05.120` or `17:04:05`) as ms since midnight. */
+export function msOfDay(shown: string): number {
+  const match = /(\d\d):(\d\d):(\d\d)(?:\.(\d{3}))?/.exec(shown);
+  if (!match) throw new Error(`no 24-hour time in "${shown}"`);
+  const [, h, m, s, ms] = match;
+  return ((Number(h) * 60 + Number(m)) * 60 + Number(s)) * 1000 + Number(ms ?? 0);
+}
+
+/** A local time as ms since midnight, as the page would show it. */
+export function localMsOfDay(at: number): number {
+  const date = new Date(at);
+  return (
+    ((date.getHours() * 60 + date.getMinutes()) * 60 + date.getSeconds()) * 1000 + date.getMilliseconds()
+  );
+}

@@ -73,8 +73,10 @@ export async function sessionDetail(member: ClusterMember, session: string) {
   const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}`);
   return (await response.json()) as {
     state: string;
-    run: { currentTool?: string } | null;
+    run: { runId: string; state: string; currentTool?: string; process?: string; lane?: string } | null;
     owner?: string | null;
+    lane?: { active: number; queued: number; capacity: number } | null;
+    queue?: Array<{ kind: string; messageIds: string[] }>;
   };
 }
 

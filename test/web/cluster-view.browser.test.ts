@@ -40,6 +40,8 @@ describe("the operator page on PostgreSQL", () => {
     expect(await cell(page, "[data-cluster-lane=bulk] td:nth-child(4)")).toBe("1");
     expect(await page.textContent(`[data-process=${processId}]`)).toContain("this one");
     expect(await page.$("[data-process=pother].alive")).not.toBeNull();
+    // Times on the 24-hour clock, as in the timeline (the browser's locale would say "5:04:05 PM").
+    expect(await cell(page, "[data-process=pother]")).toMatch(/alive until \d\d:\d\d:\d\d$/);
     expect(await cell(page, "[data-cluster-session='web:elsewhere'] .owner")).toBe("pother");
 
     // A turn with the demo's 5 s tool: its run is active in the main lane, on this process.

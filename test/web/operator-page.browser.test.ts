@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SHOTS, useOperatorPage } from "../support/operator-page.js";
+import { diagramProblems, localMsOfDay, msOfDay, SHOTS, useOperatorPage } from "../support/operator-page.js";
 import { type Running, startServe } from "../support/serve-process.js";
 
 // The operator page in a real browser against a real `tiller serve` (demo model, its 5 s demo_task
@@ -106,11 +106,14 @@ describe("the operator page", () => {
     await page.reload();
     await page.waitForSelector(".bubble.reply:has-text('demo_task finished')");
     const texts = await page.$$eval(".bubble.user .text", (els) => els.map((el) => el.textContent));
+    // `/stop` acted at once and never reached the transcript: the server's recent events still show it.
     expect(texts).toEqual([
       "Please run a task: tidy the invoices",
       "Actually, only the March ones.",
       "run another task please",
-    ]); // `/stop` acted at once and never reached the transcript
+      "/stop",
+    ]);
+    expect(await page.textContent('.row:has(.bubble.user:has-text("/stop")) .ack')).toMatch(/stop/i);
     expect(await page.textContent("#session-list")).toContain("web:browser");
     expect(await page.textContent("#lanes")).toContain("main");
     expect(await page.textContent("#tab-commitments")).toMatch(/Commitments are off|No commitments/);
@@ -167,6 +170,57 @@ describe("the operator page", () => {
   }, 60_000);
 });
 
+describe("the operator page's chat is the whole conversation", () => {
+  it("shows a steer another client posts while a task runs, at once, with its ack and arrival time; diagrams read well at 1400 px", async () => {
+    const tab = await ui.browser.context.newPage();
+    const errors: string[] = [];
+    tab.on("pageerror", (error) => errors.push(error.message));
+    await tab.setViewportSize({ width: 1400, height: 900 });
+    await tab.goto(`${server.url}/#session=web:live`);
+    await tab.waitForSelector("#run-diagram svg");
+    await tab.waitForSelector("#conn.on");
+    expect(await diagramProblems(tab)).toEqual([]);
+    await send(tab, "Please run a task: sort the parcels");
+    await activeRunState(tab, "toolBatch.toolRunning.working");
+    expect(await diagramProblems(tab)).toEqual([]);
+
+    // Another client steers over HTTP while the tool runs: the page shows it as it arrives, not
+    // when the turn takes it in after the tool.
+    const before = Date.now();
+    const posted = await fetch(`${server.url}/v1/sessions/web%3Alive/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: "curl-1", text: "From curl: only the heavy ones." }),
+    });
+    const after = Date.now();
+    expect(((await posted.json()) as { ack: { disposition: string } }).ack.disposition).toBe("steered");
+    const row = '.row:has(.bubble.user[data-message="curl-1"])';
+    await tab.waitForSelector(`${row} .ack-steered`, { timeout: 5_000 });
+    expect(await tab.$(".bubble.reply:has-text('demo_task finished')")).toBeNull(); // still running
+    const arrived = msOfDay((await tab.textContent(`${row} .time`)) ?? "");
+    expect(arrived).toBeGreaterThanOrEqual(localMsOfDay(before));
+    expect(arrived).toBeLessThanOrEqual(localMsOfDay(after));
+    await tab.screenshot({ path: join(SHOTS, "8-steer-from-another-client.png") });
+
+    const final = await tab.waitForSelector(".bubble.reply:has-text('demo_task finished')", {
+      timeout: 20_000,
+    });
+    expect(await final.textContent()).toContain("only the heavy ones");
+    expect(await diagramProblems(tab)).toEqual([]);
+    // After a reload the message keeps its arrival time (the turn stored it seconds later) and its ack.
+    await tab.reload();
+    await tab.waitForSelector(`${row} .ack-steered`);
+    expect(msOfDay((await tab.textContent(`${row} .time`)) ?? "")).toBe(arrived);
+    const texts = await tab.$$eval(".bubble .text", (els) => els.map((el) => el.textContent));
+    expect(texts.slice(0, 2)).toEqual([
+      "Please run a task: sort the parcels",
+      "From curl: only the heavy ones.",
+    ]);
+    expect(errors).toEqual([]);
+    await tab.close();
+  }, 90_000);
+});
+
 describe("the operator page of a server with TILLER_TOKEN", () => {
   const TOKEN = "page-token-7f3c9a";
   let guarded: Running & { url: string };
@@ -198,6 +252,10 @@ describe("the operator page of a server with TILLER_TOKEN", () => {
 
     await tab.goto(`${guarded.url}/#session=web:guarded`);
     await tab.waitForSelector("#token-form");
+    // No session is open yet: the chat's header says what to do.
+    expect(await tab.textContent("#session-key")).toBe(
+      "No session picked: choose one from the list, or open one by its key",
+    );
     expect(refused).toContain("/v1/machines");
     expect(await tab.textContent("#conn")).toBe("needs a token");
     // A wrong token is refused and asked for again.

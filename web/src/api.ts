@@ -22,6 +22,8 @@ export interface TranscriptRecord {
   role: string;
   text?: string;
   messageId?: string;
+  /** A user record: when the message reached the gateway (`at` is when it was stored). */
+  arrivedAt?: number;
   runId?: string;
   delivered?: boolean;
 }

@@ -4,7 +4,7 @@
  * active and queued across every process), then the processes and which one owns or runs each
  * session.
  */
-import { h } from "./dom.js";
+import { h, wallTime } from "./dom.js";
 import "./cluster-view.css";
 
 export interface ClusterInfo {
@@ -113,5 +113,5 @@ export function renderCluster(container: HTMLElement, info: ClusterInfo): void {
 
 function time(iso: string): string {
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleTimeString();
+  return Number.isNaN(date.getTime()) ? iso : wallTime(date.getTime());
 }

@@ -2,6 +2,10 @@
  * Draws a machine graph as SVG with elkjs (layered layout, compound states as boxes holding their
  * children) and keeps it live: `show(value)` highlights the active states and marks the transition
  * that led there. The layout is computed once per machine; a state change only swaps CSS classes.
+ *
+ * The drawing is never scaled down: a state name shrunk to fit a narrow column is unreadable. It is laid
+ * out left to right when that fits the width there is, else top to bottom; when neither fits, the card
+ * scrolls sideways.
  */
 import ELK, { type ElkExtendedEdge, type ElkNode } from "elkjs/lib/elk.bundled.js";
 import { activeStates, type MachineGraph, takenEdges } from "./machine-graph.js";
@@ -17,11 +21,22 @@ export interface LiveDiagram {
   show(value: unknown, cause?: string): void;
 }
 
-export async function drawMachine(graph: MachineGraph): Promise<LiveDiagram> {
-  const laidOut = await elk.layout(toElk(graph));
+/** Room around the layout, so the stroke of an active state at the edge is not cut in half. */
+const MARGIN = 4;
+
+/** Draws `graph` for a container `width` px wide (the layout that fits it, see the header). */
+export async function drawMachine(
+  graph: MachineGraph,
+  width = Number.POSITIVE_INFINITY,
+): Promise<LiveDiagram> {
+  const laidOut = await layOut(graph, width);
   const svg = document.createElementNS(SVG, "svg");
   svg.classList.add("machine");
-  svg.setAttribute("viewBox", `0 0 ${Math.ceil(laidOut.width ?? 100)} ${Math.ceil(laidOut.height ?? 100)}`);
+  const viewWidth = Math.ceil(laidOut.width ?? 100) + 2 * MARGIN;
+  const viewHeight = Math.ceil(laidOut.height ?? 100) + 2 * MARGIN;
+  svg.setAttribute("viewBox", `${-MARGIN} ${-MARGIN} ${viewWidth} ${viewHeight}`);
+  // One unit of the layout is one pixel: the text keeps the size the stylesheet gives it.
+  setAttrs(svg, { width: viewWidth, height: viewHeight });
   svg.setAttribute("role", "img");
   svg.setAttribute("aria-label", `${graph.id} machine`);
   svg.innerHTML = `<defs><marker id="arrow-${graph.id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker><marker id="arrow-${graph.id}-hot" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead hot"/></marker></defs>`;
@@ -88,7 +103,9 @@ export async function drawMachine(graph: MachineGraph): Promise<LiveDiagram> {
         const mid = midpoint(points);
         const text = document.createElementNS(SVG, "text");
         text.classList.add("label");
-        setAttrs(text, { x: mid.x, y: mid.y - 5 });
+        // Above its edge, but never above the drawing's top (the label is 11 px high).
+        setAttrs(text, { x: mid.x, y: Math.max(mid.y - 5, 8) });
+        text.dataset.x = String(mid.x);
         // A short edge has no room for a label: the card's caption names the event instead.
         if (pathLength(points) < 60) text.classList.add("no-room");
         g.append(title, text);
@@ -108,24 +125,49 @@ export async function drawMachine(graph: MachineGraph): Promise<LiveDiagram> {
       for (const [id, g] of nodes) g.classList.toggle("active", active.has(id));
       const taken = previous === undefined ? [] : takenEdges(graph, previous, value);
       const hotIds = new Set(taken.map((e) => e.id));
-      for (const edge of taken) {
-        // The label of the transition that fired: the one naming the event, else the edge's first.
-        const wanted = cause === undefined ? undefined : causeLabel(cause);
-        const label = firedLabel(edge.labels, wanted);
-        const text = edgeEls.get(edge.id)?.querySelector("text.label");
-        if (text) text.textContent = label ?? "";
-      }
       for (const [id, g] of edgeEls) {
         const hot = hotIds.has(id);
         g.classList.toggle("hot", hot);
         g.querySelector("path")?.setAttribute("marker-end", `url(#arrow-${graph.id}${hot ? "-hot" : ""})`);
+      }
+      for (const edge of taken) {
+        // The label of the transition that fired: the one naming the event, else the edge's first.
+        const wanted = cause === undefined ? undefined : causeLabel(cause);
+        const label = firedLabel(edge.labels, wanted);
+        const text = edgeEls.get(edge.id)?.querySelector<SVGTextElement>("text.label");
+        if (text) {
+          text.textContent = label ?? "";
+          keepInside(text, viewWidth - 2 * MARGIN);
+        }
       }
       previous = value;
     },
   };
 }
 
-function toElk(graph: MachineGraph): ElkNode {
+/**
+ * Left to right when it fits `width` at full size; else top to bottom (a narrow column), or whichever of
+ * the two is narrower when neither fits.
+ */
+async function layOut(graph: MachineGraph, width: number): Promise<ElkNode> {
+  const across = await elk.layout(toElk(graph, "RIGHT"));
+  if ((across.width ?? 0) + 2 * MARGIN <= width) return across;
+  const down = await elk.layout(toElk(graph, "DOWN"));
+  return (down.width ?? 0) < (across.width ?? 0) ? down : across;
+}
+
+/**
+ * Moves a shown edge label (centred on its edge's midpoint) sideways so that all of it stays inside the
+ * drawing: a label on an edge near the border would otherwise be cut.
+ */
+function keepInside(text: SVGTextElement, width: number): void {
+  const half = text.getComputedTextLength() / 2;
+  const x = Number(text.dataset.x ?? text.getAttribute("x") ?? 0);
+  const inside = half * 2 >= width ? width / 2 : Math.min(Math.max(x, half), width - half);
+  text.setAttribute("x", String(inside));
+}
+
+function toElk(graph: MachineGraph, direction: "RIGHT" | "DOWN"): ElkNode {
   const build = (id: string): ElkNode => {
     const state = graph.states.get(id)!;
     if (state.children.length === 0) {
@@ -157,7 +199,7 @@ function toElk(graph: MachineGraph): ElkNode {
     id: graph.id,
     layoutOptions: {
       "elk.algorithm": "layered",
-      "elk.direction": "RIGHT",
+      "elk.direction": direction,
       "elk.hierarchyHandling": "INCLUDE_CHILDREN",
       "elk.json.edgeCoords": "ROOT",
       "elk.json.shapeCoords": "ROOT",

@@ -15,10 +15,16 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
-/** `12:04:05.120` for a clock value in ms (a simulated clock starts at 0, so small values read as +ms). */
+const pad = (n: number, width = 2) => String(n).padStart(width, "0");
+
+/** `17:04:05.120` for a clock value in ms (a simulated clock starts at 0, so small values read as +ms). */
 export function clockTime(at: number): string {
   if (at < 86_400_000) return `+${(at / 1000).toFixed(3)}s`;
+  return `${wallTime(at)}.${pad(new Date(at).getMilliseconds(), 3)}`;
+}
+
+/** `17:04:05`: the page writes every time of day on the 24-hour clock, whatever the browser's locale. */
+export function wallTime(at: number): string {
   const date = new Date(at);
-  const pad = (n: number, width = 2) => String(n).padStart(width, "0");
-  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }

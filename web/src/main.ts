@@ -89,7 +89,7 @@ async function boot(): Promise<void> {
   for (const name of ["session", "run"] as const) {
     const config = machines[name] as StateConfig | undefined;
     if (!config) continue;
-    const diagram = await drawMachine(machineGraph(config));
+    const diagram = await drawMachine(machineGraph(config), $(`${name}-diagram`).clientWidth);
     app.diagrams[name] = diagram;
     $(`${name}-diagram`).replaceChildren(diagram.element);
   }
@@ -125,6 +125,7 @@ function select(key: string): void {
   app.selected = key;
   history.replaceState(null, "", `#session=${encodeURIComponent(key)}`);
   $("session-key").textContent = key;
+  $("session-key").classList.remove("no-session");
   const summary = app.sessions.get(key);
   app.sessionValue = summary ? stateValueOf(summary.state) : "idle";
   app.run = summary?.run
@@ -135,6 +136,7 @@ function select(key: string): void {
         ...(summary.run.currentTool ? { tool: { name: summary.run.currentTool } } : {}),
       }
     : null;
+  chat.clear();
   fillTimeline(key);
   app.closeDeliveries?.();
   app.closeDeliveries = openDeliveries(key, (delivery) => chat.addDelivery(delivery));
@@ -156,6 +158,8 @@ function select(key: string): void {
 /**
  * The timeline starts with what the session did before the page looked (the events the server still
  * holds), then goes on live; events that arrive while the past is fetched are shown after it, once.
+ * The chat takes the same past: the acks of its messages, and messages not stored yet (a steer that
+ * waits for the running turn's next step) or never stored (a control command).
  */
 function fillTimeline(key: string): void {
   timeline.clear();
@@ -165,7 +169,10 @@ function fillTimeline(key: string): void {
     if (app.early !== early) return; // another session was chosen meanwhile
     app.early = null;
     const shown = new Set(past.map((item) => item.id));
-    for (const item of past) timeline.add(item.event);
+    for (const item of past) {
+      timeline.add(item.event);
+      toChat(item.event);
+    }
     for (const item of early) if (item.id === undefined || !shown.has(item.id)) timeline.add(item.event);
   };
   void api.recentEvents(key).then(done, () => done([]));
@@ -263,11 +270,19 @@ function onEvent(event: GatewayEvent, id?: string): void {
     case "turn.ended":
       chat.endRun(String(event.runId));
       break;
+    case "message.received":
     case "message.acked":
-      chat.setAck(event as unknown as Ack);
+      toChat(event);
       break;
   }
   renderStatus();
+}
+
+/** A message of the selected session, from any client, and its ack. */
+function toChat(event: GatewayEvent): void {
+  if (event.type === "message.received")
+    chat.addArrival(String(event.messageId), String(event.text ?? ""), event.at);
+  else if (event.type === "message.acked") chat.setAck(event as unknown as Ack);
 }
 
 function caption(name: "session" | "run", event: GatewayEvent): void {

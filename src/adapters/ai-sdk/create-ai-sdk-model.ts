@@ -1,4 +1,4 @@
-import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import type { LanguageModelV3, LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { ModelError } from "../../errors.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock } from "../../ports/clock.js";
@@ -39,7 +39,8 @@ export interface AISDKModel extends ModelProvider {
  */
 export function createAISDKModel(options: AISDKModelOptions): AISDKModel {
   const settings = parseAISDKOptions(options);
-  const { model } = options;
+  // A v3 model (parseAISDKOptions checks it): the options type names only what a caller must pass.
+  const model = options.model as unknown as LanguageModelV3;
   const clock: Clock = options.clock ?? new SystemClock();
   const logger: Logger = options.logger ?? silentLogger;
   let inFlight = 0;

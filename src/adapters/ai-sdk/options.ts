@@ -1,14 +1,26 @@
-import type { LanguageModelV3, SharedV3ProviderOptions } from "@ai-sdk/provider";
 import { z } from "zod";
 import { expectation } from "../../config.js";
 import { ConfigError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import type { Clock } from "../../ports/clock.js";
 
+/**
+ * An AI SDK language model (specification v3), as far as the options name it: every `LanguageModelV3`
+ * fits. Typed here rather than with `@ai-sdk/provider`'s types, so that the package's declarations
+ * compile in a strict project that does not use the AI SDK.
+ */
+export interface AISDKLanguageModel {
+  readonly specificationVersion: "v3";
+  readonly provider: string;
+  readonly modelId: string;
+  /** The streaming call (its options and result are the AI SDK's: any v3 model's fits `never`). */
+  doStream(options: never): PromiseLike<unknown>;
+}
+
 /** Options of {@link createAISDKModel}; only `model` is required. */
 export interface AISDKModelOptions {
   /** An AI SDK language model (specification v3): `anthropic("claude-sonnet-4-5")`, `openai("gpt-4o")`, ... */
-  model: LanguageModelV3;
+  model: AISDKLanguageModel;
   /** A system prompt of this provider, sent before the gateway's instructions. @default "" (none) */
   system?: string;
   /** The role of Tiller's notes to the model: `user` suits every provider (some refuse a system message after the first). @default "user" */
@@ -28,7 +40,7 @@ export interface AISDKModelOptions {
   /** Extra HTTP headers on every request. @default {} */
   headers?: Record<string, string>;
   /** Provider-specific options passed through on every call (`{ anthropic: { ... } }`). @default {} */
-  providerOptions?: SharedV3ProviderOptions;
+  providerOptions?: Record<string, Record<string, unknown>>;
   /** The clock retries wait on and timeouts run on (a SimulatedClock in tests). @default a SystemClock */
   clock?: Clock;
   /** Source of retry jitter in [0, 1). @default Math.random */
@@ -60,7 +72,7 @@ export function parseAISDKOptions(options: AISDKModelOptions, prefix = "aisdk"):
   if (options === null || typeof options !== "object")
     throw new ConfigError(prefix, "an options object { model, ... }", options);
   const { model, clock, logger, random, ...data } = options;
-  const candidate = model as Partial<LanguageModelV3> | undefined;
+  const candidate = model as Partial<AISDKLanguageModel> | undefined;
   if (!candidate || typeof candidate.doStream !== "function")
     throw new ConfigError(`${prefix}.model`, "an AI SDK language model (with doStream)", model);
   if (candidate.specificationVersion !== "v3")

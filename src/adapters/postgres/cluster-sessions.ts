@@ -1,16 +1,16 @@
 import type pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock, TimerHandle } from "../../ports/clock.js";
-import type { Acceptance, InboxEntry, InboxMessage, SessionCluster } from "../../ports/session-cluster.js";
+import type {
+  Acceptance,
+  InboxEntry,
+  InboxMessage,
+  SessionCluster,
+  SessionPlacement,
+} from "../../ports/session-cluster.js";
 import { SystemClock } from "../system-clock.js";
-import {
-  checkSchema,
-  clientConfig,
-  createPool,
-  inlined,
-  inTransaction,
-  type PostgresConnectionOptions,
-} from "./connection.js";
+import { checkSchema, clientConfig, createPool, inlined, inTransaction } from "./connection.js";
+import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 import * as sql from "./session-sql.js";
@@ -312,6 +312,28 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       if (sessions.length === 0) return new Map();
       const { rows } = await pool.query<{ session_key: string; owner: string }>(sql.OWNERS, [sessions]);
       return new Map(rows.map((row) => [row.session_key, row.owner]));
+    },
+    async placements(sessions: readonly string[]) {
+      if (sessions.length === 0) return new Map();
+      const { rows } = await pool.query<{
+        session_key: string;
+        owner: string | null;
+        running_on: string | null;
+        lane: string | null;
+        queued: number;
+        capacity: number | null;
+      }>(sql.PLACEMENTS, [sessions]);
+      return new Map(
+        rows.map((row): [string, SessionPlacement] => [
+          row.session_key,
+          {
+            owner: row.owner,
+            runningOn: row.running_on && row.lane ? { process: row.running_on, lane: row.lane } : null,
+            queued: row.queued,
+            capacity: row.capacity,
+          },
+        ]),
+      );
     },
     onWake(listener) {
       listeners.add(listener);

@@ -11,13 +11,8 @@ import {
 } from "../../ports/delivery-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
-import {
-  checkSchema,
-  clientConfig,
-  createPool,
-  inTransaction,
-  type PostgresConnectionOptions,
-} from "./connection.js";
+import { checkSchema, clientConfig, createPool, inTransaction } from "./connection.js";
+import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 

@@ -17,9 +17,11 @@ import type {
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
 import { appendAtHead, insertRecords, recordColumns } from "./append-at-head.js";
-import { type ClusterView, readClusterView } from "./cluster-view.js";
+import { readClusterView } from "./cluster-view.js";
+import type { ClusterView } from "./cluster-view.types.js";
 import { CommitmentRows } from "./commitment-rows.js";
-import { checkSchema, createPool, inTransaction, type PostgresConnectionOptions } from "./connection.js";
+import { checkSchema, createPool, inTransaction } from "./connection.js";
+import type { PostgresConnectionOptions } from "./connection-options.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
 import { StateSaves } from "./state-saves.js";

@@ -92,6 +92,22 @@ SELECT c.session_key FROM (
    AND NOT EXISTS (SELECT 1 FROM lane_runs r WHERE r.session_key = c.session_key)
  LIMIT 20`;
 
+/**
+ * Where each of the given sessions is, cluster-wide: its live owner, the process and lane of its active
+ * lane run, how many of its lane runs wait, and that lane's capacity.
+ */
+export const PLACEMENTS = `
+SELECT s.key AS session_key, o.owner, a.owner AS running_on, coalesce(a.lane, q.lane) AS lane,
+       coalesce(q.queued, 0)::int AS queued, c.capacity
+  FROM unnest($1::text[]) AS s(key)
+  LEFT JOIN session_owners o ON o.session_key = s.key AND o.lease_until > clock_timestamp()
+  LEFT JOIN lane_runs a ON a.session_key = s.key AND a.state = 'active'
+  LEFT JOIN (SELECT session_key, min(lane) AS lane, count(*) AS queued FROM lane_runs
+              WHERE state = 'queued' AND session_key = ANY($1::text[]) GROUP BY session_key) q
+    ON q.session_key = s.key
+  LEFT JOIN lane_capacity c ON c.lane = coalesce(a.lane, q.lane)
+ WHERE o.owner IS NOT NULL OR a.owner IS NOT NULL OR q.queued IS NOT NULL`;
+
 /** Live owners of the given sessions. */
 export const OWNERS = `
 SELECT session_key, owner FROM session_owners

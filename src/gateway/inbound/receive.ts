@@ -125,6 +125,14 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       message.editOf !== undefined && message.id === message.editOf
         ? `${message.id}~edit@${now}`
         : message.id;
+    emit("message.received", {
+      session: message.session,
+      messageId: id,
+      text: message.text,
+      channel: message.channel,
+      ...(message.sender ? { sender: message.sender } : {}),
+      ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
+    });
     const owned = {
       id,
       text: message.text,

@@ -85,6 +85,13 @@ export function createTrigger(
     registry.keepWindow(message.session, entry, true);
     await persistence.rememberStoredIds(message.session, entry);
     const now = deps.clock.now();
+    emit("message.received", {
+      session: message.session,
+      messageId: id,
+      text: message.text,
+      channel,
+      trigger: triggerName,
+    });
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
     const base = { session: message.session, messageId: id, trigger: triggerName, lane, priority };
     const setting = {

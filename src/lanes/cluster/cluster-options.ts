@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { InspectionEvent } from "xstate";
-import { checkSchema, type PostgresConnectionOptions } from "../../adapters/postgres/connection.js";
+import { checkSchema } from "../../adapters/postgres/connection.js";
+import type { PostgresConnectionOptions } from "../../adapters/postgres/connection-options.js";
 import { SystemClock } from "../../adapters/system-clock.js";
 import { ConfigError } from "../../errors.js";
 import type { TillerEvent } from "../../events.js";

@@ -38,8 +38,30 @@ describe("cluster sessions: messages reach the owner of the turn", () => {
     expect((await post(b, "web:steer", "please run a task", "s1")).disposition).toBe("started");
     await toolRunning(b, "web:steer");
     expect(await ownerOf(db, "web:steer")).toBe(b.processId);
-    // The HTTP API of any process says who owns the session.
-    expect((await sessionDetail(a, "web:steer")).owner).toBe(b.processId);
+    // The HTTP API of any process says who owns the session, and that its turn runs there: the state of
+    // its lane run in the database, the run id the owner stored, not the idle session A holds nothing of.
+    const here = await sessionDetail(b, "web:steer");
+    expect(here).toMatchObject({
+      state: "turn.running",
+      owner: b.processId,
+      run: { currentTool: "demo_task" },
+    });
+    expect(here.run).not.toHaveProperty("process");
+    const there = await sessionDetail(a, "web:steer");
+    expect(there).toMatchObject({
+      state: "turn.running",
+      owner: b.processId,
+      run: { runId: here.run!.runId, state: "running", process: b.processId, lane: "main" },
+      lane: { active: 1, queued: 0, capacity: 3 },
+      queue: [],
+    });
+    const listed = (await (await fetch(`${a.url}/v1/sessions`)).json()) as {
+      sessions: Array<{ key: string; state: string; run: { process?: string } | null }>;
+    };
+    expect(listed.sessions.find((s) => s.key === "web:steer")).toMatchObject({
+      state: "turn.running",
+      run: { process: b.processId },
+    });
 
     const ack = await post(a, "web:steer", "also mention pineapples", "s2");
     expect(ack).toMatchObject({ disposition: "steered", owner: b.processId, waitsFor: "tool-to-finish" });

@@ -22,16 +22,30 @@ describe("cluster lanes (one process, several instances)", () => {
     const a = await lanes({});
     const b = await lanes({});
     const release = deferred<void>();
+    const full = deferred<void>();
     let running = 0;
     let most = 0;
     const tasks = Array.from({ length: expected + 3 }, (_, i) =>
       (i % 2 ? a : b).run({ session: `web:${i}` }, async () => {
         most = Math.max(most, ++running);
+        if (running === expected) full.resolve(undefined);
         await release.promise;
         running--;
       }),
     );
-    for (let i = 0; i < 100 && most < expected; i++) await sleep(clock, 50);
+    // Waits for the lane to fill, however long a loaded machine takes (the test's timeout is the bound).
+    await full.promise;
+    // Every task is in the database by now or soon: the ones past the capacity wait there, queued.
+    const counts = async () =>
+      (
+        await db.pool.query<{ active: number; queued: number }>(
+          `SELECT count(*) FILTER (WHERE state = 'active')::int AS active,
+                  count(*) FILTER (WHERE state = 'queued')::int AS queued
+             FROM ${db.schema}.lane_runs WHERE lane = 'main'`,
+        )
+      ).rows[0]!;
+    while ((await counts()).queued < 3) await sleep(clock, 20);
+    expect(await counts()).toEqual({ active: expected, queued: 3 });
     expect(most).toBe(expected);
     const { rows } = await db.pool.query(
       `SELECT capacity FROM ${db.schema}.lane_capacity WHERE lane = 'main'`,
