@@ -59,3 +59,41 @@ export async function playWorkload(
   await channel.until(before + workload.sessions.length * workload.messages);
   return performance.now() - started;
 }
+
+/**
+ * How long tasks of one lane held their slot (`lane.started` until `lane.ended`, by the gateway's
+ * events), from `start()`: with the wall time, the mean number of busy slots. When that is the lane's
+ * capacity, the capacity is what limits throughput, not how fast a freed slot is handed on.
+ */
+export class SlotTimer {
+  private readonly running = new Map<number, number>();
+  private counting = false;
+  heldMs = 0;
+  runs = 0;
+
+  constructor(gateway: Gateway, lane = "main") {
+    gateway.subscribe((event) => {
+      if (!this.counting || !("lane" in event) || event.lane !== lane) return;
+      if (event.type === "lane.started") this.running.set(event.entryId, performance.now());
+      else if (event.type === "lane.ended") {
+        const started = this.running.get(event.entryId);
+        if (started === undefined) return;
+        this.running.delete(event.entryId);
+        this.heldMs += performance.now() - started;
+        this.runs++;
+      }
+    });
+  }
+
+  start(): void {
+    this.running.clear();
+    this.heldMs = 0;
+    this.runs = 0;
+    this.counting = true;
+  }
+
+  stop(): { heldMs: number; runs: number } {
+    this.counting = false;
+    return { heldMs: this.heldMs, runs: this.runs };
+  }
+}

@@ -18,8 +18,9 @@ import { PostgresStore } from "../src/adapters/postgres/postgres-store.js";
 import { createGateway } from "../src/gateway/create-gateway.js";
 import { createClusterLanes } from "../src/lanes/cluster/cluster-lanes.js";
 import { silentLogger } from "../src/logger.js";
-import { CountingChannel, instantModel, playWorkload, type Workload } from "./cluster-workload.js";
+import { CountingChannel, instantModel, playWorkload, SlotTimer, type Workload } from "./cluster-workload.js";
 import { SqlCounter } from "./sql-counter.js";
+import { WakeCounter } from "./wake-counter.js";
 
 interface Args {
   url: string;
@@ -42,6 +43,7 @@ const out = (fact: Record<string, unknown>) =>
   process.stdout.write(`${JSON.stringify({ ...fact, name: args.name, at: Date.now() })}\n`);
 
 const counter = args.countSql ? new SqlCounter() : undefined;
+const wakes = args.countSql ? new WakeCounter() : undefined;
 
 const lanes = await createClusterLanes({
   url: args.url,
@@ -121,16 +123,24 @@ if (mode === "gateway") {
   await new Promise<void>((resolve) =>
     createInterface({ input: process.stdin }).once("line", () => resolve()),
   );
+  const slots = new SlotTimer(gateway);
   const cpu = process.cpuUsage();
   counter?.start();
+  slots.start();
+  wakes?.start();
   const ms = await playWorkload(gateway, channel, args.workload!);
   const used = process.cpuUsage(cpu);
   const sql = counter?.stop();
+  const held = slots.stop();
+  const woken = wakes?.stop();
   out({
     event: "done",
     ms,
     replies: channel.replies.length,
     cpuMs: (used.user + used.system) / 1000,
+    slotMs: held.heldMs,
+    slotRuns: held.runs,
+    ...woken,
     ...(sql
       ? {
           statements: sql.statements,

@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
 import { JsonlStore } from "../src/adapters/jsonl/jsonl-store.js";
-import { createGateway } from "../src/gateway/create-gateway.js";
+import { createGateway, type Gateway } from "../src/gateway/create-gateway.js";
 import { silentLogger } from "../src/logger.js";
 import { backendCpuMs, cpuSince, type Figures, round } from "./bench-support.js";
-import { CountingChannel, instantModel, playWorkload } from "./cluster-workload.js";
+import { CountingChannel, instantModel, playWorkload, SlotTimer } from "./cluster-workload.js";
 import { startChild } from "./start-child.js";
 
 const PROCESSES = 3;
@@ -32,9 +32,24 @@ interface Side {
   statements: number;
   commits: number;
   durableCommits: number;
+  /** Time tasks of `main` held a slot (lane.started to lane.ended), summed over the turns. */
+  slotMs: number;
+  /** Grants a process got by another process's claim (named in its wake-up), and empty wake-ups. */
+  toldGrants: number;
+  emptyWakeUps: number;
 }
 
-const none = (): Side => ({ seconds: 0, cpuMs: 0, dbCpuMs: 0, statements: 0, commits: 0, durableCommits: 0 });
+const none = (): Side => ({
+  seconds: 0,
+  cpuMs: 0,
+  dbCpuMs: 0,
+  statements: 0,
+  commits: 0,
+  durableCommits: 0,
+  slotMs: 0,
+  toldGrants: 0,
+  emptyWakeUps: 0,
+});
 
 function add(total: Side, one: Side): void {
   for (const key of Object.keys(total) as Array<keyof Side>) total[key] += one[key];
@@ -71,6 +86,9 @@ async function cluster(url: string, schema: string, admin: pg.Client, round: num
       statements: sum("statements"),
       commits: sum("commits"),
       durableCommits: sum("durableCommits"),
+      slotMs: sum("slotMs"),
+      toldGrants: sum("toldGrants"),
+      emptyWakeUps: sum("emptyWakeUps"),
     };
     // Each process stops its gateway and exits by itself once done.
     await Promise.all(children.map((c) => c.fact("stopped").catch(() => undefined)));
@@ -94,7 +112,7 @@ async function single(round: number): Promise<Side> {
   const dir = await mkdtemp(join(tmpdir(), "tiller-bench-jsonl-"));
   const store = await JsonlStore.openDir({ dir });
   const channel = new CountingChannel();
-  const gateway = createGateway({
+  const gateway: Gateway = createGateway({
     config: { queue: { mode: "followup" }, lanes: { main: CAPACITY } },
     model: instantModel(),
     channels: { web: channel },
@@ -107,10 +125,13 @@ async function single(round: number): Promise<Side> {
     const sessions = Array.from({ length: count }, (_, i) => `web:one${round}-${i}`);
     const warm = sessions.map((s) => `${s}-warm`);
     await playWorkload(gateway, channel, { sessions: warm, messages: WARMUP_MESSAGES });
+    const slots = new SlotTimer(gateway);
     const cpu = process.cpuUsage();
+    slots.start();
     const ms = await playWorkload(gateway, channel, { sessions, messages: MESSAGES });
     const used = process.cpuUsage(cpu);
-    return { ...none(), seconds: ms / 1000, cpuMs: (used.user + used.system) / 1000 };
+    const { heldMs } = slots.stop();
+    return { ...none(), seconds: ms / 1000, cpuMs: (used.user + used.system) / 1000, slotMs: heldMs };
   } finally {
     await gateway.stop();
     await rm(dir, { recursive: true, force: true });
@@ -138,5 +159,15 @@ export async function turnsPerSecond(url: string, schema: string, admin: pg.Clie
     "turns.cluster3.statementsPerTurn": per(three.statements, 1),
     "turns.cluster3.commitsPerTurn": per(three.commits, 1),
     "turns.cluster3.durableCommitsPerTurn": per(three.durableCommits, 1),
+    // Where the time goes: a turn's time in its slot, and the mean number of busy slots of `main`
+    // (CAPACITY at most): when it is near CAPACITY, the cap is the limit, not the hand-over of slots.
+    "turns.cluster3.slotMsPerTurn": per(three.slotMs, 1),
+    "turns.jsonl1.slotMsPerTurn": per(one.slotMs, 1),
+    "turns.cluster3.busySlots": round(three.slotMs / 1000 / three.seconds, 2),
+    "turns.jsonl1.busySlots": round(one.slotMs / 1000 / one.seconds, 2),
+    "turns.capacity": CAPACITY,
+    // Turns whose slot another process's claim granted (the process was woken with its grant named).
+    "turns.cluster3.grantedByOtherShare": round(three.toldGrants / turns, 2),
+    "turns.cluster3.emptyWakeUpsPerTurn": per(three.emptyWakeUps, 2),
   };
 }
