@@ -12,8 +12,13 @@ export interface LaneEventMap {
   "lane.waitExceeded": LaneWait;
   /** A task ended, whatever the outcome. */
   "lane.ended": LaneTask & { status: "done" | "failed" | "timedOut" };
-  /** A task ran past its `timeoutMs`; its slot is free and its late result is dropped. */
-  "lane.timeout": LaneTask & { timeoutMs: number | undefined };
+  /**
+   * A task ran past its `timeoutMs`: its signal aborted. Without `abortGraceMs` its slot is free now;
+   * with it, once the task settles or the grace ran out. Its late result is dropped.
+   */
+  "lane.timeout": LaneTask & { timeoutMs: number | undefined; abortGraceMs?: number };
+  /** A timed-out task did not stop within `abortGraceMs`: its slot was freed anyway; it may still run. */
+  "lane.abortGraceExceeded": LaneTask & { timeoutMs: number; abortGraceMs: number };
   /** The result of a task that had timed out arrived and was dropped. */
   "lane.lateResultDropped": LaneTask;
   /** A waiting task's signal aborted: it left the lane without running. */

@@ -22,6 +22,8 @@ export class Entry implements Waiting {
   sessionLane: SessionLane | null = null;
   controller: AbortController | null = null;
   timeoutTimer: TimerHandle | null = null;
+  /** After its timeout, how long a running task may take to stop before its slot is freed anyway. */
+  abortGraceMs = 0;
   onAbort: (() => void) | null = null;
 
   constructor(
@@ -41,6 +43,8 @@ export class Entry implements Waiting {
 /** A workload lane: `capacity` tasks at once, the rest wait by priority, then arrival. */
 export class WorkloadLane {
   active = 0;
+  /** The capacity group whose budget it shares, if any. */
+  group: LaneGroup | null = null;
   /** Entries bound for this lane that have not ended (waiting in a session, waiting here, or running). */
   bound = 0;
   readonly waiting: PriorityWaitList<Entry>;
@@ -51,6 +55,16 @@ export class WorkloadLane {
   ) {
     this.waiting = new PriorityWaitList<Entry>(aging);
   }
+}
+
+/** A capacity group: at most `capacity` tasks of its `members` run at once, all lanes together. */
+export class LaneGroup {
+  active = 0;
+  readonly members: WorkloadLane[] = [];
+  constructor(
+    readonly name: string,
+    readonly capacity: number,
+  ) {}
 }
 
 /**

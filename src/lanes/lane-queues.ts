@@ -1,5 +1,6 @@
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
-import { type Entry, SessionLane, WorkloadLane } from "./entry.js";
+import { type Entry, LaneGroup, SessionLane, WorkloadLane } from "./entry.js";
+import type { LaneGroupSpec } from "./lane-groups.js";
 import type { LaneSnapshot } from "./lane-scheduler.types.js";
 import { SESSION_PREFIX } from "./run-options.js";
 import type { Aging } from "./wait-list.js";
@@ -23,6 +24,7 @@ export class LaneQueues {
   private readonly workloads = new Map<string, WorkloadLane>();
   private readonly sessions = new Map<string, SessionLane>();
   private readonly entries = new Map<number, Entry>();
+  private readonly groups = new Map<string, LaneGroup>();
   private active = 0;
   private queued = 0;
 
@@ -34,7 +36,13 @@ export class LaneQueues {
     private readonly start: (entry: Entry) => void,
     /** Waiting entries rise one priority level per `aging.ms` waited (none: strict priorities). */
     private readonly aging?: Aging,
-  ) {}
+    /** Each grouped lane's capacity group, by lane name. */
+    private readonly groupOf: ReadonlyMap<string, LaneGroupSpec> = new Map(),
+  ) {
+    for (const spec of groupOf.values()) {
+      if (!this.groups.has(spec.name)) this.groups.set(spec.name, new LaneGroup(spec.name, spec.capacity));
+    }
+  }
 
   /** Tasks running now, across all lanes. */
   get activeCount(): number {
@@ -57,6 +65,11 @@ export class LaneQueues {
     if (!lane) {
       lane = new WorkloadLane(name, this.configured.get(name) ?? 1, this.aging);
       this.workloads.set(name, lane);
+      const spec = this.groupOf.get(name);
+      if (spec) {
+        lane.group = this.groups.get(spec.name)!;
+        lane.group.members.push(lane);
+      }
     }
     return lane;
   }
@@ -98,7 +111,12 @@ export class LaneQueues {
   private enterWorkload(entry: Entry, now?: number): void {
     const lane = entry.lane;
     entry.state = "waitingForSlot";
-    if (lane.active < lane.capacity && lane.waiting.size === 0) {
+    // A group with room has no member with room left waiting (pumpGroup keeps it so): no one to pass.
+    if (
+      lane.active < lane.capacity &&
+      lane.waiting.size === 0 &&
+      (lane.group === null || lane.group.active < lane.group.capacity)
+    ) {
       this.takeSlot(entry);
       return;
     }
@@ -109,6 +127,10 @@ export class LaneQueues {
 
   /** Starts waiting entries while the lane has free slots. */
   pump(lane: WorkloadLane): void {
+    if (lane.group !== null) {
+      this.pumpGroup(lane.group);
+      return;
+    }
     while (lane.active < lane.capacity) {
       const next = lane.waiting.shift();
       if (!next) break;
@@ -116,10 +138,37 @@ export class LaneQueues {
     }
   }
 
+  /**
+   * Starts waiting entries of a group's lanes while the group has room: each time the best head (by
+   * priority level, aging included, then enqueue order) of the members whose own lane has a free slot.
+   */
+  private pumpGroup(group: LaneGroup): void {
+    while (group.active < group.capacity) {
+      let best: Entry | null = null;
+      let bestLane: WorkloadLane | null = null;
+      let bestLevel = 3;
+      for (const member of group.members) {
+        if (member.active >= member.capacity) continue;
+        const head = member.waiting.peek();
+        if (!head) continue;
+        const level = member.waiting.effectiveLevel(head);
+        if (best === null || level < bestLevel || (level === bestLevel && head.id < best.id)) {
+          best = head;
+          bestLane = member;
+          bestLevel = level;
+        }
+      }
+      if (best === null || bestLane === null) break;
+      bestLane.waiting.remove(best);
+      this.takeSlot(best);
+    }
+  }
+
   /** A running entry ended: free its slot and its session, let the next ones in. */
   retire(entry: Entry): void {
     const lane = entry.lane;
     lane.active--;
+    if (lane.group !== null) lane.group.active--;
     lane.bound--;
     this.active--;
     this.entries.delete(entry.id);
@@ -172,7 +221,8 @@ export class LaneQueues {
   }
 
   snapshot(): LaneSnapshot {
-    const lanes: LaneSnapshot["lanes"] = {};
+    const snapshot: LaneSnapshot = { lanes: {} };
+    const lanes = snapshot.lanes;
     for (const [name, capacity] of this.configured) lanes[name] = { active: 0, queued: 0, capacity };
     for (const lane of this.workloads.values()) {
       lanes[lane.name] = { active: lane.active, queued: lane.waiting.size, capacity: lane.capacity };
@@ -185,12 +235,28 @@ export class LaneQueues {
         capacity: 1,
       };
     }
-    return { lanes };
+    if (this.groups.size > 0) snapshot.groups = this.groupSnapshot();
+    return snapshot;
+  }
+
+  /** Each group's budget, its running tasks and the tasks waiting for a slot in its lanes. */
+  private groupSnapshot(): NonNullable<LaneSnapshot["groups"]> {
+    const groups: NonNullable<LaneSnapshot["groups"]> = {};
+    for (const group of this.groups.values()) {
+      groups[group.name] = { active: group.active, queued: 0, capacity: group.capacity, lanes: [] };
+    }
+    for (const [lane, spec] of this.groupOf) {
+      const entry = groups[spec.name]!;
+      entry.lanes.push(lane);
+      entry.queued += this.workloads.get(lane)?.waiting.size ?? 0;
+    }
+    return groups;
   }
 
   /** A waiting entry takes a slot of its lane, stops waiting and starts. */
   private takeSlot(entry: Entry): void {
     entry.lane.active++;
+    if (entry.lane.group !== null) entry.lane.group.active++;
     this.active++;
     this.queued--;
     this.warnings.forget(entry);
@@ -226,6 +292,9 @@ export class LaneQueues {
     // `bound` also counts entries still waiting behind their session: dropping the lane while they point
     // at it would detach them (clear() would miss them, and a second lane of the same name would double
     // the capacity).
-    if (lane.bound === 0 && !this.configured.has(lane.name)) this.workloads.delete(lane.name);
+    // A grouped lane stays: its group lists it among its members.
+    if (lane.bound === 0 && lane.group === null && !this.configured.has(lane.name)) {
+      this.workloads.delete(lane.name);
+    }
   }
 }

@@ -6,6 +6,7 @@ import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
 import { Entry, inContextOfCaller } from "./entry.js";
+import { parseLaneGroups } from "./lane-groups.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, checkWorkloadLane, defaultMainCapacity } from "./run-options.js";
@@ -61,7 +62,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     logger.warn(fields, "lane.waitExceeded");
   });
   const aging = agingMs > 0 ? { ms: agingMs, now: () => clock.now() } : undefined;
-  const queues = new LaneQueues(configured, warnings, start, aging);
+  const queues = new LaneQueues(configured, warnings, start, aging, parseLaneGroups(options.groups));
   let nextId = 1;
   let drainWaiters: Array<() => void> = [];
 
@@ -102,6 +103,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         runOptions.timeoutMs,
         signal,
       );
+      if (runOptions.abortGraceMs) entry.abortGraceMs = runOptions.abortGraceMs;
       queues.add(entry);
       if (signal) {
         entry.onAbort = () => abortEntry(entry);
@@ -164,6 +166,12 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   function settle(entry: Entry, outcome: "done" | "failed", value: unknown): void {
+    // Timed out and stopped within its grace: now its slot is free, and the caller learns of the timeout.
+    if (entry.state === "stopping") {
+      if (entry.timeoutTimer) clock.clearTimeout(entry.timeoutTimer);
+      endTimedOut(entry);
+      return;
+    }
     if (entry.state !== "running") {
       // Timed out earlier: the caller already has LaneTimeoutError and the slot went to the next entry.
       logger.debug({ lane: entry.lane.name, entryId: entry.id, outcome }, "lane.lateResultDropped");
@@ -191,17 +199,44 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     else entry.reject(value);
   }
 
+  /**
+   * The deadline: the task's signal aborts. Without a grace its slot is freed at once; with one, when
+   * the task settles (see settle) or the grace runs out (see abortGraceExceeded), whichever comes first.
+   */
   function timeOut(entry: Entry): void {
     if (entry.state !== "running") return;
-    entry.state = "timedOut";
-    const error = new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0);
-    entry.controller?.abort(error);
+    const grace = entry.abortGraceMs;
+    entry.state = grace > 0 ? "stopping" : "timedOut";
+    if (grace > 0) entry.timeoutTimer = clock.setTimeout(() => abortGraceExceeded(entry), grace);
+    entry.controller?.abort(new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0));
     emit("lane.timeout", {
       lane: entry.lane.name,
       session: entry.sessionLane?.key,
       entryId: entry.id,
       timeoutMs: entry.timeoutMs,
+      ...(grace > 0 ? { abortGraceMs: grace } : {}),
     });
+    if (grace === 0) endTimedOut(entry);
+  }
+
+  /** A timed-out task did not stop within its grace: its slot is freed anyway, and it is reported. */
+  function abortGraceExceeded(entry: Entry): void {
+    if (entry.state !== "stopping") return;
+    const fields = {
+      lane: entry.lane.name,
+      session: entry.sessionLane?.key,
+      entryId: entry.id,
+      timeoutMs: entry.timeoutMs ?? 0,
+      abortGraceMs: entry.abortGraceMs,
+    };
+    emit("lane.abortGraceExceeded", fields);
+    logger.warn(fields, "lane.abortGraceExceeded");
+    endTimedOut(entry);
+  }
+
+  /** Frees a timed-out task's slot; its caller rejects with LaneTimeoutError, a late result is dropped. */
+  function endTimedOut(entry: Entry): void {
+    entry.state = "timedOut";
     emit("lane.ended", {
       lane: entry.lane.name,
       session: entry.sessionLane?.key,
@@ -209,7 +244,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       status: "timedOut",
     });
     release(entry);
-    entry.reject(error);
+    // The error the task's signal was aborted with.
+    entry.reject(entry.controller?.signal.reason);
   }
 
   /** A running entry ended: free its slot and its session, let the next ones in. */

@@ -5,6 +5,7 @@ import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import type { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import type { Priority } from "../policy/lane-priority.js";
 import type { Clock } from "../ports/clock.js";
+import type { LaneGroupOptions } from "./lane-groups.js";
 
 // The lane scheduler's public shapes (the public API in README.md).
 
@@ -15,6 +16,13 @@ export interface LaneSchedulerOptions {
    * @default { main: max(8, 4 × CPUs) }
    */
   capacity?: Record<string, number>;
+  /**
+   * Capacity groups: each caps the tasks running at once in its lanes, all lanes together (each lane
+   * keeps its own capacity too). A lane belongs to at most one group.
+   * @default {} (no groups)
+   * @example { background: { capacity: 2, lanes: ["cron", "subagent"] } }
+   */
+  groups?: Record<string, LaneGroupOptions>;
   /** A waiting entry emits `lane.waitExceeded` after this long, in ms. @default 2000 */
   warnAfterMs?: number;
   /**
@@ -47,8 +55,19 @@ export interface RunOptions {
   lane?: string;
   /** Where the task waits among others of its workload lane. @default "normal" */
   priority?: Priority;
-  /** Rejects the caller with LaneTimeoutError once the task has run this long. */
+  /**
+   * The task's deadline: once it has run this long its signal aborts, and the caller rejects with
+   * LaneTimeoutError when its slot is freed (see `abortGraceMs`).
+   * @default none (no deadline)
+   */
   timeoutMs?: number;
+  /**
+   * After `timeoutMs`, how long the task may take to stop: its slot is freed when it settles or this
+   * long after the abort, whichever comes first (then `lane.abortGraceExceeded` reports a task that
+   * did not stop). 0 frees the slot at the deadline.
+   * @default 0
+   */
+  abortGraceMs?: number;
   /** Aborting removes a waiting entry, or is passed on to a running task. */
   signal?: AbortSignal;
 }
@@ -56,6 +75,8 @@ export interface RunOptions {
 /** What the lane scheduler holds now: active and queued tasks and the capacity of each workload lane. */
 export interface LaneSnapshot {
   lanes: Record<string, { active: number; queued: number; capacity: number }>;
+  /** Capacity groups, when any is configured: tasks running in the group's lanes, waiting, and its budget. */
+  groups?: Record<string, { active: number; queued: number; capacity: number; lanes: string[] }>;
 }
 
 /** Session lanes nested in capacity-limited workload lanes: one task per session, priorities, clear, drain. */

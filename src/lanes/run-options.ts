@@ -49,6 +49,10 @@ export function checkRunOptions(options: RunOptions): void {
   ) {
     throw new ConfigError("timeoutMs", "a finite number of milliseconds > 0", options.timeoutMs);
   }
+  const grace = options.abortGraceMs;
+  if (grace !== undefined && !(typeof grace === "number" && Number.isFinite(grace) && grace >= 0)) {
+    throw new ConfigError("abortGraceMs", "a finite number of milliseconds >= 0", grace);
+  }
   // Checked here, before anything is queued: a non-signal used to throw halfway through enqueueing.
   const signal = options.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {

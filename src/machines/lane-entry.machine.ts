@@ -8,6 +8,8 @@ import { setup } from "xstate";
  * waits for a slot in its workload lane (by priority, then arrival), runs, and ends done, failed or
  * timed out. While it waits it can be cleared or aborted; once it runs only its own end or the timeout
  * settles it. A task without a session, or whose session is free, passes the first wait at once.
+ * At its deadline (`entry.timeout`) a task with an abort grace is told to stop and keeps its slot in
+ * `stopping` until it settles or the grace runs out (`entry.graceExpired`); one without frees it at once.
  */
 export type LaneEntryEvent =
   | { type: "entry.sessionFree" }
@@ -15,6 +17,7 @@ export type LaneEntryEvent =
   | { type: "entry.succeeded" }
   | { type: "entry.failed" }
   | { type: "entry.timeout" }
+  | { type: "entry.graceExpired" }
   | { type: "entry.cleared" }
   | { type: "entry.aborted" };
 
@@ -22,9 +25,17 @@ export type LaneEntryEvent =
  * @internal Exported for graph tests, diagrams and the testing kit; the gateway provides its actors.
  */
 export const laneEntryMachine = setup({
-  types: {} as { events: LaneEntryEvent },
+  types: {} as {
+    events: LaneEntryEvent;
+    context: { abortGraceMs: number };
+    input: { abortGraceMs?: number } | undefined;
+  },
+  guards: {
+    hasAbortGrace: ({ context }) => context.abortGraceMs > 0,
+  },
 }).createMachine({
   id: "laneEntry",
+  context: ({ input }) => ({ abortGraceMs: input?.abortGraceMs ?? 0 }),
   initial: "waitingForSession",
   states: {
     waitingForSession: {
@@ -48,9 +59,28 @@ export const laneEntryMachine = setup({
       on: {
         "entry.succeeded": { target: "done" },
         "entry.failed": { target: "failed" },
-        "entry.timeout": {
+        "entry.timeout": [
+          {
+            guard: "hasAbortGrace",
+            target: "stopping",
+            description: "The signal aborts; the slot stays held while the task stops.",
+          },
+          {
+            target: "timedOut",
+            description: "The signal aborts and the slot is freed at once; a late result is dropped.",
+          },
+        ],
+      },
+    },
+    stopping: {
+      description:
+        "Past its deadline, its signal aborted: holds its slot until it settles or the abort grace runs out.",
+      on: {
+        "entry.succeeded": { target: "timedOut", description: "It stopped in time: the slot is freed." },
+        "entry.failed": { target: "timedOut", description: "It stopped in time: the slot is freed." },
+        "entry.graceExpired": {
           target: "timedOut",
-          description: "The slot is freed at once; a late result is dropped.",
+          description: "It did not stop: the slot is freed anyway and lane.abortGraceExceeded reports it.",
         },
       },
     },
@@ -66,6 +96,7 @@ export type LaneEntryState =
   | "waitingForSession"
   | "waitingForSlot"
   | "running"
+  | "stopping"
   | "done"
   | "failed"
   | "timedOut"

@@ -12,17 +12,24 @@ import { byValue, describePath, ENTRY_EVENTS, type Path, world } from "../suppor
 // (a) One task's life -------------------------------------------------------------------------------
 
 /**
- * The entry under test ("subject", session S, lane L of capacity 1, normal priority, 100 ms timeout) is
+ * The entry under test ("subject", session S, lane L of capacity 1, normal priority, 100 ms timeout,
+ * the path's abort grace) is
  * held in waitingForSession by a running task of S in another lane, and in waitingForSlot by a running
  * task in L. A background "witness" waits in L too: it must never start ahead of the subject (invariant 3).
  */
-async function replayEntryPath(path: Path<LaneEntryEvent>): Promise<void> {
+async function replayEntryPath(path: Path<LaneEntryEvent>, abortGraceMs: number): Promise<void> {
   const w = world({ L: 1, side: 1 });
   const sessionBlocker = w.hold("session-blocker", { session: "S", lane: "side" });
   const laneBlocker = w.hold("lane-blocker", { lane: "L" });
   const witness = w.hold("witness", { lane: "L", priority: "background" });
   const controller = new AbortController();
-  const subject = w.hold("subject", { session: "S", lane: "L", timeoutMs: 100, signal: controller.signal });
+  const subject = w.hold("subject", {
+    session: "S",
+    lane: "L",
+    timeoutMs: 100,
+    abortGraceMs,
+    signal: controller.signal,
+  });
   const failure = new Error("subject failed");
   const abortReason = new Error("subject aborted");
 
@@ -46,6 +53,13 @@ async function replayEntryPath(path: Path<LaneEntryEvent>): Promise<void> {
     "entry.timeout": async () => {
       const activeBefore = w.lanes.snapshot().lanes.L?.active;
       await w.clock.advance(100);
+      expect(subject.signal?.aborted).toBe(true);
+      if (abortGraceMs > 0) {
+        // The task was told to stop and keeps its slot while it does: the witness does not overlap it.
+        expect(witness.started).toBe(false);
+        expect(w.lanes.snapshot().lanes.L?.active).toBe(activeBefore);
+        return;
+      }
       // Invariant 8: the slot is freed at once (the witness takes it) ...
       expect(witness.started).toBe(true);
       expect(w.lanes.snapshot().lanes.L?.active).toBe(activeBefore);
@@ -55,6 +69,19 @@ async function replayEntryPath(path: Path<LaneEntryEvent>): Promise<void> {
       await w.flush();
       expect(w.ofType("lane.lateResultDropped")).toMatchObject([{ entryId: subject.id }]);
       expect(w.lanes.snapshot().lanes.L?.active).toBe(activeBefore);
+    },
+    "entry.graceExpired": async () => {
+      await w.clock.advance(abortGraceMs - 1);
+      expect(witness.started, "the slot is held for the whole grace").toBe(false);
+      await w.clock.advance(1);
+      // The task never stopped: it is reported and its slot goes to the witness all the same.
+      expect(w.ofType("lane.abortGraceExceeded")).toMatchObject([
+        { entryId: subject.id, lane: "L", session: "S", timeoutMs: 100, abortGraceMs },
+      ]);
+      expect(witness.started).toBe(true);
+      subject.resolve("late result");
+      await w.flush();
+      expect(w.ofType("lane.lateResultDropped")).toMatchObject([{ entryId: subject.id }]);
     },
     "entry.cleared": async () => {
       const waitingInL = w.tasks.filter((task) => {
@@ -89,6 +116,8 @@ async function replayEntryPath(path: Path<LaneEntryEvent>): Promise<void> {
     const type = step.event.type as LaneEntryEvent["type"] | "xstate.init";
     if (type !== "xstate.init") await actions[type]();
     const state = String(step.state.value);
+    // Invariant 8: the slot is freed when the task settles or the grace ran out, never before.
+    if (state === "timedOut" && abortGraceMs > 0) expect(witness.started).toBe(true);
     if (step.state.status === "done") {
       expect(w.lanes.entryState(subject.id!)).toBeUndefined();
       finalOutcome[state]!();
@@ -110,22 +139,25 @@ async function replayEntryPath(path: Path<LaneEntryEvent>): Promise<void> {
   await w.drainAndFinish();
 }
 
-describe("laneEntryMachine paths replayed on the real scheduler", () => {
-  const options = { events: ENTRY_EVENTS, serializeState: byValue, limit: 1_000 };
-  const shortest = getShortestPaths(laneEntryMachine, options) as Path<LaneEntryEvent>[];
-  const simple = getSimplePaths(laneEntryMachine, options) as Path<LaneEntryEvent>[];
+for (const abortGraceMs of [0, 50]) {
+  describe(`laneEntryMachine paths replayed on the real scheduler (abortGraceMs ${abortGraceMs})`, () => {
+    const options = { events: ENTRY_EVENTS, serializeState: byValue, limit: 1_000, input: { abortGraceMs } };
+    const shortest = getShortestPaths(laneEntryMachine, options) as Path<LaneEntryEvent>[];
+    const simple = getSimplePaths(laneEntryMachine, options) as Path<LaneEntryEvent>[];
 
-  it("the graph reaches every state of the entry lifecycle", () => {
-    const reached = new Set(shortest.map((path) => String(path.state.value)));
-    expect([...reached].sort()).toEqual(Object.keys(laneEntryMachine.states).sort());
-    expect(simple.length).toBeGreaterThan(shortest.length);
-  });
+    it("the graph reaches every state of the entry lifecycle the grace allows", () => {
+      const reached = new Set(shortest.map((path) => String(path.state.value)));
+      const states = Object.keys(laneEntryMachine.states).filter((s) => abortGraceMs > 0 || s !== "stopping");
+      expect([...reached].sort()).toEqual(states.sort());
+      expect(simple.length).toBeGreaterThan(shortest.length);
+    });
 
-  describe("shortest paths", () => {
-    for (const path of shortest) it(describePath(path), () => replayEntryPath(path));
-  });
+    describe("shortest paths", () => {
+      for (const path of shortest) it(describePath(path), () => replayEntryPath(path, abortGraceMs));
+    });
 
-  describe("simple paths", () => {
-    for (const path of simple) it(describePath(path), () => replayEntryPath(path));
+    describe("simple paths", () => {
+      for (const path of simple) it(describePath(path), () => replayEntryPath(path, abortGraceMs));
+    });
   });
-});
+}
