@@ -1,4 +1,5 @@
 import { ConfigError, describe } from "../errors.js";
+import type { LaneSnapshot } from "./lane-scheduler.types.js";
 import { SESSION_PREFIX } from "./run-options.js";
 
 // Capacity groups: several workload lanes sharing one budget (cron, subagents and background work
@@ -72,4 +73,26 @@ export function parseLaneGroups(groups: unknown, field = "groups"): Map<string, 
 /** The distinct groups of a lane → group map, in configuration order. */
 export function groupsOf(byLane: ReadonlyMap<string, LaneGroupSpec>): LaneGroupSpec[] {
   return [...new Set(byLane.values())];
+}
+
+/** Each group's numbers from its lanes' (the cluster's counts): running, waiting, and its budget. */
+export function groupCounts(
+  byLane: ReadonlyMap<string, LaneGroupSpec>,
+  lanes: Readonly<Record<string, { active: number; queued: number }>>,
+): Record<string, { active: number; queued: number; capacity: number; lanes: string[] }> {
+  const groups: Record<string, { active: number; queued: number; capacity: number; lanes: string[] }> = {};
+  for (const spec of groupsOf(byLane)) {
+    const counts = { active: 0, queued: 0, capacity: spec.capacity, lanes: [...spec.lanes] };
+    for (const lane of spec.lanes) {
+      counts.active += lanes[lane]?.active ?? 0;
+      counts.queued += lanes[lane]?.queued ?? 0;
+    }
+    groups[spec.name] = counts;
+  }
+  return groups;
+}
+
+/** The snapshot with each group's numbers from its lanes' (when any group is configured). */
+export function withGroups(snapshot: LaneSnapshot, byLane: ReadonlyMap<string, LaneGroupSpec>): LaneSnapshot {
+  return byLane.size > 0 ? { ...snapshot, groups: groupCounts(byLane, snapshot.lanes) } : snapshot;
 }

@@ -18,7 +18,7 @@ export const LOCK_LANE = "SELECT pg_advisory_xact_lock(hashtext($1))";
  * waited (0 turns aging off), never above foreground (0). Read on the database's clock, so every
  * process ages a row alike.
  */
-const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
+export const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
    THEN greatest(0, ${row}.priority - floor(extract(epoch FROM clock_timestamp() - ${row}.enqueued_at) * 1000 / ${agingMs}))
    ELSE ${row}.priority END`;
 
@@ -28,7 +28,7 @@ const FREE_SLOTS = `cap AS (
                   - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free)`;
 
 /** A waiting row `row` may start: no run of its session is active and its process is alive. */
-const RUNNABLE = (row: string) => `NOT EXISTS (SELECT 1 FROM lane_runs a
+export const RUNNABLE = (row: string) => `NOT EXISTS (SELECT 1 FROM lane_runs a
                   WHERE a.session_key = ${row}.session_key AND a.state = 'active')
      AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = ${row}.owner AND p.alive_until > clock_timestamp())`;
 

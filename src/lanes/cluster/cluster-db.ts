@@ -1,5 +1,7 @@
 import type pg from "pg";
 import { inlined } from "../../adapters/postgres/connection.js";
+import type { LaneGroupSpec } from "../lane-groups.js";
+import { CLAIM_GROUP, LOCK_GROUP } from "./claim-group-sql.js";
 import * as sql from "./claim-sql.js";
 
 /** A row the claim granted: to whom, for which of its tasks, under which token. */
@@ -168,6 +170,46 @@ export class ClusterDb {
 
   private lockKey(lane: string): string {
     return `${this.schema}:lane:${lane}`;
+  }
+
+  /** A claim pass on the lane, or on its capacity group when it has one. */
+  claimLaneOrGroup(
+    lane: string,
+    group: LaneGroupSpec | undefined,
+    capacityOf: (lane: string) => number,
+  ): Promise<Grant[] | undefined> {
+    return group ? this.claimGroup(group, capacityOf) : this.claim(lane, capacityOf(lane));
+  }
+
+  /**
+   * One claim pass on a capacity group: under the group's lock, grants free slots of its lanes by
+   * priority then enqueue order across them, never more than the group's capacity minus its active
+   * rows, nor more than a lane's own free slots, and wakes the other processes it granted to.
+   * `capacityOf`: a lane's capacity when none is stored. Undefined as for `claim`.
+   */
+  async claimGroup(group: LaneGroupSpec, capacityOf: (lane: string) => number): Promise<Grant[] | undefined> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(LOCK_GROUP, [`${this.schema}:group:${group.name}`]);
+      const { rows } = await client.query<GrantRow>({
+        name: "tiller.claimGroup",
+        text: CLAIM_GROUP,
+        values: [group.lanes, group.lanes.map(capacityOf), this.leaseMs, this.agingMs, group.capacity],
+      });
+      const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
+      if (others.length > 0) {
+        await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
+      }
+      await client.query("COMMIT");
+      return this.grants(rows);
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      if ((error as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 
   private grants(rows: GrantRow[]): Grant[] {

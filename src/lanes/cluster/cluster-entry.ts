@@ -18,6 +18,10 @@ export class ClusterEntry {
   controller: AbortController | null = null;
   timeoutTimer: TimerHandle | null = null;
   onAbort: (() => void) | null = null;
+  /** After its timeout, how long it may take to stop before its slot is freed anyway. */
+  abortGraceMs = 0;
+  /** Past its deadline and told to stop: it still holds its row (its state stays `running`). */
+  stopping = false;
   /** Reported as waiting too long (`lane.waitExceeded`): reported again as it starts. */
   warned = false;
 
@@ -45,7 +49,7 @@ export class ClusterEntry {
     settle: { resolve: (value: unknown) => void; reject: (reason: unknown) => void },
     now: number,
   ): ClusterEntry {
-    return new ClusterEntry(
+    const entry = new ClusterEntry(
       id,
       options.lane ?? "main",
       // A task without a session gets a key no session can have (keys carry no control characters).
@@ -60,6 +64,13 @@ export class ClusterEntry {
       options.timeoutMs,
       options.signal,
     );
+    if (options.abortGraceMs) entry.abortGraceMs = options.abortGraceMs;
+    return entry;
+  }
+
+  /** Its state as the lane entry machine names it (`stopping` while it stops after its deadline). */
+  get reportedState(): LaneEntryState {
+    return this.stopping && this.state === "running" ? "stopping" : this.state;
   }
 
   get isWaiting(): boolean {

@@ -5,6 +5,7 @@ import { migrate } from "../../adapters/postgres/migrate.js";
 import { describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
 import type { LaneWait, TillerEvent } from "../../events.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
+import { parseLaneGroups, withGroups } from "../lane-groups.js";
 import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, checkWorkloadLane, SESSION_PREFIX } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
@@ -45,6 +46,8 @@ export interface ClusterLanes extends LaneScheduler, FenceSource {
 export async function createClusterLanes(options: ClusterLanesOptions): Promise<ClusterLanes> {
   const { schema, clock, logger, leaseMs, heartbeatMs, pollMs, agingMs, warnAfterMs, processId, capacities } =
     parseClusterOptions(options);
+  // Checked before connecting, as the other options are.
+  const groupOf = parseLaneGroups(options.groups);
   // Lane rows are scheduling state, not acknowledged data: their commits need not wait for the disk
   // (a claim, a renewal or an end costs no fsync). The store's writes stay synchronous.
   const pool = createPool(
@@ -143,12 +146,16 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
 
   /** Runs a claim pass for the lane (one at a time per lane here; a request meanwhile runs once more). */
   function claim(lane: string): void {
-    passes.claim(lane);
+    // A grouped lane's pass is its group's (keyed by its first lane): it grants across the group's lanes.
+    passes.claim(groupOf.get(lane)?.lanes[0] ?? lane);
   }
 
   async function claimPass(lane: string): Promise<void> {
     const sentAt = clock.now();
-    const grants = await db.claim(lane, capacities.get(lane) ?? 1);
+    const group = groupOf.get(lane);
+    const grants = group
+      ? await db.claimGroup(group, (member) => capacities.get(member) ?? 1)
+      : await db.claim(lane, capacities.get(lane) ?? 1);
     // Another lane's pass granted the same session first: the next pass sees it active.
     if (!grants) passes.passAgain(lane);
     for (const grant of grants ?? []) if (grant.owner === processId) granted(grant, sentAt);
@@ -359,7 +366,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     resume(): void {
       if (gate.resume()) emit("lane.resumed", {});
     },
-    snapshot: () => clusterSnapshot(counts, entries.values()),
+    snapshot: () => withGroups(clusterSnapshot(counts, entries.values()), groupOf),
     get isDraining() {
       return !gate.isOpen;
     },
@@ -371,7 +378,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
       for (const entry of entries.values()) if (entry.isWaiting) queued++;
       return queued;
     },
-    entryState: (entryId: number) => entries.get(entryId)?.state,
+    entryState: (entryId: number) => entries.get(entryId)?.reportedState,
     actor: gate.actor,
     fenceFor: (session: string) => fences.fenceFor(session),
     using: (session: string, write: Promise<unknown>) => fences.using(session, write),

@@ -7,6 +7,7 @@ import { ConfigError } from "../../errors.js";
 import type { TillerEvent } from "../../events.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock } from "../../ports/clock.js";
+import type { LaneGroupOptions } from "../lane-groups.js";
 import { checkCapacity, defaultMainCapacity } from "../run-options.js";
 
 /** Options of {@link createClusterLanes}: the database, the lanes' capacities, leases and aging. */
@@ -17,6 +18,12 @@ export interface ClusterLanesOptions extends PostgresConnectionOptions {
    * @default { main: max(8, 4 × CPUs) }, as in one process
    */
   capacity?: Record<string, number>;
+  /**
+   * Capacity groups, cluster-wide: each caps the tasks running at once in its lanes, all lanes and
+   * processes together (give every process the same). A lane belongs to at most one group.
+   * @default {} (no groups)
+   */
+  groups?: Record<string, LaneGroupOptions>;
   /** How long a grant holds without renewal. @default 10000 */
   leaseMs?: number;
   /** Renewal interval. @default leaseMs / 3 */

@@ -69,6 +69,15 @@ export class GrantedRuns {
   }
 
   private settle(entry: ClusterEntry, outcome: "done" | "failed", value: unknown): void {
+    // Timed out and stopped within its grace: it ended by itself, so it unfences and goes cleanly, and
+    // its caller learns of the timeout.
+    if (entry.state === "running" && entry.stopping) {
+      const reason = entry.controller?.signal.reason;
+      this.ctx.fences.release(entry.sessionKey, entry);
+      this.end(entry, "timedOut", true);
+      entry.reject(reason);
+      return;
+    }
     if (entry.state !== "running") {
       this.ctx.emit("lane.lateResultDropped", {
         lane: entry.lane,
@@ -84,18 +93,46 @@ export class GrantedRuns {
     else entry.reject(value);
   }
 
+  /**
+   * The deadline: the task's signal aborts. Without a grace its row goes at once; with one, when the
+   * task settles (see settle) or the grace runs out (see abortGraceExceeded), whichever comes first.
+   */
   private timeOut(entry: ClusterEntry): void {
-    if (entry.state !== "running") return;
+    if (entry.state !== "running" || entry.stopping) return;
     const error = new LaneTimeoutError(entry.lane, entry.timeoutMs ?? 0);
+    const grace = entry.abortGraceMs;
     this.ctx.emit("lane.timeout", {
       lane: entry.lane,
       session: entry.session,
       entryId: entry.id,
       timeoutMs: entry.timeoutMs,
+      ...(grace > 0 ? { abortGraceMs: grace } : {}),
     });
+    if (grace > 0) {
+      entry.stopping = true;
+      entry.timeoutTimer = this.ctx.clock.setTimeout(() => this.abortGraceExceeded(entry), grace);
+      entry.controller?.abort(error);
+      return;
+    }
     this.end(entry, "timedOut");
     entry.controller?.abort(error);
     entry.reject(error);
+  }
+
+  /** A timed-out task did not stop within its grace: its row goes anyway (it stays fenced), reported. */
+  private abortGraceExceeded(entry: ClusterEntry): void {
+    if (entry.state !== "running" || !entry.stopping) return;
+    const fields = {
+      lane: entry.lane,
+      session: entry.session,
+      entryId: entry.id,
+      timeoutMs: entry.timeoutMs ?? 0,
+      abortGraceMs: entry.abortGraceMs,
+    };
+    this.ctx.emit("lane.abortGraceExceeded", fields);
+    this.ctx.logger.warn({ processId: this.ctx.processId, ...fields }, "lane.abortGraceExceeded");
+    this.end(entry, "timedOut");
+    entry.reject(entry.controller?.signal.reason);
   }
 
   private end(entry: ClusterEntry, state: LaneEntryState, clean = false): void {
