@@ -2,6 +2,7 @@ import { z } from "zod";
 import { checkPattern } from "./config/check-pattern.js";
 import { commitmentsSchema } from "./config/commitments-config.js";
 import { deliverySchema } from "./config/delivery-config.js";
+import { laneGroupsSchema } from "./config/lane-groups-config.js";
 import { limitsSchema } from "./config/limits-config.js";
 import { modelSchema } from "./config/model-config.js";
 import { nonNegativeInt } from "./config/non-negative-int.js";
@@ -79,6 +80,21 @@ export const configSchema = z
      * @default none (no lane timeout)
      */
     laneTimeoutMs: z.number().positive().optional(),
+    /**
+     * After `laneTimeoutMs`, how long an aborted turn may take to stop before its lane slot is freed
+     * anyway (reported as `lane.abortGraceExceeded`). Until then the session's next turn waits, so it
+     * never overlaps a turn that is still stopping; 0 frees the slot at the timeout.
+     * @default 0
+     */
+    laneAbortGraceMs: nonNegativeInt.default(0),
+    /**
+     * Capacity groups: `{ <name>: { capacity, lanes: [lane...] } }`. A group caps the turns running at
+     * once in its lanes, all lanes together (each lane keeps its own capacity), so cron, subagent and
+     * other background work stay under one limit. A lane belongs to at most one group. On PostgreSQL
+     * the cap holds across processes (give every process the same groups).
+     * @default {}
+     */
+    laneGroups: laneGroupsSchema.default({}),
     /**
      * A task that waits longer for its lane is reported (`lane.waitExceeded`).
      * @default 2000

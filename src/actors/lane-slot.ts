@@ -40,6 +40,12 @@ export function createLaneSlot(deps: ActorDeps) {
     let granted = false;
     let left = false;
     const resend = input.pending.recovery?.deliveryMode === "automatic";
+    let toldTimeout = false;
+    const timedOut = () => {
+      if (toldTimeout || left) return;
+      toldTimeout = true;
+      sendBack({ type: "lane.timeout" });
+    };
 
     function start(): void {
       const runId = deps.newRunId(input.session);
@@ -77,9 +83,20 @@ export function createLaneSlot(deps: ActorDeps) {
               restartRecovery: input.pending.resumed === true && !deps.resumedKeepsPriority,
             }),
             signal: waiting.signal,
-            ...(deps.config.laneTimeoutMs ? { timeoutMs: deps.config.laneTimeoutMs } : {}),
+            ...(deps.config.laneTimeoutMs
+              ? { timeoutMs: deps.config.laneTimeoutMs, abortGraceMs: deps.config.laneAbortGraceMs }
+              : {}),
           },
-          () => {
+          (signal) => {
+            // The deadline aborts the signal: the session stops the run now, and the slot is held
+            // until the turn has left (or the abort grace ran out).
+            signal.addEventListener(
+              "abort",
+              () => {
+                if (signal.reason instanceof LaneTimeoutError) timedOut();
+              },
+              { once: true },
+            );
             granted = true;
             start();
             return held;
@@ -87,7 +104,7 @@ export function createLaneSlot(deps: ActorDeps) {
         )
         .catch((error: unknown) => {
           if (waiting.signal.aborted || left) return;
-          if (granted && error instanceof LaneTimeoutError) sendBack({ type: "lane.timeout" });
+          if (granted && error instanceof LaneTimeoutError) timedOut();
           else if (!granted && isStoreUnreachable(error)) {
             deps.logger.warn(
               { session: input.session, op: "lane-enqueue", error: errorMessage(error), retryInMs: wait },

@@ -19,6 +19,8 @@ export interface ServeStoreChoice {
   schema: string | undefined;
   /** Lane capacities (the config's `lanes`), cluster-wide on PostgreSQL. */
   capacity: Record<string, number>;
+  /** Capacity groups (the config's `laneGroups`), cluster-wide on PostgreSQL. */
+  groups?: Record<string, { capacity: number; lanes: string[] }>;
   /** The config's `laneAgingMs` and `warnAfterMs`, for the cluster lanes on PostgreSQL. */
   agingMs?: number;
   warnAfterMs?: number;
@@ -81,6 +83,7 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
     lanes = await createClusterLanes({
       url: postgresUrl,
       capacity,
+      ...(choice.groups ? { groups: choice.groups } : {}),
       poolSize: SERVE_POOLS.lanes,
       ...(choice.logger ? { logger: choice.logger } : {}),
       ...(schema !== undefined ? { schema } : {}),

@@ -93,6 +93,7 @@ export async function serve(argv: string[], io: ServeIo): Promise<number> {
     postgresUrl: values.postgres ?? (io.env.TILLER_DATABASE_URL || undefined),
     schema: values.schema,
     capacity: config.lanes,
+    groups: config.laneGroups,
     agingMs: config.laneAgingMs,
     warnAfterMs: config.warnAfterMs,
     leaseMs: values.lease === undefined ? undefined : parseMs(values.lease, 10_000, "--lease"),

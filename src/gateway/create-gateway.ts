@@ -109,6 +109,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     options.lanes ??
     createLaneScheduler({
       capacity: config.lanes,
+      groups: config.laneGroups,
       warnAfterMs: config.warnAfterMs,
       agingMs: config.laneAgingMs,
       clock,

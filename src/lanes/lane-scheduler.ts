@@ -208,7 +208,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     const grace = entry.abortGraceMs;
     entry.state = grace > 0 ? "stopping" : "timedOut";
     if (grace > 0) entry.timeoutTimer = clock.setTimeout(() => abortGraceExceeded(entry), grace);
-    entry.controller?.abort(new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0));
+    // Reported before the abort: what the task does as it stops follows the timeout in the stream.
     emit("lane.timeout", {
       lane: entry.lane.name,
       session: entry.sessionLane?.key,
@@ -216,6 +216,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       timeoutMs: entry.timeoutMs,
       ...(grace > 0 ? { abortGraceMs: grace } : {}),
     });
+    entry.controller?.abort(new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0));
     if (grace === 0) endTimedOut(entry);
   }
 
@@ -244,8 +245,13 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       status: "timedOut",
     });
     release(entry);
-    // The error the task's signal was aborted with.
-    entry.reject(entry.controller?.signal.reason);
+    // The error the task's signal was aborted with (unless its caller aborted it first).
+    const reason = entry.controller?.signal.reason;
+    entry.reject(
+      reason instanceof LaneTimeoutError
+        ? reason
+        : new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0),
+    );
   }
 
   /** A running entry ended: free its slot and its session, let the next ones in. */

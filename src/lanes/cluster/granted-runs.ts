@@ -72,10 +72,9 @@ export class GrantedRuns {
     // Timed out and stopped within its grace: it ended by itself, so it unfences and goes cleanly, and
     // its caller learns of the timeout.
     if (entry.state === "running" && entry.stopping) {
-      const reason = entry.controller?.signal.reason;
       this.ctx.fences.release(entry.sessionKey, entry);
       this.end(entry, "timedOut", true);
-      entry.reject(reason);
+      entry.reject(timeoutReason(entry));
       return;
     }
     if (entry.state !== "running") {
@@ -132,7 +131,7 @@ export class GrantedRuns {
     this.ctx.emit("lane.abortGraceExceeded", fields);
     this.ctx.logger.warn({ processId: this.ctx.processId, ...fields }, "lane.abortGraceExceeded");
     this.end(entry, "timedOut");
-    entry.reject(entry.controller?.signal.reason);
+    entry.reject(timeoutReason(entry));
   }
 
   private end(entry: ClusterEntry, state: LaneEntryState, clean = false): void {
@@ -146,4 +145,10 @@ export class GrantedRuns {
     });
     this.ctx.ended(entry, clean);
   }
+}
+
+/** The LaneTimeoutError the entry's signal was aborted with (a new one if its caller aborted it first). */
+function timeoutReason(entry: ClusterEntry): LaneTimeoutError {
+  const reason = entry.controller?.signal.reason;
+  return reason instanceof LaneTimeoutError ? reason : new LaneTimeoutError(entry.lane, entry.timeoutMs ?? 0);
 }
