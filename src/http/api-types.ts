@@ -1432,7 +1432,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the lane scheduler's snapshot */
+            /** @description the lane scheduler's snapshot: each lane's running and waiting tasks and capacity, and each capacity group's (when any is configured) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1444,6 +1444,15 @@ export interface operations {
                                 active: number;
                                 queued: number;
                                 capacity: number;
+                            };
+                        };
+                        /** @description Capacity groups (`laneGroups`): tasks running in the group's lanes together, waiting, and its budget. */
+                        groups?: {
+                            [key: string]: {
+                                active: number;
+                                queued: number;
+                                capacity: number;
+                                lanes: string[];
                             };
                         };
                     };

@@ -205,13 +205,22 @@ const paths: Record<string, Record<string, unknown>> = {
       operationId: "lanes",
       responses: {
         "200": json(
-          "the lane scheduler's snapshot",
-          object({
-            lanes: {
-              type: "object",
-              additionalProperties: object({ active: int, queued: int, capacity: int }),
+          "the lane scheduler's snapshot: each lane's running and waiting tasks and capacity, and each capacity group's (when any is configured)",
+          object(
+            {
+              lanes: {
+                type: "object",
+                additionalProperties: object({ active: int, queued: int, capacity: int }),
+              },
+              groups: {
+                type: "object",
+                description:
+                  "Capacity groups (`laneGroups`): tasks running in the group's lanes together, waiting, and its budget.",
+                additionalProperties: object({ active: int, queued: int, capacity: int, lanes: array(str) }),
+              },
             },
-          }),
+            ["lanes"],
+          ),
         ),
         ...errors(...v1Errors),
       },

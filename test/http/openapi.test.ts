@@ -17,7 +17,10 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startTestServer({
     demo: { wordDelayMs: 0, toolMs: 50 },
-    config: { commitments: { enabled: true } },
+    config: {
+      commitments: { enabled: true },
+      laneGroups: { background: { capacity: 2, lanes: ["cron", "subagent"] } },
+    },
     http: { bodyLimit: 4096 },
   });
   // The routes `tiller serve` adds: the document covers them too.

@@ -16,14 +16,14 @@ afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
 
-async function serve() {
+async function serve(config: object = { lanes: { main: 3 } }) {
   const clock = new SimulatedClock();
   const gateway = createGateway({
     model: new ScriptedModel([{ reply: { delayMs: 1000, text: "Re: {{latestUser}}" } }], clock),
     channels: { web: new LoopbackChannel({ now: () => clock.now() }) },
     clock,
     logger: silentLogger,
-    config: { lanes: { main: 3 } },
+    config,
   });
   await gateway.start();
   const routes = operatorRoutes(gateway);
@@ -80,5 +80,21 @@ describe("operator page endpoints", () => {
       lanes: Record<string, { active: number; queued: number; capacity: number }>;
     };
     expect(lanes.main).toEqual({ active: 1, queued: 0, capacity: 3 });
+  });
+
+  it("GET /v1/lanes shows each capacity group: its lanes, running tasks and budget", async () => {
+    const { gateway, base } = await serve({
+      lanes: { main: 3 },
+      laneGroups: { users: { capacity: 1, lanes: ["main"] } },
+    });
+    await gateway.receive({ session: "web:a", channel: "web", id: "m1", text: "one" });
+    await gateway.receive({ session: "web:b", channel: "web", id: "m2", text: "two" });
+    const body = (await (await fetch(`${base}/v1/lanes`)).json()) as {
+      lanes: Record<string, { active: number; queued: number; capacity: number }>;
+      groups: Record<string, { active: number; queued: number; capacity: number; lanes: string[] }>;
+    };
+    // main has three slots, but its group allows one turn at a time: the second waits.
+    expect(body.lanes.main).toEqual({ active: 1, queued: 1, capacity: 3 });
+    expect(body.groups).toEqual({ users: { active: 1, queued: 1, capacity: 1, lanes: ["main"] } });
   });
 });

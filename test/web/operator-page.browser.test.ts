@@ -26,7 +26,9 @@ const SCHEDULES = [
 
 const ui = useOperatorPage(async (dir) => {
   const config = join(dir, "config.json");
-  await writeFile(config, JSON.stringify({ schedules: SCHEDULES }));
+  // A capacity group over the background lanes: the lanes card shows it.
+  const laneGroups = { background: { capacity: 1, lanes: ["cron", "subagent"] } };
+  await writeFile(config, JSON.stringify({ schedules: SCHEDULES, laneGroups }));
   return ["--store", join(dir, "data"), "--config", config];
 });
 let page: Page;
@@ -116,6 +118,10 @@ describe("the operator page", () => {
     expect(await page.textContent('.row:has(.bubble.user:has-text("/stop")) .ack')).toMatch(/stop/i);
     expect(await page.textContent("#session-list")).toContain("web:browser");
     expect(await page.textContent("#lanes")).toContain("main");
+    const group = await page.textContent("#lanes [data-group='background']");
+    expect(group).toContain("group background");
+    expect(group).toContain("cron + subagent");
+    expect(group).toMatch(/\d\/1 active/);
     expect(await page.textContent("#tab-commitments")).toMatch(/Commitments are off|No commitments/);
     // The timeline opens with what the session did before the page looked: the earlier turns' events.
     await page.waitForSelector("#tab-timeline li[data-type='tool.started']", { state: "attached" });

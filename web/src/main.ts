@@ -12,7 +12,14 @@ import { h } from "./dom.js";
 import { machineGraph, type StateConfig } from "./machine-graph.js";
 import { renderSchedules } from "./schedules-view.js";
 import { type SessionNode, sessionTree } from "./session-tree.js";
-import { renderCommitments, renderExplanation, renderLanes, stateText, Timeline } from "./side-views.js";
+import {
+  type LaneGroupTable,
+  renderCommitments,
+  renderExplanation,
+  renderLanes,
+  stateText,
+  Timeline,
+} from "./side-views.js";
 import { statusOf } from "./status.js";
 import "./style.css";
 
@@ -33,6 +40,7 @@ const app = {
   sessionValue: "idle" as unknown,
   run: null as RunView | null,
   lanes: {} as Record<string, { active: number; queued: number; capacity: number }>,
+  laneGroups: {} as LaneGroupTable,
   diagrams: {} as { session?: LiveDiagram; run?: LiveDiagram },
   closeDeliveries: null as (() => void) | null,
   /** The selected session's live events that came while its recent past was being fetched. */
@@ -150,7 +158,7 @@ function select(key: string): void {
   );
   renderSessions();
   renderMachines();
-  renderLanes($("lanes"), app.lanes, key);
+  renderLanes($("lanes"), app.lanes, key, app.laneGroups);
   showSchedules();
   $<HTMLTextAreaElement>("input").focus();
 }
@@ -406,8 +414,10 @@ function scheduleLanes(): void {
 
 async function refreshLanes(): Promise<void> {
   try {
-    app.lanes = (await api.lanes()).lanes;
-    renderLanes($("lanes"), app.lanes, app.selected);
+    const snapshot = await api.lanes();
+    app.lanes = snapshot.lanes;
+    app.laneGroups = snapshot.groups ?? {};
+    renderLanes($("lanes"), app.lanes, app.selected, app.laneGroups);
   } catch {
     // As above.
   }

@@ -3,9 +3,36 @@ import type { Explanation, GatewayEvent } from "./api.js";
 import { clockTime, h } from "./dom.js";
 
 type LaneTable = Record<string, { active: number; queued: number; capacity: number }>;
+/** Capacity groups as `GET /v1/lanes` reports them. */
+export type LaneGroupTable = Record<
+  string,
+  { active: number; queued: number; capacity: number; lanes: string[] }
+>;
 
-export function renderLanes(container: HTMLElement, lanes: LaneTable, session: string | null): void {
+export function renderLanes(
+  container: HTMLElement,
+  lanes: LaneTable,
+  session: string | null,
+  groups: LaneGroupTable = {},
+): void {
   const workload = Object.entries(lanes).filter(([name]) => !name.startsWith("session:"));
+  const groupOf = new Map<string, string>();
+  for (const [name, group] of Object.entries(groups)) for (const lane of group.lanes) groupOf.set(lane, name);
+  // A group's budget is shared by its lanes: one row each, saying which lanes and how full.
+  const groupRows = Object.entries(groups).map(([name, group]) =>
+    h(
+      "div",
+      { class: "lane lane-group", "data-group": name },
+      h(
+        "span",
+        { class: "lane-name", title: `capacity group of ${group.lanes.join(", ")}` },
+        `group ${name}`,
+      ),
+      h("span", { class: "lane-members" }, group.lanes.join(" + ")),
+      h("span", { class: "lane-count" }, `${group.active}/${group.capacity} active`),
+      h("span", { class: `lane-queued${group.queued > 0 ? " some" : ""}` }, `${group.queued} queued`),
+    ),
+  );
   const own = session ? lanes[`session:${session}`] : undefined;
   const rows = workload.map(([name, lane]) => {
     const slots = Array.from({ length: Math.min(lane.capacity, 24) }, (_, i) =>
@@ -14,7 +41,11 @@ export function renderLanes(container: HTMLElement, lanes: LaneTable, session: s
     return h(
       "div",
       { class: "lane", "data-lane": name },
-      h("span", { class: "lane-name" }, name),
+      h(
+        "span",
+        { class: "lane-name", ...(groupOf.has(name) ? { title: `in group ${groupOf.get(name)}` } : {}) },
+        name,
+      ),
       h(
         "span",
         { class: "slots", title: `${lane.active} of ${lane.capacity} slots busy` },
@@ -27,6 +58,7 @@ export function renderLanes(container: HTMLElement, lanes: LaneTable, session: s
   });
   container.replaceChildren(
     ...(rows.length > 0 ? rows : [h("p", { class: "empty" }, "No workload lane has run anything yet.")]),
+    ...groupRows,
     own
       ? h(
           "p",
