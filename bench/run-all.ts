@@ -27,6 +27,7 @@ type Figures = Record<string, number | string>;
 
 const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "lane scheduler", file: "lanes.bench.ts", entry: "benchLanes" },
+  { title: "lane scheduler: capacity groups", file: "lane-groups.bench.ts", entry: "benchLaneGroups" },
   { title: "transcript store", file: "store.bench.ts", entry: "benchStore" },
   { title: "gateway", file: "gateway.bench.ts", entry: "benchGateway" },
   { title: "stale-reply re-check", file: "recheck.bench.ts", entry: "benchRecheck" },
