@@ -116,7 +116,8 @@ function traversalOf(
     case "commitment":
       return commitmentTraversal(config) as Traversal;
     case "lane-entry":
-      return byValueTraversal(laneEntryMachine);
+      // A turn's abort grace decides whether a timed-out entry passes through `stopping`.
+      return { ...byValueTraversal(laneEntryMachine), input: { abortGraceMs: config.laneAbortGraceMs } };
     case "lane-scheduler":
       return byValueTraversal(laneSchedulerMachine);
   }

@@ -18,9 +18,12 @@ describe("machinePaths", () => {
     }
   }
 
-  it("reaches every state of the lane entry's lifecycle", () => {
+  it("reaches every state of the lane entry's lifecycle, `stopping` when the config gives an abort grace", () => {
+    const states = Object.keys(laneEntryMachine.states).sort();
     const reached = new Set(machinePaths("lane-entry").flatMap((path) => path.states));
-    expect([...reached].sort()).toEqual(Object.keys(laneEntryMachine.states).sort());
+    expect([...reached].sort()).toEqual(states.filter((state) => state !== "stopping"));
+    const withGrace = machinePaths("lane-entry", { config: { laneTimeoutMs: 1_000, laneAbortGraceMs: 500 } });
+    expect([...new Set(withGrace.flatMap((path) => path.states))].sort()).toEqual(states);
   });
 
   it("bounds simple paths so a large graph still finishes", () => {
