@@ -148,11 +148,19 @@ export class LaneQueues {
       let bestLane: WorkloadLane | null = null;
       let bestLevel = 3;
       for (const member of group.members) {
-        if (member.active >= member.capacity) continue;
+        if (member.active >= member.capacity || member.waiting.size === 0) continue;
         const head = member.waiting.peek();
         if (!head) continue;
+        if (best === null || bestLane === null) {
+          // Levels are compared only when a second lane has a candidate (the common case has one).
+          best = head;
+          bestLane = member;
+          bestLevel = -1;
+          continue;
+        }
+        if (bestLevel < 0) bestLevel = bestLane.waiting.effectiveLevel(best);
         const level = member.waiting.effectiveLevel(head);
-        if (best === null || level < bestLevel || (level === bestLevel && head.id < best.id)) {
+        if (level < bestLevel || (level === bestLevel && head.id < best.id)) {
           best = head;
           bestLane = member;
           bestLevel = level;
