@@ -152,10 +152,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
 
   async function claimPass(lane: string): Promise<void> {
     const sentAt = clock.now();
-    const group = groupOf.get(lane);
-    const grants = group
-      ? await db.claimGroup(group, (member) => capacities.get(member) ?? 1)
-      : await db.claim(lane, capacities.get(lane) ?? 1);
+    const grants = await db.claimLaneOrGroup(lane, groupOf.get(lane), (l) => capacities.get(l) ?? 1);
     // Another lane's pass granted the same session first: the next pass sees it active.
     if (!grants) passes.passAgain(lane);
     for (const grant of grants ?? []) if (grant.owner === processId) granted(grant, sentAt);
