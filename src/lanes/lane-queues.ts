@@ -238,7 +238,8 @@ export class LaneQueues {
     for (const session of this.sessions.values()) {
       const waitingForSlot = session.holder?.state === "waitingForSlot" ? 1 : 0;
       lanes[SESSION_PREFIX + session.key] = {
-        active: session.holder?.state === "running" ? 1 : 0,
+        // A holder stopping after its deadline still holds the session.
+        active: session.holder?.state === "running" || session.holder?.state === "stopping" ? 1 : 0,
         queued: session.waiting.size + waitingForSlot,
         capacity: 1,
       };

@@ -23,7 +23,7 @@ export function waitFields(
       queueAhead = session.waiting.countAhead(entry, memo);
       queueBehind = session.waiting.size - queueAhead - 1;
       // The session's holder is ahead of this entry: running, or itself still waiting for a slot.
-      const holderRuns = session.holder?.state === "running";
+      const holderRuns = session.holder?.state === "running" || session.holder?.state === "stopping";
       activeAhead = holderRuns ? 1 : 0;
       if (session.holder && !holderRuns) queueAhead++;
     } else {

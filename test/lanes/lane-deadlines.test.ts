@@ -15,6 +15,7 @@ describe("deadlines with abortGraceMs", () => {
     expect(slow.task.signal?.aborted).toBe(true);
     expect(slow.task.signal?.reason).toBeInstanceOf(LaneTimeoutError);
     expect(lanes.entryState(slow.id!)).toBe("stopping");
+    expect(lanes.snapshot().lanes.main).toEqual({ active: 1, queued: 1, capacity: 1 });
     expect(slow.caller.status).toBe("pending");
     expect(started).toEqual(["slow"]);
     expect(ofType("lane.timeout")).toMatchObject([{ entryId: slow.id, timeoutMs: 100, abortGraceMs: 50 }]);
@@ -43,6 +44,8 @@ describe("deadlines with abortGraceMs", () => {
     hold("next", { session: "A" });
     await clock.advance(149);
     expect(started).toEqual(["hung"]);
+    // Stopping, it still holds its session: the session's next task waits behind it.
+    expect(lanes.snapshot().lanes["session:A"]).toEqual({ active: 1, queued: 1, capacity: 1 });
     expect(hung.caller.status).toBe("pending");
     await clock.advance(1);
     expect(hung.caller.reason).toBeInstanceOf(LaneTimeoutError);
