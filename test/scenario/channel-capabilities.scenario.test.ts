@@ -6,7 +6,7 @@ import { runScenario } from "../../src/scenario/runner.js";
 // A scenario's loopback channel can declare a chat platform's capabilities; the gateway then splits,
 // edits previews, shows typing and reacts, and the output says what the channel did.
 
-const EXAMPLE = "examples/11-chat-channel-capabilities.yaml";
+const EXAMPLE = "examples/13-chat-channel-capabilities.yaml";
 
 async function play(text: string) {
   const { result, gateway } = await runScenario(parseScenario(text, "capabilities.yaml"));
