@@ -10,8 +10,10 @@ import { mountClusterView } from "./cluster-view.js";
 import { drawMachine, type LiveDiagram } from "./diagram.js";
 import { h } from "./dom.js";
 import { machineGraph, type StateConfig } from "./machine-graph.js";
+import { type RunView, stateValueOf } from "./run-view.js";
 import { renderSchedules } from "./schedules-view.js";
-import { type SessionNode, sessionTree } from "./session-tree.js";
+import { sessionItem } from "./session-item.js";
+import { sessionTree } from "./session-tree.js";
 import {
   type LaneGroupTable,
   renderCommitments,
@@ -24,15 +26,6 @@ import { statusOf } from "./status.js";
 import "./style.css";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-
-interface RunView {
-  runId: string;
-  value: unknown;
-  status: string;
-  tool?: { name: string; cancellable?: boolean };
-  call?: number;
-  recheckReason?: string;
-}
 
 const app = {
   selected: null as string | null,
@@ -49,15 +42,6 @@ const app = {
 
 const chat = new ChatView((id) => void explain(id));
 const timeline = new Timeline();
-
-/** `turn.running` (how GET /v1/sessions names a state) as a state value. */
-function stateValueOf(name: string): unknown {
-  const parts = name.split(".");
-  return parts.reduceRight<unknown>(
-    (inner, part) => (inner === undefined ? part : { [part]: inner }),
-    undefined,
-  );
-}
 
 async function boot(): Promise<void> {
   $("messages").replaceWith(chat.element);
@@ -352,41 +336,9 @@ async function refreshSessions(): Promise<void> {
 function renderSessions(): void {
   const keys = [...app.sessions.keys()];
   if (app.selected && !app.sessions.has(app.selected)) keys.unshift(app.selected);
-  $("session-list").replaceChildren(...sessionTree(keys).map(sessionItem));
-}
-
-/** A session's entry in the list, its subagent sessions in a list of their own under it. */
-function sessionItem(node: SessionNode): HTMLLIElement {
-  const key = node.key;
-  const s = app.sessions.get(key);
-  const queued = s ? s.queue.reduce((n, item) => n + Math.max(1, item.messageIds.length), 0) : 0;
-  const last = (name: string) => name.split(".").at(-1) ?? name;
-  const state = s?.run ? `${last(s.state)} · run ${last(s.run.state)}` : s ? last(s.state) : "new";
-  const item = h(
-    "li",
-    { class: key === app.selected ? "on" : "", "data-session": key },
-    h(
-      "button",
-      { type: "button" },
-      h("span", { class: "key" }, key),
-      h("span", { class: "st" }, state),
-      h(
-        "span",
-        { class: "meta" },
-        `${queued} queued`,
-        s?.lane ? ` · lane ${s.lane.active}/${s.lane.capacity}` : "",
-      ),
-    ),
-    node.children.length > 0
-      ? h(
-          "ul",
-          { class: "subagents", "aria-label": `subagents of ${key}` },
-          ...node.children.map((child) => sessionItem({ key: child, children: [] })),
-        )
-      : null,
+  $("session-list").replaceChildren(
+    ...sessionTree(keys).map((node) => sessionItem(node, app.sessions, app.selected, select)),
   );
-  item.querySelector("button")!.addEventListener("click", () => select(key));
-  return item;
 }
 
 let schedules: Parameters<typeof renderSchedules>[1] = [];
