@@ -1,5 +1,5 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions } from "@ai-sdk/provider";
-import { ModelError } from "../../errors.js";
+import { ConfigError, ModelError } from "../../errors.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock } from "../../ports/clock.js";
 import { type ModelProvider, type ModelReply, type ModelRequest, systemPrompt } from "../../ports/model.js";
@@ -8,7 +8,12 @@ import { timeoutError } from "../openai/classify-error.js";
 import type { StreamProgress } from "../openai/read-stream.js";
 import { SystemClock } from "../system-clock.js";
 import { classifyAISDKError } from "./classify-error.js";
-import { type AISDKModelOptions, type AISDKSettings, parseAISDKOptions } from "./options.js";
+import {
+  type AISDKLanguageModel,
+  type AISDKModelOptions,
+  type AISDKSettings,
+  parseAISDKOptions,
+} from "./options.js";
 import { readParts } from "./read-parts.js";
 import { toPrompt, toTools } from "./to-prompt.js";
 
@@ -39,8 +44,11 @@ export interface AISDKModel extends ModelProvider {
  */
 export function createAISDKModel(options: AISDKModelOptions): AISDKModel {
   const settings = parseAISDKOptions(options);
-  // A v3 model (parseAISDKOptions checks it): the options type names only what a caller must pass.
-  const model = options.model as unknown as LanguageModelV3;
+  // parseAISDKOptions has checked the model; the options type names only what a caller must pass.
+  const candidate = options.model;
+  if (!isLanguageModelV3(candidate))
+    throw new ConfigError("model", "an AI SDK language model (v3)", candidate);
+  const model: LanguageModelV3 = candidate;
   const clock: Clock = options.clock ?? new SystemClock();
   const logger: Logger = options.logger ?? silentLogger;
   let inFlight = 0;
@@ -150,4 +158,9 @@ function raceAbort<T>(promise: PromiseLike<T>, signal: AbortSignal): Promise<T> 
       },
     );
   });
+}
+
+/** A v3 language model: what the public options type leaves out is the AI SDK's own call contract. */
+function isLanguageModelV3(model: AISDKLanguageModel): model is LanguageModelV3 {
+  return model.specificationVersion === "v3" && typeof model.doStream === "function";
 }

@@ -13,6 +13,7 @@ import { checkSchema, clientConfig, createPool, inlined, inTransaction } from ".
 import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
+import { queryStatements } from "./query-statements.js";
 import * as sql from "./session-sql.js";
 
 /** Options of {@link createClusterSessions}: the database, and how session ownership leases behave. */
@@ -125,9 +126,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
         inboxChannel(schema, ""),
         JSON.stringify({ wake: message.session }),
       ]);
-      const results = (await client.query(`BEGIN; ${lock}; ${statement}; COMMIT`)) as unknown as Array<
-        pg.QueryResult<typeof row>
-      >;
+      const results = await queryStatements<typeof row>(client, `BEGIN; ${lock}; ${statement}; COMMIT`, 4);
       row = results[2]!.rows[0]!;
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { inlined } from "../../adapters/postgres/connection.js";
+import { queryStatements } from "../../adapters/postgres/query-statements.js";
 import type { LaneGroupSpec } from "../lane-groups.js";
 import { CLAIM_GROUP, LOCK_GROUP } from "./claim-group-sql.js";
 import * as sql from "./claim-sql.js";
@@ -135,9 +136,11 @@ export class ClusterDb {
         grantChannel(this.schema, ""),
       ]);
       const lock = inlined(client, sql.LOCK_LANE, [this.lockKey(lane)]);
-      const results = (await client.query(`BEGIN; ${lock}; ${quick}; COMMIT`)) as unknown as Array<
-        pg.QueryResult<GrantRow & { proven: boolean }>
-      >;
+      const results = await queryStatements<GrantRow & { proven: boolean }>(
+        client,
+        `BEGIN; ${lock}; ${quick}; COMMIT`,
+        4,
+      );
       const rows = results[2]!.rows;
       if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
       return this.grants(await this.fullPass(client, lane, defaultCapacity));

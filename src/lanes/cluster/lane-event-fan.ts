@@ -1,4 +1,4 @@
-import type { EmitEvent, TillerEvent } from "../../events.js";
+import { type EmitEvent, type TillerEvent, tillerEvent } from "../../events.js";
 import type { Clock } from "../../ports/clock.js";
 
 /** The cluster lanes' events, stamped with the time and this process, fanned out to their observers. */
@@ -15,12 +15,10 @@ export class LaneEventFan {
 
   readonly emit: EmitEvent = (type, fields) => {
     if (this.listeners.size === 0) return;
-    const event = {
-      at: this.clock.now(),
-      type,
+    // Which process saw it, as an extra field: several processes report on the same lanes.
+    const event: TillerEvent = Object.assign(tillerEvent(type, this.clock.now(), fields), {
       processId: this.processId,
-      ...fields,
-    } as unknown as TillerEvent;
+    });
     for (const listener of this.listeners) listener(event);
   };
 
