@@ -87,7 +87,10 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     const acks = new Map<string, Ack | TriggerAck>();
     // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
     if (deps.isDraining()) return acks;
-    for (const entry of await cluster.waiting(session)) {
+    const waiting = await cluster.waiting(session);
+    // Rows wait for this process, so it owns the session again: what it forgot comes from the store.
+    if (waiting.length > 0 && forgotten.has(session)) await adopt(session);
+    for (const entry of waiting) {
       // Applied by an earlier attempt whose state could not be stored: not applied twice.
       const ack = unrecorded.get(entry.id) ?? (await applyOne(entry));
       if ((ack as Ack).durable === false) {
@@ -147,7 +150,11 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       if (deps.isDraining() || !deps.isIdle(session)) return;
       await deps.settle(session);
       if (!deps.isIdle(session)) return;
-      if (await cluster.release(session)) return;
+      if (await cluster.release(session)) {
+        // Another process may run it next: its state here is no longer the truth.
+        forgotten.add(session);
+        return;
+      }
       // Messages arrived meanwhile: apply them first. None for this process: it no longer owns it.
       if ((await drainNow(session)).size === 0) return;
     }
@@ -157,6 +164,17 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const unrecorded = new Map<string, Ack | TriggerAck>();
   /** Sessions taken over here whose adoption has not completed yet (it failed: tried again). */
   const toAdopt = new Set<string>();
+  /**
+   * Sessions whose live state here may be behind the store: their ownership was lost (the actor
+   * stopped, its queue with it) or given up. Before this process applies anything to one again, it
+   * adopts the stored state, else a message would start a blank session and its save would overwrite
+   * the stored turn and queue (those messages acked and never answered).
+   */
+  const forgotten = new Set<string>();
+  async function adopt(session: string): Promise<void> {
+    await deps.adopt(session);
+    forgotten.delete(session);
+  }
   /** Sessions with a step that failed (the database was away), tried again after a backoff. */
   const retrying = new Map<string, number>();
   let stopped = false;
@@ -166,7 +184,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     serial(session, async () => {
       if (deps.isDraining()) return;
       if (toAdopt.has(session)) {
-        await deps.adopt(session);
+        await adopt(session);
         toAdopt.delete(session);
       }
       await drainNow(session);
@@ -256,7 +274,9 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     acceptance: { id: string; adopted: boolean },
   ): Promise<Ack | TriggerAck | undefined> {
     const acks = await serial(session, async () => {
-      if (acceptance.adopted) await deps.adopt(session);
+      // Owned here now: adopted by the acceptance, or owned all along by the store's account while
+      // this process forgot its live state (ownership lost, or given up and taken back meanwhile).
+      if (acceptance.adopted || forgotten.has(session)) await adopt(session);
       const applied = await drainNow(session);
       await releaseIfIdle(session);
       return applied;
@@ -336,8 +356,11 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       if (unsubscribe.length > 0) return;
       unsubscribe.push(cluster.onWake(wake));
       const lost = cluster.onLost?.((session) => {
+        // At once, not in the session's turn: an acceptance that returns meanwhile must adopt.
+        forgotten.add(session);
         serial(session, async () => {
           deps.forgetLive(session);
+          forgotten.add(session);
           emit("session.lost", { session });
         }).catch(() => {});
       });

@@ -4,6 +4,7 @@ import type { FakeOpenAIServer } from "../../support/fake-openai-server.js";
 import { usePrivatePostgres } from "../../support/private-postgres.js";
 import { type ClusterMember, eventually, startCluster } from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
+import { SseRecorder } from "../../support/sse-recorder.js";
 
 // The database stopped `-m immediate` under load (a crash or failover) and started again, with real
 // `tiller serve --postgres` processes on a private server (never the machine's shared one): no process
@@ -56,7 +57,10 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
   const all = await startCluster(procs, db, names, {
     config: { lanes: { main: 8 } },
     args: ["--model-url", model.url, "--model", "echo", "--lease", "3000"],
+    env: { TILLER_LOG_LEVEL: "warn" },
   });
+  const events = all.map((member) => procs.record(new SseRecorder(`${member.url}/v1/events`)));
+  await Promise.all(events.map((recorder) => recorder.opened));
   let members = all;
   const acked: Array<{ session: string; text: string }> = [];
   const post = async (n: number, s: number, m: number) => {
@@ -140,7 +144,13 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
     async () => (await open()).length === 0,
     33_000 - (Date.now() - back),
   ).catch(async (error: unknown) => {
-    throw new Error(`${String(error)}; not settled: ${JSON.stringify(await open())}`);
+    const left = await open();
+    await explain(
+      left.map((m) => m.session),
+      all,
+      events,
+    );
+    throw new Error(`${String(error)}; not settled: ${JSON.stringify(left)}`);
   });
   // Nothing twice: no reply and no notice reached a session more than once.
   const seen = new Map<string, number>();
@@ -165,6 +175,33 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
   // Gone before the next test, whose cluster shares the schema.
   for (const member of members) member.proc.kill("SIGTERM");
   await Promise.all(all.map((member) => member.exited));
+}
+
+/** On failure: what each process logged and emitted about the sessions left, and their rows. */
+async function explain(sessions: string[], members: ClusterMember[], events: SseRecorder[]) {
+  const lines: string[] = [];
+  for (const [i, member] of members.entries()) {
+    for (const line of member.stderr().split("\n"))
+      if (sessions.some((s) => line.includes(s))) lines.push(`${member.name} log ${line}`);
+    for (const event of events[i]!.events)
+      if (sessions.some((s) => JSON.stringify(event.data).includes(s)))
+        lines.push(`${member.name} event ${JSON.stringify(event.data)}`);
+  }
+  for (const table of [
+    "inbox",
+    "lane_runs",
+    "session_owners",
+    "delivery_intents",
+    "web_deliveries",
+    "follow_ups",
+    "session_state",
+  ]) {
+    const { rows } = await db.pool.query(`SELECT * FROM ${db.schema}.${table} WHERE session_key = ANY($1)`, [
+      sessions,
+    ]);
+    for (const row of rows) lines.push(`${table} ${JSON.stringify(row)}`);
+  }
+  console.error(lines.join("\n"));
 }
 
 describe("tiller serve --postgres through a database outage", () => {
