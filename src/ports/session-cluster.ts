@@ -43,7 +43,8 @@ export interface SessionCluster {
   onWake(listener: (session: string, adopted: boolean) => void): () => void;
   /**
    * Called for a session this process owned whose lease ran out before it was renewed (a long pause,
-   * a lost connection): another process may own it now, so its live state here must go.
+   * a lost connection) and that another process took meanwhile: its live state here must go. A lapsed
+   * lease nobody took (the database was away) is renewed under the same token, and nothing is lost.
    */
   onLost?(listener: (session: string) => void): () => void;
 }

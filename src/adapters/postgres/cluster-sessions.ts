@@ -236,6 +236,15 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     });
   }
 
+  /** Renews a lapsed ownership under its token, under the session's lock (see sql.RETAKE). */
+  async function retake(session: string, fence: number): Promise<boolean> {
+    return inTransaction(pool, async (client) => {
+      await client.query(sql.LOCK_SESSION, [lockKey(session)]);
+      const { rows } = await client.query(sql.RETAKE, [session, processId, fence, leaseMs]);
+      return rows.length > 0;
+    });
+  }
+
   async function heartbeat(): Promise<void> {
     const before = new Map(owned);
     const { rows } = await pool.query<{ session_key: string }>(sql.RENEW, [processId, leaseMs]);
@@ -243,6 +252,12 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     // Owned when the renewal was sent and not renewed by it: the lease had run out.
     for (const [session, taking] of before) {
       if (renewed.has(session) || owned.get(session) !== taking) continue;
+      // Nobody took it meanwhile (the lease ran out while the database was away, say): still this
+      // process's under the same token, so its live state here is still the session's latest.
+      const fence = fences.get(session);
+      if (fence !== undefined && (await retake(session, fence))) continue;
+      // Given up or taken again here while the renewal ran: not lost.
+      if (owned.get(session) !== taking) continue;
       owned.delete(session);
       fences.delete(session);
       logger.warn({ processId, session }, "cluster sessions: ownership lost");

@@ -71,6 +71,15 @@ export const RENEW = `
 UPDATE session_owners SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
  WHERE owner = $1 AND lease_until > clock_timestamp() RETURNING session_key`;
 
+/**
+ * Renews one of this process's ownerships whose lease ran out (the database was away), only if nobody
+ * took the session meanwhile: the row still names this process (`$2`) with its token (`$3`). A process
+ * that took it, even one that gave it up since, changed or removed the row.
+ */
+export const RETAKE = `
+UPDATE session_owners SET lease_until = clock_timestamp() + $4 * interval '1 millisecond'
+ WHERE session_key = $1 AND owner = $2 AND fence = $3 RETURNING session_key`;
+
 /** Sessions this process owns with messages waiting (a missed wake-up). */
 export const OWN_WAITING = `
 SELECT DISTINCT i.session_key FROM inbox i JOIN session_owners o ON o.session_key = i.session_key

@@ -109,18 +109,40 @@ describe("createClusterSessions", () => {
     expect((await b.waiting("web:r")).map((e) => e.messageId)).toEqual(["m1"]);
   });
 
-  it("tells the owner when its lease ran out before a renewal", async () => {
+  it("tells the owner when its lease ran out before a renewal and another process took the session", async () => {
     const a = await member("la");
     const lost: string[] = [];
     a.onLost?.((session) => lost.push(session));
     await a.accept({ session: "web:l", messageId: "m1", mode: "default", body: body("m1") });
     await a.accept({ session: "web:kept", messageId: "m1", mode: "default", body: body("m1") });
-    // As after a long pause: the lease ran out before the heartbeat came.
+    // As after a long pause: the lease ran out before the heartbeat came, and another process took it.
     await db.pool.query(
-      `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() - interval '1 second'
-        WHERE session_key = 'web:l'`,
+      `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() - interval '1 second',
+              owner = 'other', fence = nextval('${db.schema}.fence_seq') WHERE session_key = 'web:l'`,
     );
     await eventually("the loss to be noticed", () => lost.includes("web:l"), 5000);
     expect(lost).toEqual(["web:l"]);
+  });
+
+  it("keeps a session whose lease ran out when nobody took it meanwhile (the database was away)", async () => {
+    const a = await member("ka");
+    const lost: string[] = [];
+    a.onLost?.((session) => lost.push(session));
+    await a.accept({ session: "web:k", messageId: "m1", mode: "default", body: body("m1") });
+    const fence = a.ownershipFence("web:k")!.fence;
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() - interval '1 second'
+        WHERE session_key = 'web:k'`,
+    );
+    // Renewed under the same token by the next heartbeat: still this process's, nothing lost.
+    await eventually("the lease renewed", async () => {
+      const { rows } = await db.pool.query(
+        `SELECT 1 FROM ${db.schema}.session_owners
+          WHERE session_key = 'web:k' AND owner = 'ka' AND lease_until > clock_timestamp()`,
+      );
+      return rows.length === 1;
+    });
+    expect(lost).toEqual([]);
+    expect(a.ownershipFence("web:k")).toEqual({ owner: "ka", fence });
   });
 });
