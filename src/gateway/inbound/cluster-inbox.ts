@@ -91,6 +91,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     // Rows wait for this process, so it owns the session again: what it forgot comes from the store.
     if (waiting.length > 0 && forgotten.has(session)) await adopt(session);
     for (const entry of waiting) {
+      // Lost meanwhile: the rest waits in the inbox for the session's new owner.
+      if (forgotten.has(session)) break;
       // Applied by an earlier attempt whose state could not be stored: not applied twice.
       const ack = unrecorded.get(entry.id) ?? (await applyOne(entry));
       if ((ack as Ack).durable === false) {
@@ -172,8 +174,12 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
    */
   const forgotten = new Set<string>();
   async function adopt(session: string): Promise<void> {
-    await deps.adopt(session);
     forgotten.delete(session);
+    await deps.adopt(session);
+    if (!forgotten.has(session)) return;
+    // Lost again while the store was read: what was adopted goes too (tried again if still owned).
+    deps.forgetLive(session);
+    throw new Error(`session ${session}: its ownership was lost while it was adopted`);
   }
   /** Sessions with a step that failed (the database was away), tried again after a backoff. */
   const retrying = new Map<string, number>();
@@ -356,13 +362,11 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       if (unsubscribe.length > 0) return;
       unsubscribe.push(cluster.onWake(wake));
       const lost = cluster.onLost?.((session) => {
-        // At once, not in the session's turn: an acceptance that returns meanwhile must adopt.
+        // At once, not after the session's step in progress (which may wait for the store): until
+        // its live state goes, it would go on running turns another process now runs too.
         forgotten.add(session);
-        serial(session, async () => {
-          deps.forgetLive(session);
-          forgotten.add(session);
-          emit("session.lost", { session });
-        }).catch(() => {});
+        deps.forgetLive(session);
+        emit("session.lost", { session });
       });
       if (lost) unsubscribe.push(lost);
     },
