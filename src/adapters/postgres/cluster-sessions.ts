@@ -96,6 +96,8 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   /** Acks awaited by this process, by inbox id: woken by a NOTIFY (and by the poll). */
   const ackWaiters = new Map<string, Set<() => void>>();
   let closed = false;
+  /** When a renewal or poll last failed (the database away): takeovers wait a lease after it. */
+  let failedAt = Number.NEGATIVE_INFINITY;
   const timers = new Set<TimerHandle>();
 
   const wake = (session: string, adopted: boolean) => {
@@ -269,8 +271,12 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     if (listeners.size === 0) return;
     const own = await pool.query<{ session_key: string }>(sql.OWN_WAITING, [processId]);
     for (const row of own.rows) wake(row.session_key, false);
-    const orphans = await pool.query<{ session_key: string }>(sql.ORPHANS);
-    for (const row of orphans.rows) if (await takeOver(row.session_key)) wake(row.session_key, true);
+    // Just back from an outage, every lease has run out: live owners renew theirs first (their
+    // heartbeats come within a lease), so only the sessions of processes really gone are taken.
+    if (clock.now() - failedAt >= leaseMs) {
+      const orphans = await pool.query<{ session_key: string }>(sql.ORPHANS);
+      for (const row of orphans.rows) if (await takeOver(row.session_key)) wake(row.session_key, true);
+    }
     await pool.query(sql.PRUNE, [dedupeWindowMs]);
   }
 
@@ -279,6 +285,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       if (closed) return;
       step()
         .catch((error: unknown) => {
+          failedAt = clock.now();
           if (!closed) logger.warn({ err: error, processId }, `cluster sessions: ${what} failed`);
         })
         .finally(() => {
