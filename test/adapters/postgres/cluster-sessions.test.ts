@@ -3,6 +3,7 @@ import {
   type ClusterSessions,
   createClusterSessions,
 } from "../../../src/adapters/postgres/cluster-sessions.js";
+import { SimulatedClock } from "../../../src/adapters/simulated-clock.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually } from "../../support/serve-cluster.js";
 
@@ -122,6 +123,50 @@ describe("createClusterSessions", () => {
     );
     await eventually("the loss to be noticed", () => lost.includes("web:l"), 5000);
     expect(lost).toEqual(["web:l"]);
+  });
+
+  it("takes no session over for a lease after its own calls failed: the live owner renews first", async () => {
+    // Each process on a clock of its own, advanced by hand: a step ran once its next timer is set.
+    const ca = new SimulatedClock();
+    const cb = new SimulatedClock();
+    const a = await createClusterSessions({
+      ...{ url: db.url, schema: db.schema, processId: "wa" },
+      ...{ leaseMs: 900, heartbeatMs: 250, pollMs: 60_000, clock: ca },
+    });
+    const b = await createClusterSessions({
+      ...{ url: db.url, schema: db.schema, processId: "wb" },
+      ...{ leaseMs: 900, heartbeatMs: 60_000, pollMs: 100, clock: cb },
+    });
+    open.push(a, b);
+    const lost: string[] = [];
+    a.onLost?.((session) => lost.push(session));
+    const taken: string[] = [];
+    b.onWake((session, adopted) => {
+      if (adopted) taken.push(session);
+    });
+    const stepped = (clock: SimulatedClock) =>
+      eventually("the step to end", () => clock.pendingTimers === 2 && clock.nextTimerAt() !== clock.now());
+    await stepped(ca);
+    await stepped(cb);
+    await a.accept({ session: "web:w", messageId: "m1", mode: "default", body: body("m1") });
+    // The database is away for B's poll (the table it reads is gone), and A's lease runs out.
+    await db.pool.query(`ALTER TABLE ${db.schema}.session_owners RENAME TO session_owners_away`);
+    await cb.advance(100);
+    await stepped(cb);
+    await db.pool.query(`ALTER TABLE ${db.schema}.session_owners_away RENAME TO session_owners`);
+    await db.pool.query(
+      `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() - interval '1 second'
+        WHERE session_key = 'web:w'`,
+    );
+    // Back: B's next poll, within a lease of its failure, leaves the session to its owner.
+    await cb.advance(100);
+    await stepped(cb);
+    expect(taken).toEqual([]);
+    // A's renewal keeps it, under the same token.
+    await ca.advance(250);
+    await stepped(ca);
+    expect(lost).toEqual([]);
+    expect((await b.owners(["web:w"])).get("web:w")).toBe("wa");
   });
 
   it("keeps a session whose lease ran out when nobody took it meanwhile (the database was away)", async () => {
