@@ -95,6 +95,11 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       if (forgotten.has(session)) break;
       // Applied by an earlier attempt whose state could not be stored: not applied twice.
       const ack = unrecorded.get(entry.id) ?? (await applyOne(entry));
+      if (forgotten.has(session)) {
+        // Lost while it was applied: what it started here goes, and the row waits for the new owner.
+        deps.forgetLive(session);
+        throw new Error(`session ${session}: its ownership was lost while a message was applied`);
+      }
       if ((ack as Ack).durable === false) {
         // The row is marked applied only once the state holding the message is durable; until then
         // it stays in the inbox (a process that takes the session over applies it).
