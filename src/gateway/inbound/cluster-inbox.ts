@@ -180,6 +180,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const forgotten = new Set<string>();
   async function adopt(session: string): Promise<void> {
     forgotten.delete(session);
+    // Applied to the live state that went, never made durable: applied again to the adopted one.
+    for (const [id, ack] of unrecorded) if (ack.session === session) unrecorded.delete(id);
     await deps.adopt(session);
     if (!forgotten.has(session)) return;
     // Lost again while the store was read: what was adopted goes too (tried again if still owned).
