@@ -119,3 +119,28 @@ export async function ownerOf(db: TestSchema, session: string): Promise<string |
   );
   return rows[0]?.owner;
 }
+
+/** POSTs one follow-up and returns the answer as it came (status, Retry-After, JSON body): for refusals. */
+export async function postRaw(member: ClusterMember, session: string, text: string, id: string) {
+  const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ text, id, mode: "followup" }),
+  });
+  const body = (await response.json()) as { ack?: { disposition: string }; error?: { code: string } };
+  return { status: response.status, retryAfter: response.headers.get("retry-after"), body };
+}
+
+/** Every web delivery of the schema (replies, recoveries, notices) in order, waiting while the database is away. */
+export async function webDeliveries(db: Pick<TestSchema, "pool" | "schema">) {
+  for (;;) {
+    try {
+      const { rows } = await db.pool.query<{ session_key: string; kind: string; text: string }>(
+        `SELECT session_key, kind, text FROM ${db.schema}.web_deliveries ORDER BY session_key, seq`,
+      );
+      return rows;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}

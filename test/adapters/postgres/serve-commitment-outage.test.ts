@@ -2,8 +2,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
-import type { Commitment } from "../../../src/machines/commitment.types.js";
 import type { StoredCommitment } from "../../../src/ports/store.js";
+import { dueRoomCommitment } from "../../support/commitment-record.js";
 import {
   type FakeOpenAIServer,
   gate,
@@ -30,26 +30,6 @@ afterEach(async () => {
 const TEXT = "Do you still need the room?";
 const IDS = ["c1", "c2", "c3", "c4", "c5", "c6"];
 
-function due(id: string, session: string, now: number): Commitment {
-  return {
-    id,
-    session,
-    kind: "open_loop",
-    source: "api",
-    reason: "Asked which room to book.",
-    suggestedText: "Which room should I book?",
-    dedupeKey: "room",
-    confidence: 0.9,
-    dueWindow: { earliestAt: now - 1000, latestAt: now + 3_600_000 },
-    createdAt: now - 1000,
-    updatedAt: now - 1000,
-    status: "pending",
-    dueAt: now - 1000,
-    attempts: 0,
-    expiresAt: now + 7_200_000,
-  };
-}
-
 const decision = (i: number) =>
   toolCallStream([
     { id: `d${i}`, name: "commitment_decision", args: { classification: "still_pending_user", text: TEXT } },
@@ -59,7 +39,7 @@ describe("tiller serve --postgres: the database stopped mid-commitment-send", ()
   it("sends every due follow-up exactly once once the database is back", async () => {
     const seeder = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 1 });
     await seeder.saveCommitments(
-      IDS.map((id, i) => due(id, `web:c${i}`, Date.now()) as unknown as StoredCommitment),
+      IDS.map((id, i) => dueRoomCommitment(id, `web:c${i}`, Date.now()) as unknown as StoredCommitment),
     );
     await seeder.close();
     // Every first review waits for the gate, so the sends start together; reviews tried again after

@@ -2,8 +2,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
-import type { Commitment } from "../../../src/machines/commitment.types.js";
 import type { StoredCommitment } from "../../../src/ports/store.js";
+import { dueRoomCommitment } from "../../support/commitment-record.js";
 import { type FakeOpenAIServer, startFakeOpenAI, toolCallStream } from "../../support/fake-openai-server.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { startServe, useServeProcesses } from "../../support/serve-process.js";
@@ -20,32 +20,12 @@ afterEach(async () => {
 
 const TEXT = "Do you still need the room?";
 
-function due(id: string, session: string, now: number): Commitment {
-  return {
-    id,
-    session,
-    kind: "open_loop",
-    source: "api",
-    reason: "Asked which room to book.",
-    suggestedText: "Which room should I book?",
-    dedupeKey: "room",
-    confidence: 0.9,
-    dueWindow: { earliestAt: now - 1000, latestAt: now + 3_600_000 },
-    createdAt: now - 1000,
-    updatedAt: now - 1000,
-    status: "pending",
-    dueAt: now - 1000,
-    attempts: 0,
-    expiresAt: now + 7_200_000,
-  };
-}
-
 describe("tiller serve --postgres with commitments", () => {
   it("sends each due commitment once across three processes that all hold it", async () => {
     const ids = ["c1", "c2", "c3", "c4", "c5", "c6"];
     const seeder = await PostgresStore.connect({ url: db.url, schema: db.schema, poolSize: 1 });
     await seeder.saveCommitments(
-      ids.map((id, i) => due(id, `web:s${i}`, Date.now()) as unknown as StoredCommitment),
+      ids.map((id, i) => dueRoomCommitment(id, `web:s${i}`, Date.now()) as unknown as StoredCommitment),
     );
     await seeder.close();
     // One scripted review decision per commitment: a seventh model call would get a 500 and fail.

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEchoModelServer } from "../../support/echo-model-server.js";
 import type { FakeOpenAIServer } from "../../support/fake-openai-server.js";
 import { usePrivatePostgres } from "../../support/private-postgres.js";
-import { type ClusterMember, eventually, startCluster } from "../../support/serve-cluster.js";
+import { type ClusterMember, eventually, postRaw, startCluster } from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
 
 // Another client takes every connection the server has left (`max_connections` exhausted) while two
@@ -22,16 +22,6 @@ afterAll(async () => {
 });
 
 const SESSIONS = 12;
-
-async function postRaw(member: ClusterMember, session: string, text: string, id: string) {
-  const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ text, id, mode: "followup" }),
-  });
-  const body = (await response.json()) as { ack?: { disposition: string }; error?: { code: string } };
-  return { status: response.status, body };
-}
 
 async function replies() {
   for (;;) {

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEchoModelServer } from "../../support/echo-model-server.js";
 import type { FakeOpenAIServer } from "../../support/fake-openai-server.js";
 import { usePrivatePostgres } from "../../support/private-postgres.js";
-import { type ClusterMember, eventually, startCluster } from "../../support/serve-cluster.js";
+import {
+  type ClusterMember,
+  eventually,
+  postRaw,
+  startCluster,
+  webDeliveries,
+} from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
 
 // kill -9 of one of three `tiller serve --postgres` processes under load, with the default lease
@@ -24,29 +30,6 @@ afterAll(async () => {
 
 const SESSIONS = 18;
 const LEASE_MS = 10_000;
-
-async function postRaw(member: ClusterMember, session: string, text: string, id: string) {
-  const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ text, id, mode: "followup" }),
-  });
-  const body = (await response.json()) as { ack?: { disposition: string } };
-  return { status: response.status, body };
-}
-
-async function deliveries() {
-  for (;;) {
-    try {
-      const { rows } = await db.pool.query<{ session_key: string; kind: string; text: string }>(
-        `SELECT session_key, kind, text FROM ${db.schema}.web_deliveries ORDER BY session_key, seq`,
-      );
-      return rows;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
 
 describe("kill -9 of a tiller serve --postgres process under load", () => {
   it("answers the killed process's waiting messages within 2 × lease + 10 s, none twice", async () => {
@@ -87,7 +70,7 @@ describe("kill -9 of a tiller serve --postgres process under load", () => {
     })();
 
     const open = async () => {
-      const rows = await deliveries();
+      const rows = await webDeliveries(db);
       return acked.filter(
         ({ session, text }) =>
           !rows.some(
@@ -112,7 +95,7 @@ describe("kill -9 of a tiller serve --postgres process under load", () => {
 
     // Nothing twice.
     const seen = new Map<string, number>();
-    for (const row of await deliveries()) {
+    for (const row of await webDeliveries(db)) {
       const key = `${row.session_key} ${row.kind} ${row.text}`;
       seen.set(key, (seen.get(key) ?? 0) + 1);
     }

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEchoModelServer } from "../../support/echo-model-server.js";
 import type { FakeOpenAIServer } from "../../support/fake-openai-server.js";
 import { usePrivatePostgres } from "../../support/private-postgres.js";
-import { type ClusterMember, eventually, startCluster } from "../../support/serve-cluster.js";
+import {
+  type ClusterMember,
+  eventually,
+  postRaw,
+  startCluster,
+  webDeliveries,
+} from "../../support/serve-cluster.js";
 import { useServeProcesses } from "../../support/serve-process.js";
 import { SseRecorder } from "../../support/sse-recorder.js";
 
@@ -24,30 +30,6 @@ afterAll(async () => {
 });
 
 const SESSIONS = 12;
-
-async function postRaw(member: ClusterMember, session: string, text: string, id: string) {
-  const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ text, id, mode: "followup" }),
-  });
-  const body = (await response.json()) as { ack?: { disposition: string }; error?: { code: string } };
-  return { status: response.status, retryAfter: response.headers.get("retry-after"), body };
-}
-
-/** Every delivery of the schema: the text of replies and recoveries, and the notices per session. */
-async function deliveries() {
-  for (;;) {
-    try {
-      const { rows } = await db.pool.query<{ session_key: string; kind: string; text: string }>(
-        `SELECT session_key, kind, text FROM ${db.schema}.web_deliveries ORDER BY session_key, seq`,
-      );
-      return rows;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
 
 /**
  * Load on the processes `names`, the database stopped in the middle of it and started again; with
@@ -83,7 +65,7 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
   for (let m = 0; m < 3; m++)
     for (let s = 0; s < SESSIONS; s++) inFlight.push(post(s + m, s, m).catch(() => undefined));
   // This test's own sessions (the schema keeps the deliveries of the test before it).
-  const ours = async () => (await deliveries()).filter((r) => r.session_key.startsWith(`web:${prefix}`));
+  const ours = async () => (await webDeliveries(db)).filter((r) => r.session_key.startsWith(`web:${prefix}`));
   await eventually("some answers", async () => (await ours()).length >= 4, 30_000);
   await db.server.halt();
   await Promise.all(inFlight);
@@ -131,7 +113,7 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
   // Every acknowledged message is answered, or its session told why, within lease + 30 s of the
   // database being back (a waiting task whose row a reaper dropped meanwhile is enqueued again).
   const open = async () => {
-    const rows = await deliveries();
+    const rows = await webDeliveries(db);
     return acked.filter(
       ({ session, text }) =>
         !rows.some(
@@ -154,7 +136,7 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
   });
   // Nothing twice: no reply and no notice reached a session more than once.
   const seen = new Map<string, number>();
-  for (const row of await deliveries()) {
+  for (const row of await webDeliveries(db)) {
     const key = `${row.session_key} ${row.kind} ${row.text}`;
     seen.set(key, (seen.get(key) ?? 0) + 1);
   }
@@ -166,7 +148,7 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
   await eventually(
     "every session answers again",
     async () => {
-      const rows = await deliveries();
+      const rows = await webDeliveries(db);
       return [...Array(SESSIONS).keys()].every((s) =>
         rows.some((r) => r.session_key === `web:${prefix}${s}` && r.text === `Answer to: q${s}-9`),
       );
