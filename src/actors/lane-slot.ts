@@ -5,14 +5,7 @@ import { laneForTurn, priorityForTrigger } from "../policy/lane-priority.js";
 import { sleep } from "../ports/clock.js";
 import type { ActorDeps } from "./deps.js";
 import { prepareRun } from "./prepare-run.js";
-
-/**
- * The first wait before a lane request whose store could not be reached is asked again (the cluster
- * lanes' `STORE_FAILED` carries the connection error as its cause: nothing was granted), doubled per
- * try up to the cap.
- */
-const FIRST_WAIT_MS = 200;
-const MAX_WAIT_MS = 5_000;
+import { FIRST_WAIT_MS, nextWait } from "./store-retry.js";
 
 export interface LaneSlotInput {
   session: string;
@@ -106,12 +99,14 @@ export function createLaneSlot(deps: ActorDeps) {
           if (waiting.signal.aborted || left) return;
           if (granted && error instanceof LaneTimeoutError) timedOut();
           else if (!granted && isStoreUnreachable(error)) {
+            // The cluster lanes' STORE_FAILED carries the connection error as its cause: nothing was
+            // granted, so the request is asked again on the same backoff as every held store write.
             deps.logger.warn(
               { session: input.session, op: "lane-enqueue", error: errorMessage(error), retryInMs: wait },
               "store.unreachable",
             );
             sleep(deps.clock, wait, waiting.signal).then(
-              () => ask(Math.min(wait * 2, MAX_WAIT_MS)),
+              () => ask(nextWait(wait)),
               () => {},
             );
           } else if (!granted)

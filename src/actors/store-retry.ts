@@ -3,8 +3,11 @@ import { sleep } from "../ports/clock.js";
 import type { ActorDeps } from "./deps.js";
 
 /** The first wait after a write found the store unreachable, doubled per try up to the cap. */
-const FIRST_WAIT_MS = 200;
+export const FIRST_WAIT_MS = 200;
 const MAX_WAIT_MS = 5_000;
+
+/** The wait after `wait` for a store still unreachable: doubled, up to the cap. */
+export const nextWait = (wait: number): number => Math.min(wait * 2, MAX_WAIT_MS);
 
 /**
  * Runs a delivery-ledger write (an intent, a receipt, a final's record), and while it fails because the
@@ -32,7 +35,7 @@ export async function untilStored<T>(
       } catch {
         throw error;
       }
-      wait = Math.min(wait * 2, MAX_WAIT_MS);
+      wait = nextWait(wait);
     }
   }
 }

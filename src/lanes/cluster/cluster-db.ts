@@ -123,8 +123,7 @@ export class ClusterDb {
    * when it cannot prove its choice it grants nothing and the full pass runs.
    */
   async claim(lane: string, defaultCapacity: number): Promise<Grant[] | undefined> {
-    const client = await this.pool.connect();
-    try {
+    return this.inClaim(async (client) => {
       const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
       const quick = inlined(client, sql.CLAIM_QUICK_TELL, [
         lane,
@@ -144,13 +143,7 @@ export class ClusterDb {
       const rows = results[2]!.rows;
       if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
       return this.grants(await this.fullPass(client, lane, defaultCapacity));
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      if ((error as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** The claim over every waiting row of the lane, in its own transaction under the lane's lock. */
@@ -163,12 +156,16 @@ export class ClusterDb {
       text: sql.CLAIM,
       values: [lane, defaultCapacity, this.leaseMs, this.agingMs],
     });
-    const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
-    if (others.length > 0) {
-      await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
-    }
+    await this.wakeGranted(client, rows);
     await client.query("COMMIT");
     return rows;
+  }
+
+  /** Wakes, at commit, every other process that `rows` granted a slot to. */
+  private async wakeGranted(client: pg.PoolClient, rows: GrantRow[]): Promise<void> {
+    const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
+    if (others.length > 0)
+      await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
   }
 
   private lockKey(lane: string): string {
@@ -191,8 +188,7 @@ export class ClusterDb {
    * `capacityOf`: a lane's capacity when none is stored. Undefined as for `claim`.
    */
   async claimGroup(group: LaneGroupSpec, capacityOf: (lane: string) => number): Promise<Grant[] | undefined> {
-    const client = await this.pool.connect();
-    try {
+    return this.inClaim(async (client) => {
       await client.query("BEGIN");
       await client.query(LOCK_GROUP, [`${this.schema}:group:${group.name}`]);
       const { rows } = await client.query<GrantRow>({
@@ -200,12 +196,20 @@ export class ClusterDb {
         text: CLAIM_GROUP,
         values: [group.lanes, group.lanes.map(capacityOf), this.leaseMs, this.agingMs, group.capacity],
       });
-      const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
-      if (others.length > 0) {
-        await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
-      }
+      await this.wakeGranted(client, rows);
       await client.query("COMMIT");
       return this.grants(rows);
+    });
+  }
+
+  /**
+   * Runs one claim pass on a connection of its own. Undefined when the unique index refused a grant
+   * (another lane's pass granted the same session first): the pass should simply run again.
+   */
+  private async inClaim(pass: (client: pg.PoolClient) => Promise<Grant[]>): Promise<Grant[] | undefined> {
+    const client = await this.pool.connect();
+    try {
+      return await pass(client);
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       if ((error as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
