@@ -25,13 +25,18 @@ export class Entry implements Waiting {
   /** After its timeout, how long a running task may take to stop before its slot is freed anyway. */
   abortGraceMs = 0;
   onAbort: (() => void) | null = null;
+  /**
+   * The async context (AsyncLocalStorage: a trace, a request id) of the `run()` call, for a task that
+   * had to wait: whichever task frees its slot starts it, from that task's context. Null for a task
+   * that started within the call.
+   */
+  context: AsyncResource | null = null;
 
   constructor(
     readonly id: number,
     readonly lane: WorkloadLane,
     readonly priorityLevel: 0 | 1 | 2,
-    /** Bound to its enqueuer's async context when it has to wait (see `run`). */
-    public task: (signal: AbortSignal) => unknown,
+    readonly task: (signal: AbortSignal) => unknown,
     readonly resolve: (value: unknown) => void,
     readonly reject: (reason: unknown) => void,
     readonly enqueuedAt: number,
@@ -85,7 +90,8 @@ export class SessionLane {
 /**
  * The task, to run later in the async context (AsyncLocalStorage) of this call. A plain AsyncResource
  * and a closure: `AsyncResource.bind` costs a hundred times more (it defines properties on the bound
- * function).
+ * function). The local scheduler keeps the resource on its entry instead (`Entry.context`): the closure
+ * replacing `task` cost more than the resource itself.
  */
 export function inContextOfCaller<T>(task: (signal: AbortSignal) => T): (signal: AbortSignal) => T {
   const resource = new AsyncResource("tiller.lane");

@@ -1,5 +1,6 @@
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import { type Entry, LaneGroup, SessionLane, WorkloadLane } from "./entry.js";
+import { EntryIndex } from "./entry-index.js";
 import type { LaneGroupSpec } from "./lane-groups.js";
 import type { LaneSnapshot } from "./lane-scheduler.types.js";
 import { SESSION_PREFIX } from "./run-options.js";
@@ -23,7 +24,7 @@ import type { WaitWarnings } from "./wait-warnings.js";
 export class LaneQueues {
   private readonly workloads = new Map<string, WorkloadLane>();
   private readonly sessions = new Map<string, SessionLane>();
-  private readonly entries = new Map<number, Entry>();
+  private readonly entries = new EntryIndex<Entry>();
   private readonly groups = new Map<string, LaneGroup>();
   private active = 0;
   private queued = 0;
@@ -76,7 +77,7 @@ export class LaneQueues {
 
   /** Counts a new entry as waiting; `enqueue` then puts it in line. */
   add(entry: Entry): void {
-    this.entries.set(entry.id, entry);
+    this.entries.add(entry);
     entry.lane.bound++;
     this.queued++;
   }
@@ -179,7 +180,7 @@ export class LaneQueues {
     if (lane.group !== null) lane.group.active--;
     lane.bound--;
     this.active--;
-    this.entries.delete(entry.id);
+    this.entries.delete(entry);
     if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
     this.freeSession(entry);
     this.pump(lane);
@@ -290,7 +291,7 @@ export class LaneQueues {
     this.warnings.forget(entry);
     this.queued--;
     entry.lane.bound--;
-    this.entries.delete(entry.id);
+    this.entries.delete(entry);
     if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
   }
 

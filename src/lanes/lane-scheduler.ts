@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import { createActor } from "xstate";
 import { SystemClock } from "../adapters/system-clock.js";
 import { ConfigError, GatewayDrainingError, LaneClearedError, LaneTimeoutError } from "../errors.js";
@@ -5,7 +6,7 @@ import { type LaneEventType, type TillerEventFields, tillerEvent } from "../even
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import { Entry, inContextOfCaller } from "./entry.js";
+import { Entry } from "./entry.js";
 import { parseLaneGroups } from "./lane-groups.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
@@ -22,6 +23,15 @@ export type {
 
 // Shared by tasks started with neither a caller signal nor a timeout: nothing can abort them.
 const NEVER_ABORTED = new AbortController().signal;
+
+// The settle functions of the promise `run()` just made, set by its executor: one shared executor
+// rather than a closure (and its context) per call.
+let capturedResolve: ((value: unknown) => void) | undefined;
+let capturedReject: ((reason: unknown) => void) | undefined;
+function captureSettlers(resolve: (value: never) => void, reject: (reason: unknown) => void): void {
+  capturedResolve = resolve as (value: unknown) => void;
+  capturedReject = reject;
+}
 
 /**
  * Creates a lane scheduler: session lanes nested in capacity-limited workload lanes, with priorities,
@@ -91,13 +101,17 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
 
-    return new Promise<T>((resolve, reject) => {
+    const promise = new Promise<T>(captureSettlers);
+    const resolve = capturedResolve!;
+    const reject = capturedReject!;
+    // The body of what was the executor: a throw (an observer's, say) still rejects this call's promise.
+    try {
       const entry = new Entry(
         nextId++,
         queues.workload(laneName),
         priorityLevel(priority),
         task as (signal: AbortSignal) => unknown,
-        resolve as (value: unknown) => void,
+        resolve,
         reject,
         clock.now(),
         runOptions.timeoutMs,
@@ -117,9 +131,12 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       // A task that has to wait is started later by whichever task frees its slot: it keeps the async
       // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
       if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
-        entry.task = inContextOfCaller(entry.task);
+        entry.context = new AsyncResource("tiller.lane");
       }
-    });
+    } catch (error) {
+      reject(error);
+    }
+    return promise;
   }
 
   /** `queues` gave the entry a slot: run its task, and settle the entry once the task ends. */
@@ -147,7 +164,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     }
     let result: unknown;
     try {
-      result = entry.task(signal);
+      result =
+        entry.context === null ? entry.task(signal) : entry.context.runInAsyncScope(entry.task, null, signal);
     } catch (error) {
       // Settled in a microtask, never synchronously: a backlog of synchronous tasks would otherwise
       // recurse start → settle → release → start once per task and overflow the stack.

@@ -212,6 +212,19 @@ describe("synchronous tasks", () => {
     const results = await Promise.all(calls);
     expect(results[9_999]).toBe(9_999);
   });
+
+  it("an observer that throws as a task is enqueued rejects that call's promise; run() itself does not throw", async () => {
+    const failure = new Error("observer failed");
+    const onEvent = (event: { type: string }) => {
+      if (event.type === "lane.enqueued") throw failure;
+    };
+    const lanes = createLaneScheduler({ clock: new SimulatedClock(), onEvent });
+    let call: Promise<number> | undefined;
+    expect(() => {
+      call = lanes.run({}, () => 1);
+    }).not.toThrow();
+    await expect(call).rejects.toBe(failure);
+  });
 });
 
 describe("error classes", () => {

@@ -343,6 +343,22 @@ describe("snapshot", () => {
     hold("d");
     expect([lanes.activeCount, lanes.queuedCount]).toEqual([2, 2]);
   });
+
+  it("entryState follows each of hundreds of tasks that end out of order, and forgets each one that ended", async () => {
+    const { lanes, hold, flush } = harness({ capacity: { main: 300 } });
+    const tasks = Array.from({ length: 300 }, (_, i) => hold(`t${i}`, i % 4 === 2 ? { session: "S" } : {}));
+    // Tasks 2, 6, 10, ... share session S (all but the first wait); the others run. The odd-numbered
+    // ones end, last first.
+    for (let i = tasks.length - 1; i >= 0; i--) if (i % 2 === 1) tasks[i]!.gate.resolve("x");
+    await flush();
+    for (const [i, task] of tasks.entries()) {
+      const expected = i % 2 === 1 ? undefined : i % 4 === 2 && i > 2 ? "waitingForSession" : "running";
+      expect([task.name, lanes.entryState(task.id!)]).toEqual([task.name, expected]);
+    }
+    for (const task of tasks) task.gate.resolve("x");
+    for (let i = 0; i < 200; i++) await flush();
+    expect(tasks.map((task) => lanes.entryState(task.id!)).filter(Boolean)).toEqual([]);
+  });
 });
 
 describe("lifecycle events", () => {
