@@ -1,40 +1,64 @@
 /**
- * Lane scheduler benchmarks (real timers, SystemClock default):
+ * Lane scheduler benchmarks (real timers, SystemClock default). Work is the process's CPU time (all its
+ * threads, the garbage collector's included), not wall time: on a shared machine a wall-clock sample
+ * mostly measures when the process was scheduled. Set-ups compared with each other take turns in
+ * blocks (see `alternate`), so load from the rest of the machine falls on all of them alike.
  *
  * 1. 10,000 no-op async tasks round-robin over 100 session lanes nested in `main` (capacity 8): µs per
- *    task end to end, median of 7 runs after warm-up; the same tasks on bare per-session promise
- *    chains for reference.
- * 2. Scaling: n entries queued on a paused lane (capacity 0), then released (capacity 8): µs per entry
- *    for n = 10k, 20k, 40k, 80k and the ratio cost(2n) / cost(n) (target ≤ 2.2, i.e. linear).
+ *    task end to end, median of 7 blocks of 5 runs; the same tasks on bare per-session promise chains
+ *    take turns with them, and the ratio is the scheduler's cost over the cheapest way to order the
+ *    same tasks (target ≤ 8).
+ * 2. Scaling: n entries queued on a paused lane (capacity 0), then released (capacity 8), for n = 10k,
+ *    20k, 40k, 80k: µs per entry and the ratio work(2n) / work(n) (target ≤ 2.2). Every sample runs
+ *    80k entries in all (8 backlogs of 10k, ..., 1 of 80k), so each size pays for the garbage it makes
+ *    rather than leaving it to the next. The same series on a floor (n bare promises held in an array,
+ *    released by 8 workers: what any queue of n waiting callers costs V8) is measured alongside: a
+ *    waiting backlog outgrows the young generation between 10k and 40k entries and the collector then
+ *    copies and promotes every waiting caller, so the floor's own ratios show how much of the scaling
+ *    is the engine's; `paused.<n>.overFloor` is what the scheduler adds per entry.
  * 3. Heap used per waiting entry (exact with `node --expose-gc`, approximate otherwise).
  *
  * Run alone with `npx tsx --expose-gc bench/lanes.bench.ts`.
  */
 import { pathToFileURL } from "node:url";
 import { createLaneScheduler } from "../src/lanes/lane-scheduler.js";
-import { median, round } from "./bench-support.js";
+import { cpuMicros, median, round } from "./bench-support.js";
 
 const TASKS = 10_000;
 const SESSIONS = 100;
-const RUNS = 7;
-const WARMUP = 3;
+const ROUNDS = 7;
+const RUNS_PER_BLOCK = 5;
 const SCALING = [10_000, 20_000, 40_000, 80_000] as const;
+/** Entries per scaling sample, whatever the backlog size. */
+const SCALING_TOTAL = 80_000;
+const SCALING_ROUNDS = 5;
 
 const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
 const sessionKeys = Array.from({ length: SESSIONS }, (_, i) => `s${i}`);
 const noop = async (): Promise<number> => 1;
 
-/** Median over RUNS measured runs (after WARMUP unmeasured ones) of `once()`, in ms. */
-async function measure(once: () => Promise<void>, runs = RUNS, warmup = WARMUP): Promise<number> {
-  for (let i = 0; i < warmup; i++) await once();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    // No gc() here: a forced full collection shrinks the young generation and slows the next run.
-    const t0 = performance.now();
-    await once();
-    times.push(performance.now() - t0);
+/**
+ * Median CPU time in ms of one run of each of `setups`. The set-ups take turns in blocks of one unmeasured
+ * run (it pays for the garbage the previous block left) and `perBlock` measured ones; a block's figure is
+ * its mean, the result the median over `rounds` blocks. A run allocates about as much as the young
+ * generation holds, so turns of single runs would hand each run's garbage to the next set-up.
+ */
+async function alternate(
+  setups: Array<() => Promise<void>>,
+  rounds: number,
+  perBlock: number,
+): Promise<number[]> {
+  const times = setups.map(() => [] as number[]);
+  for (let round = 0; round < rounds; round++) {
+    for (const [k, once] of setups.entries()) {
+      // No gc() here: a forced full collection shrinks the young generation and slows the next run.
+      await once();
+      const c0 = cpuMicros();
+      for (let i = 0; i < perBlock; i++) await once();
+      times[k]!.push((cpuMicros() - c0) / 1000 / perBlock);
+    }
   }
-  return median(times);
+  return times.map(median);
 }
 
 async function sessionRoundRobin(): Promise<void> {
@@ -64,6 +88,27 @@ async function pausedThenReleased(n: number): Promise<void> {
   await Promise.all(calls);
 }
 
+/** The floor of the same workload: n callers' promises held in an array, then settled by 8 workers. */
+async function pausedFloor(n: number): Promise<void> {
+  const calls = new Array<Promise<number>>(n);
+  const settlers = new Array<(value: number) => void>(n);
+  for (let i = 0; i < n; i++) calls[i] = new Promise<number>((resolve) => (settlers[i] = resolve));
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < n) {
+      const i = next++;
+      settlers[i]!(await noop());
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  await Promise.all(calls);
+}
+
+/** `SCALING_TOTAL` entries in backlogs of n. */
+const backlogs = (workload: (n: number) => Promise<void>, n: number) => async (): Promise<void> => {
+  for (let done = 0; done < SCALING_TOTAL; done += n) await workload(n);
+};
+
 /** Bytes of heap per entry waiting on a paused lane (the caller's promise and the task included). */
 async function heapPerWaitingEntry(n = 50_000): Promise<number> {
   const lanes = createLaneScheduler({ capacity: { main: 0 } });
@@ -80,24 +125,32 @@ async function heapPerWaitingEntry(n = 50_000): Promise<number> {
 }
 
 export async function benchLanes(): Promise<Record<string, number | string>> {
-  const lanesMs = await measure(sessionRoundRobin);
-  const bareMs = await measure(barePromiseChains);
+  const [lanesMs, bareMs] = await alternate([sessionRoundRobin, barePromiseChains], ROUNDS, RUNS_PER_BLOCK);
   const figures: Record<string, number | string> = {
-    "roundRobin.usPerTask": round((lanesMs * 1000) / TASKS),
-    "barePromiseChain.usPerTask": round((bareMs * 1000) / TASKS),
+    "roundRobin.usPerTask": round((lanesMs! * 1000) / TASKS),
+    "barePromiseChain.usPerTask": round((bareMs! * 1000) / TASKS),
     // Both measured in this run: the scheduler's cost over the cheapest way to order the same tasks.
-    "roundRobin.timesBareChain": round(lanesMs / bareMs, 1),
+    "roundRobin.timesBareChain": round(lanesMs! / bareMs!, 1),
     "roundRobin.timesBareChain.target": "<= 8",
   };
-  let previous: number | undefined;
-  for (const n of SCALING) {
-    const ms = await measure(() => pausedThenReleased(n), RUNS, 2);
-    figures[`paused.${n / 1000}k.usPerEntry`] = round((ms * 1000) / n);
-    if (previous !== undefined) {
-      figures[`paused.ratio.${n / 1000}k/${n / 2000}k`] = round(ms / previous);
-      figures[`paused.ratio.${n / 1000}k/${n / 2000}k.target`] = "<= 2.2";
-    }
-    previous = ms;
+  const sizes = SCALING.flatMap((n) => [backlogs(pausedThenReleased, n), backlogs(pausedFloor, n)]);
+  const medians = await alternate(sizes, SCALING_ROUNDS, 1);
+  // Per entry, in µs: [scheduler, floor] for each size.
+  const perEntry = SCALING.map((_, k) =>
+    [medians[2 * k]!, medians[2 * k + 1]!].map((ms) => (ms * 1000) / SCALING_TOTAL),
+  );
+  for (const [k, n] of SCALING.entries()) {
+    const [lanes, floor] = perEntry[k]!;
+    figures[`paused.${n / 1000}k.usPerEntry`] = round(lanes!);
+    figures[`paused.${n / 1000}k.floor.usPerEntry`] = round(floor!);
+    figures[`paused.${n / 1000}k.overFloor.usPerEntry`] = round(lanes! - floor!);
+    if (k === 0) continue;
+    const [lanesBefore, floorBefore] = perEntry[k - 1]!;
+    const step = `${n / 1000}k/${n / 2000}k`;
+    // work(2n) / work(n): twice the per-entry ratio.
+    figures[`paused.ratio.${step}`] = round((2 * lanes!) / lanesBefore!);
+    figures[`paused.ratio.${step}.target`] = "<= 2.2";
+    figures[`paused.floor.ratio.${step}`] = round((2 * floor!) / floorBefore!);
   }
   figures["heap.bytesPerWaitingEntry"] = Math.round(await heapPerWaitingEntry());
   figures["heap.measurement"] = gc ? "after gc()" : "approximate (run with --expose-gc)";
