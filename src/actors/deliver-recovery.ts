@@ -7,6 +7,7 @@ import {
 import { RECOVERED } from "../policy/turn-context.js";
 import { UNDELIVERED_FINAL } from "../ports/store.js";
 import type { SendFailure } from "./channel-send.js";
+import { claimedSend } from "./claimed-send.js";
 import type { ActorDeps } from "./deps.js";
 import { sendDurably, sendWithOutcome, writeReceipt } from "./send.js";
 
@@ -79,15 +80,22 @@ async function resendIntent(deps: ActorDeps, input: DeliverInput): Promise<Deliv
   const intent = recovery.intent!;
   const deliveryId = recovery.deliveryId ?? "";
   const strandedRunId = recovery.strandedRunId;
-  const { messageId, failure } = await sendWithOutcome(deps, session, recovery.text, intent.kind, {
-    deliveryId,
-    runId: strandedRunId || output.runId,
-    replyTo: recovery.replyTo,
-    thread: recovery.thread,
-    // Parts whose receipts are durable were delivered before the crash: only the others go out.
-    parts: recovery.parts,
-    onPart: (partId, partMessageId) => writeReceipt(deps, session, partId, partMessageId),
-  });
+  // Under this process's claim: a send the session's previous owner still has in flight is waited
+  // for, and one it completed is not sent again.
+  const { messageId, failure } = await claimedSend(
+    deps,
+    { session, deliveryId, kind: intent.kind, runId: strandedRunId || output.runId },
+    () =>
+      sendWithOutcome(deps, session, recovery.text, intent.kind, {
+        deliveryId,
+        runId: strandedRunId || output.runId,
+        replyTo: recovery.replyTo,
+        thread: recovery.thread,
+        // Parts whose receipts are durable were delivered before the crash: only the others go out.
+        parts: recovery.parts,
+        onPart: (partId, partMessageId) => writeReceipt(deps, session, partId, partMessageId),
+      }),
+  );
   const delivered = messageId !== undefined;
   deps.emit("delivery.resent", { session, runId: output.runId, deliveryId, kind: intent.kind, delivered });
   if (intent.final) {

@@ -13,6 +13,7 @@ import {
 import { RECOVERED, ROLLED_BACK, type TurnItem } from "../policy/turn-context.js";
 import { type RecordBody, UNDELIVERED_FINAL } from "../ports/store.js";
 import type { SendFailure } from "./channel-send.js";
+import { claimedSend } from "./claimed-send.js";
 import { deliverRecovery } from "./deliver-recovery.js";
 import type { ActorDeps } from "./deps.js";
 import { type DurableSend, sendDurably, sendWithOutcome } from "./send.js";
@@ -99,8 +100,13 @@ export function createDeliver(deps: ActorDeps) {
     let parts: Record<string, string> | undefined;
     if (visibleReplies === "auto") {
       const preview = await deps.previews?.take(output.runId);
+      // Named after the messages it answers, so every send of this answer is one delivery: a retried
+      // intent whose first write did land, and a run of the turn by a process that took the session
+      // over, claim and dedupe under the same id. A turn that answers no message: its intent's id.
+      const answers = (input.messageIds ?? []).length > 0 ? `reply:${session}:${turnKey(input)}` : undefined;
       ({ deliveryId, messageId, failure, parts } = await sendDurably(deps, session, output.final, "reply", {
         ...(preview ? { editOf: preview.messageId } : {}),
+        ...(answers ? { deliveryId: answers } : {}),
         fallbackId: `reply:${session}:${turnKey(input)}`,
         runId: output.runId,
         via: output.channel,
@@ -154,7 +160,7 @@ export function createDeliver(deps: ActorDeps) {
       // store was away): no marker means no recovery turn, so it is resent or told here, never left
       // silent. A turn that left this process is resumed, from its intent, where its session went.
       else if (visibleReplies === "auto" && deliveryId && !signal.aborted)
-        return resendUnrecorded(deps, input, { deliveryId, failure, parts, threading }, notice);
+        return resendUnrecorded(deps, input, { deliveryId, failure, parts, threading }, notice, signal);
       return { delivered, recovery: null };
     }
     if (delivered) {
@@ -256,16 +262,23 @@ async function resendUnrecorded(
     threading: { replyTo?: string; thread?: string };
   },
   notice: (text: string, why: string) => Promise<DurableSend>,
+  signal: AbortSignal,
 ): Promise<DeliverOutput> {
   const { session, output } = input;
   if (sent.failure !== "permanent" && sent.failure !== "unknown") {
-    const again = await sendWithOutcome(deps, session, output.final, "recovery", {
-      deliveryId: sent.deliveryId,
-      runId: output.runId,
-      via: output.channel,
-      ...sent.threading,
-      ...(sent.parts ? { parts: sent.parts } : {}),
-    });
+    const { deliveryId, threading, parts } = sent;
+    const again = await claimedSend(
+      deps,
+      { session, deliveryId, kind: "recovery", runId: output.runId, signal },
+      () =>
+        sendWithOutcome(deps, session, output.final, "recovery", {
+          deliveryId,
+          runId: output.runId,
+          via: output.channel,
+          ...threading,
+          ...(parts ? { parts } : {}),
+        }),
+    );
     if (again.messageId) {
       deps.emit("final.delivered", {
         session,

@@ -8,6 +8,7 @@ import {
   type SendFailure,
   sendThroughChannel,
 } from "./channel-send.js";
+import { claimedSend } from "./claimed-send.js";
 import type { ActorDeps } from "./deps.js";
 import { untilStored } from "./store-retry.js";
 
@@ -189,14 +190,17 @@ export async function sendDurably(
     // another process, which resumes it from the store): a reply sent now would be answered twice.
     if (signal?.aborted && kind !== "notice") return { deliveryId, messageId: undefined };
   }
-  const result = await sendWithOutcome(deps, session, text, kind, {
-    ...options,
-    deliveryId,
-    // Each part's receipt is durable as it lands: a restart sends only the parts that never did.
-    ...(durable
-      ? { onPart: (partId, messageId) => writeReceipt(deps, session, partId, messageId, undefined, signal) }
-      : {}),
-  });
+  // Under this process's claim of the delivery (in a cluster): never while another process sends it.
+  const result = await claimedSend(deps, { session, deliveryId, kind, runId: options.runId, signal }, () =>
+    sendWithOutcome(deps, session, text, kind, {
+      ...options,
+      deliveryId,
+      // Each part's receipt is durable as it lands: a restart sends only the parts that never did.
+      ...(durable
+        ? { onPart: (partId, messageId) => writeReceipt(deps, session, partId, messageId, undefined, signal) }
+        : {}),
+    }),
+  );
   const { messageId, failure, parts } = result;
   if (durable && options.receipt !== false)
     await writeReceipt(deps, session, deliveryId, messageId, failure, signal);

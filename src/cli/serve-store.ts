@@ -120,6 +120,8 @@ export async function openServeStore(choice: ServeStoreChoice): Promise<ServeSto
         ownerFenceFor: (session) => cluster.ownershipFence(session),
       },
       processId: lanes.processId,
+      // A claim of a send outlives its process by one lease, as the session's ownership does.
+      ...(choice.leaseMs !== undefined ? { deliveryLeaseMs: choice.leaseMs } : {}),
       applicationName: `tiller ${lanes.processId}`,
       poolSize: SERVE_POOLS.store,
       ...(schema !== undefined ? { schema } : {}),

@@ -52,6 +52,17 @@ export interface DeliveryEventMap {
   };
   /** After a restart: an intent without a receipt was sent once more, under the same `deliveryId`. */
   "delivery.resent": InTurn & { deliveryId: string; kind: DeliveryKind; delivered: boolean };
+  /**
+   * In a cluster, another process holds the claim of this send: `sent` (it reached the platform from
+   * there: not sent again, it counts as delivered), `unknown` (it may have arrived: not resent), or
+   * `waiting` (that process is sending it now: asked again once its send ends or its claim runs out).
+   */
+  "delivery.claimedElsewhere": InSession & {
+    runId?: string | undefined;
+    kind: DeliveryKind;
+    deliveryId: string;
+    answer: "sent" | "unknown" | "waiting";
+  };
   /** The durable `sending` intent could not be written: the send goes out without crash safety. */
   "delivery.intentFailed": InSession & {
     runId?: string | undefined;

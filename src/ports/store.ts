@@ -6,6 +6,7 @@
  * `test/adapters/store-contract.ts`.
  */
 import type { Commitment } from "./commitment.js";
+import type { DeliveryClaims } from "./delivery-claims.js";
 import type { Sender } from "./sender.js";
 
 /** Fields every stored record carries; assigned by the store on append. */
@@ -213,6 +214,12 @@ export interface TranscriptStore {
   claimMessageId?(session: string, messageId: string, at: number, since: number): Promise<boolean>;
   /** Forgets a claimed id (the message was turned away, so a resend is not a duplicate). */
   releaseMessageId?(session: string, messageId: string): Promise<void>;
+  /**
+   * Cluster-wide claims of sends, for stores that several gateway processes share: a channel is called
+   * for a deliveryId by one process at a time, and never again once a send of it has landed. A store
+   * without it: one process per store, whose own ledger (intent, receipt) is enough.
+   */
+  readonly deliveryClaims?: DeliveryClaims;
 }
 
 /** The outcome of {@link TranscriptStore.claimCommitment}. */

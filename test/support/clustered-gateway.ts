@@ -5,6 +5,7 @@ import { PostgresStore } from "../../src/adapters/postgres/postgres-store.js";
 import { SystemClock } from "../../src/adapters/system-clock.js";
 import { createGateway } from "../../src/gateway/create-gateway.js";
 import { silentLogger } from "../../src/logger.js";
+import type { Channel } from "../../src/ports/channel.js";
 import type { ModelProvider } from "../../src/ports/model.js";
 import type { ToolDefinition } from "../../src/ports/tool.js";
 import type { TestSchema } from "./postgres.js";
@@ -12,8 +13,10 @@ import type { TestSchema } from "./postgres.js";
 export interface ClusteredGatewayOptions {
   model: (clock: SystemClock) => ModelProvider;
   tools?: ToolDefinition[];
-  /** The ownership's lease, renewal, poll and ack wait (ms). */
+  /** The ownership's lease, renewal, poll and ack wait (ms); the lease is the claims' of sends too. */
   timing: { leaseMs: number; heartbeatMs: number; pollMs: number; ackWaitMs: number };
+  /** The `web` channel, wrapped around the loopback one the test reads (a send held in flight, say). */
+  channel?: (web: LoopbackChannel) => Channel;
 }
 
 /**
@@ -39,12 +42,13 @@ export function useClusteredGateways(db: TestSchema) {
       url: db.url,
       schema: db.schema,
       processId,
+      deliveryLeaseMs: options.timing.leaseMs,
       fences: { fenceFor: () => undefined, ownerFenceFor: (session) => cluster.ownershipFence(session) },
     });
     const gateway = createGateway({
       model: options.model(clock),
       tools: options.tools ?? [],
-      channels: { web },
+      channels: { web: options.channel ? options.channel(web) : web },
       store,
       cluster,
       clock,

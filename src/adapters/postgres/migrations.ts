@@ -271,4 +271,22 @@ CREATE INDEX commitments_sent ON commitments (session_key, sent_ms) WHERE sent_m
 -- the claim's quick path reads the oldest waiting rows of each priority class of a lane
 CREATE INDEX lane_runs_queued_class ON lane_runs (lane, priority, id) WHERE state = 'queued';`,
   },
+  {
+    version: 10,
+    name: "claims of sends",
+    sql: `
+-- who calls the channel for a delivery: one process at a time, and nobody once it landed ('sent'); a
+-- 'sending' claim not renewed by lease_until (its process died or was cut off) may be taken by another
+CREATE TABLE delivery_claims (
+  session_key text NOT NULL,
+  delivery_id text NOT NULL,
+  owner       text NOT NULL,
+  state       text NOT NULL CHECK (state IN ('sending', 'sent', 'failed', 'unknown')),
+  message_id  text,
+  lease_until timestamptz NOT NULL,
+  settled_at  timestamptz,
+  PRIMARY KEY (session_key, delivery_id)
+);
+CREATE INDEX delivery_claims_settled ON delivery_claims (settled_at) WHERE settled_at IS NOT NULL;`,
+  },
 ];

@@ -24,6 +24,7 @@ import { checkSchema, createPool, inTransaction } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
+import { PostgresDeliveryClaims } from "./postgres-delivery-claims.js";
 import { StateSaves } from "./state-saves.js";
 
 /** Options of {@link PostgresStore.connect}: the database, the schema, and the lease of a session's writer. */
@@ -39,6 +40,8 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
    * claim of a process that died is taken by another after it. @default 600000
    */
   commitmentLeaseMs?: number;
+  /** How long a claim of a send holds unrenewed (give the cluster's lease). @default 10000 */
+  deliveryLeaseMs?: number;
 }
 
 interface HeadRow {
@@ -76,6 +79,7 @@ export class PostgresStore implements TranscriptStore {
   private readonly now: () => number;
   private readonly fences: FenceSource;
   private readonly commitments: CommitmentRows;
+  readonly deliveryClaims: PostgresDeliveryClaims;
   /** Mutations of one session run one after another, in call order (the row lock orders processes). */
   private readonly chains = new KeyedQueue();
   /**
@@ -97,6 +101,7 @@ export class PostgresStore implements TranscriptStore {
     this.processId = options.processId ?? `s${nanoid(10)}`;
     this.commitments = new CommitmentRows(pool, this.processId, lease, this.schema);
     this.states = new StateSaves(pool);
+    this.deliveryClaims = new PostgresDeliveryClaims(pool, this.processId, options.deliveryLeaseMs ?? 10_000);
   }
 
   /** Connects, applies pending migrations, and returns the store. */
