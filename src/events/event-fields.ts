@@ -34,6 +34,11 @@ export interface LaneWait extends LaneTask {
   activeAhead: number;
   activeNow: number;
   queueBehind: number;
+  /**
+   * The capacity group of the task's lane, when its budget is full: the task waits for the group, not
+   * (only) for its lane. Its name, its budget, and how many tasks of its lanes run now.
+   */
+  group?: { name: string; capacity: number; activeNow: number };
 }
 
 /** Identifies one model call of a turn. */

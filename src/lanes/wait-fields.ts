@@ -31,6 +31,11 @@ export function waitFields(
       queueBehind = lane.waiting.size - queueAhead - 1;
     }
   }
+  // A slot its lane has free may still be out of its capacity group's budget.
+  const group =
+    !starting && entry.state !== "waitingForSession" && lane.group && lane.group.active >= lane.group.capacity
+      ? { name: lane.group.name, capacity: lane.group.capacity, activeNow: lane.group.active }
+      : undefined;
   return {
     lane: lane.name,
     session: entry.sessionLane?.key,
@@ -42,5 +47,6 @@ export function waitFields(
     activeAhead,
     activeNow: lane.active,
     queueBehind,
+    ...(group ? { group } : {}),
   };
 }

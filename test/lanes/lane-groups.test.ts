@@ -98,6 +98,27 @@ describe("capacity groups", () => {
     expect(started).toEqual(["A-1", "B-1", "A-2"]);
   });
 
+  it("a long-wait report says when the group's budget, not the lane, is what is full", async () => {
+    const { hold, flush, clock, ofType } = harness({
+      capacity: { cron: 2, subagent: 2 },
+      groups: background,
+      warnAfterMs: 500,
+    });
+    hold("cron-1", { lane: "cron" });
+    hold("cron-2", { lane: "cron" });
+    hold("subagent-1", { lane: "subagent", session: "s" });
+    await flush();
+    await clock.advance(500);
+    expect(ofType("lane.waitExceeded")).toMatchObject([
+      {
+        lane: "subagent",
+        waitingFor: "slot",
+        activeNow: 0,
+        group: { name: "background", capacity: 2, activeNow: 2 },
+      },
+    ]);
+  });
+
   it("the snapshot shows every group, with lanes never used yet", () => {
     const lanes = createLaneScheduler({ groups: background });
     expect(lanes.snapshot().groups).toEqual({

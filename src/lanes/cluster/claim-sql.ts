@@ -201,3 +201,7 @@ SELECT k.id, k.ahead, k.total - k.ahead - 1 AS behind,
        (SELECT count(*) FROM lane_runs a WHERE a.lane = k.lane AND a.state = 'active') AS active_now,
        EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = k.session_key AND a.state = 'active') AS session_busy
   FROM ranked k WHERE k.id = ANY($1::bigint[])`;
+
+/** The tasks running in lanes `$1` (text[]), all processes together. */
+export const ACTIVE_IN =
+  "SELECT count(*)::int AS n FROM lane_runs WHERE state = 'active' AND lane = ANY($1::text[])";

@@ -94,6 +94,12 @@ export class ClusterDb {
   }
 
   /** Where the given waiting rows stand in their lanes (rows no longer waiting are left out). */
+  /** How many tasks run now in these lanes, all processes together (a capacity group's count). */
+  async activeIn(lanes: readonly string[]): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(sql.ACTIVE_IN, [lanes]);
+    return rows[0]?.n ?? 0;
+  }
+
   async waitPositions(rowIds: string[]): Promise<Map<string, WaitPosition>> {
     const { rows } = await this.pool.query<{
       id: string;

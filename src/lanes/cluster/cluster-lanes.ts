@@ -69,7 +69,6 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   let closed = false;
 
   const gate = new AdmissionGate(options.inspect);
-
   const events = new LaneEventFan(clock, processId, options.onEvent);
   const emit = events.emit;
 
@@ -218,7 +217,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   }
 
   async function warnLongWaits(): Promise<void> {
-    for (const report of await longWaits(entries.values(), db, clock.now(), warnAfterMs)) reportWait(report);
+    for (const report of await longWaits(entries.values(), db, clock.now(), warnAfterMs, groupOf))
+      reportWait(report);
   }
 
   function release(rowId: string, fence: number, lane: string | undefined): void {

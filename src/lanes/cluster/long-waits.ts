@@ -1,4 +1,5 @@
 import type { LaneWait } from "../../events.js";
+import type { LaneGroupSpec } from "../lane-groups.js";
 import type { ClusterDb } from "./cluster-db.js";
 import type { ClusterEntry } from "./cluster-entry.js";
 
@@ -22,18 +23,27 @@ export async function longWaits(
   db: ClusterDb,
   now: number,
   warnAfterMs: number,
+  groupOf: ReadonlyMap<string, LaneGroupSpec> = new Map(),
 ): Promise<LaneWait[]> {
   const due = [...entries].filter(
     (e) => e.isWaiting && !e.warned && e.rowId !== undefined && now - e.enqueuedAt >= warnAfterMs,
   );
   if (due.length === 0) return [];
   const positions = await db.waitPositions(due.map((e) => e.rowId!));
+  // The capacity groups of the lanes waited on, counted cluster-wide: one query per group.
+  const groups = new Map<string, LaneWait["group"]>();
+  for (const spec of new Set(due.flatMap((e) => groupOf.get(e.lane) ?? []))) {
+    const activeNow = await db.activeIn(spec.lanes);
+    if (activeNow >= spec.capacity)
+      groups.set(spec.name, { name: spec.name, capacity: spec.capacity, activeNow });
+  }
   const reports: LaneWait[] = [];
   for (const entry of due) {
     const at = positions.get(entry.rowId!);
     // Granted (or gone) meanwhile: it no longer waits.
     if (!at || !entry.isWaiting) continue;
     entry.warned = true;
+    const group = at.sessionBusy ? undefined : groups.get(groupOf.get(entry.lane)?.name ?? "");
     reports.push({
       ...waitOf(entry, now),
       waitingFor: at.sessionBusy ? "session" : "slot",
@@ -42,6 +52,7 @@ export async function longWaits(
       activeAhead: at.sessionBusy ? 1 : at.activeNow,
       activeNow: at.activeNow,
       queueBehind: at.queueBehind,
+      ...(group ? { group } : {}),
     });
   }
   return reports;

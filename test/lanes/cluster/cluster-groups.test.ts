@@ -162,6 +162,30 @@ describe("deadlines with abortGraceMs on the cluster lanes", () => {
     await next.caller;
   });
 
+  it("a long-wait report says when the group's budget, counted cluster-wide, is what is full", async () => {
+    const a = await lanes(CAPACITY, { groups: GROUPS, warnAfterMs: 150 });
+    const b = await lanes(CAPACITY, { groups: GROUPS });
+    const reports: TillerEvent[] = [];
+    a.observe?.((event) => event.type === "lane.waitExceeded" && reports.push(event));
+    const running = new Set<string>();
+    // The group is full with B's tasks; A's subagent lane runs nothing.
+    const cron = [0, 1].map((i) => hold(b, `b-cron-${i}`, { session: `w${i}`, lane: "cron" }, running));
+    await Promise.all(cron.map((task) => task.started.promise));
+    const waiting = hold(a, "a-sub", { session: "ws", lane: "subagent" }, running);
+    await expect.poll(() => reports.length, { timeout: 10_000 }).toBeGreaterThan(0);
+    expect(reports[0]).toMatchObject({
+      session: "ws",
+      lane: "subagent",
+      waitingFor: "slot",
+      activeNow: 0,
+      group: { name: "background", capacity: 2, activeNow: 2 },
+    });
+    for (const task of cron) task.release.resolve("done");
+    await waiting.started.promise;
+    waiting.release.resolve("done");
+    await Promise.all([...cron, waiting].map((task) => task.caller));
+  });
+
   it("a task that ignores its signal is cut loose after the grace and reported; its row goes", async () => {
     const { a, clock, events, running } = await oneSlot();
     const hung = hold(a, "hung", { session: "s1", timeoutMs: 100, abortGraceMs: 50 }, running);
