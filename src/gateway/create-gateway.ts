@@ -258,6 +258,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         },
         settle: (session) => settleSession(handover, session),
         isDraining: () => draining,
+        now: () => clock.now(),
         emit,
         logger,
       })

@@ -81,18 +81,19 @@ function memoryCluster(
 
 function inboxWith(
   cluster: SessionCluster,
-  local: (m: InboundMessage) => Ack,
+  local: (m: InboundMessage, arrivedAt?: number) => Ack,
   calls: string[] = [],
   draining = false,
+  now = () => 0,
 ) {
   const events: TillerEvent[] = [];
   const inbox = createClusterInbox({
     cluster,
     config: parseConfig({}),
     channelNames: ["web"],
-    async local(message) {
+    async local(message, arrivedAt) {
       calls.push(`apply ${message.id}`);
-      return local(message);
+      return local(message, arrivedAt);
     },
     async localTrigger(request) {
       calls.push(`trigger ${request.id}`);
@@ -107,6 +108,7 @@ function inboxWith(
       calls.push(`forget live ${session}`);
     },
     isDraining: () => draining,
+    now,
     emit: (type, fields) => events.push({ type, at: 0, ...fields } as unknown as TillerEvent),
     logger: silentLogger,
   });
@@ -164,6 +166,30 @@ describe("cluster inbox", () => {
       owner: "there",
       confirmed: true,
     });
+  });
+
+  it("hands the owner the time a forwarded message arrived here, not the time the owner applies it", async () => {
+    const forwarding = memoryCluster("there");
+    const { inbox: receiver } = inboxWith(forwarding.cluster, started, [], false, () => 1000);
+    await receiver.receive(message);
+    // The owner (later, on its own clock) applies the row from the inbox.
+    const owning = memoryCluster(undefined);
+    owning.rows.push(...forwarding.rows);
+    const applied: Array<[string, number | undefined]> = [];
+    const handed: InboundMessage[] = [];
+    const record = (m: InboundMessage, arrivedAt?: number) => {
+      applied.push([m.id, arrivedAt]);
+      handed.push(m);
+      return started(m);
+    };
+    const { inbox: owner } = inboxWith(owning.cluster, record, [], false, () => 5000);
+    await owner.receive({ ...message, id: "m2", text: "later" });
+    expect(applied).toEqual([
+      ["m1", 1000],
+      ["m2", 5000],
+    ]);
+    // The message the owner hands its session is the one received, without the inbox's field.
+    expect(handed[0]).toEqual(message);
   });
 
   it("says the message is stored for the session when the owner does not confirm in time", async () => {

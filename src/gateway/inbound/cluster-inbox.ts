@@ -20,8 +20,11 @@ export interface ClusterInboxDeps {
   cluster: SessionCluster;
   config: GatewayConfig;
   channelNames: readonly string[];
-  /** The one-process receive: applies a message to the session here, as a local message. */
-  local(inbound: InboundMessage): Promise<Ack>;
+  /**
+   * The one-process receive: applies a message to the session here, as a local message; `arrivedAt`:
+   * when the process that received it took it in (its clock), kept as the user record's `arrivedAt`.
+   */
+  local(inbound: InboundMessage, arrivedAt?: number): Promise<Ack>;
   /** The one-process `trigger()`: starts a turn nobody typed in the session here. */
   localTrigger(request: TriggerRequest, extras?: TriggerExtras): Promise<TriggerAck>;
   /** Makes the session's stored state (turn, queue, settings) this process's, before its messages. */
@@ -33,6 +36,8 @@ export interface ClusterInboxDeps {
   /** Another process may own the session now: its live state here goes (the store is the truth). */
   forgetLive(session: string): void;
   isDraining(): boolean;
+  /** The gateway's clock: the time a message arrived here, which its inbox row carries to the owner. */
+  now(): number;
   emit: EmitEvent;
   logger: Logger;
 }
@@ -135,7 +140,9 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
           );
         return await deps.localTrigger(request, extras);
       }
-      return await deps.local(entry.body as InboundMessage);
+      // It arrived when the process that received it took it in, not when the owner applies it.
+      const { arrivedAt, ...inbound } = entry.body as InboundMessage & { arrivedAt?: number };
+      return await deps.local(inbound, typeof arrivedAt === "number" ? arrivedAt : undefined);
     } catch (error) {
       if (!(error instanceof MessageRejectedError)) throw error;
       return {
@@ -228,12 +235,13 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     const message = validateInbound(inbound, config, deps.channelNames);
     const session = message.session;
     const isControl = parseControl(message.text) !== undefined;
+    const arrivedAt = deps.now();
     const acceptance = await accepts.run(session, () =>
       cluster.accept({
         session,
         messageId: message.id,
         mode: isControl ? "control" : (message.mode ?? "default"),
-        body: { ...message },
+        body: { ...message, arrivedAt },
       }),
     );
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);

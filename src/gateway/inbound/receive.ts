@@ -37,7 +37,9 @@ export interface ReceiveDeps {
  * The gateway's `receive()`: validates the message, admits it (policy/admission), hands an accepted
  * one to its session actor, and answers with one truthful ack once the message is durable.
  */
-export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Promise<Ack> {
+export function createReceive(
+  ctx: ReceiveDeps,
+): (inbound: InboundMessage, arrivedAt?: number) => Promise<Ack> {
   const { config, deps, registry, persistence, emit } = ctx;
 
   /**
@@ -106,7 +108,7 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
     return ack;
   }
 
-  return async function receive(inbound: InboundMessage): Promise<Ack> {
+  return async function receive(inbound: InboundMessage, arrivedAt?: number): Promise<Ack> {
     const message = validateInbound(inbound, config, ctx.channelNames);
     const entry = registry.memory(message.session, message.channel);
     entry.channel = message.channel;
@@ -137,7 +139,8 @@ export function createReceive(ctx: ReceiveDeps): (inbound: InboundMessage) => Pr
       id,
       text: message.text,
       channel: message.channel,
-      at: now,
+      // A message forwarded by another process of a cluster arrived there, before the owner applies it.
+      at: arrivedAt ?? now,
       ...(message.sender ? { sender: message.sender } : {}),
       ...(message.replyTo ? { replyTo: message.replyTo } : {}),
       ...(message.thread ? { thread: message.thread } : {}),
