@@ -36,6 +36,9 @@ export async function claimedSend(
   const claims = deps.writer.store.deliveryClaims;
   if (!claims) return send();
   const { session, deliveryId, kind, runId, signal } = options;
+  const key = `${session}\u0000${deliveryId}`;
+  // This process's last outcome of the same delivery lands before it is claimed again.
+  await outcomes(claims).get(key);
   const told = (answer: "sent" | "unknown" | "waiting") =>
     deps.emit("delivery.claimedElsewhere", { session, runId, kind, deliveryId, answer });
   let waited = false;
@@ -82,13 +85,32 @@ export async function claimedSend(
   const outcome: DeliveryOutcome = result.messageId
     ? { kind: "sent", messageId: result.messageId }
     : { kind: result.failure === "unknown" ? "unknown" : "failed" };
-  // Stored whatever became of the session here: the process that holds it now reads it.
-  await untilStored(deps, { session, op: "delivery-claim" }, () =>
+  // Stored whatever became of the session here (the process that holds it now reads it), without
+  // holding the turn: its receipt is written meanwhile, and the next claimant waits while the claim
+  // still says `sending`.
+  const pending = outcomes(claims);
+  const settled = untilStored(deps, { session, op: "delivery-claim" }, () =>
     claims.settle(session, deliveryId, outcome),
-  ).catch((error: unknown) =>
-    deps.logger.error({ session, deliveryId, error: errorMessage(error) }, "delivery.claimFailed"),
-  );
+  )
+    .catch((error: unknown) =>
+      deps.logger.error({ session, deliveryId, error: errorMessage(error) }, "delivery.claimFailed"),
+    )
+    .finally(() => {
+      if (pending.get(key) === settled) pending.delete(key);
+    });
+  pending.set(key, settled);
   return result;
+}
+
+/** Per store, the outcomes of this process's sends still being written, by session and deliveryId. */
+const settling = new WeakMap<DeliveryClaims, Map<string, Promise<void>>>();
+function outcomes(claims: DeliveryClaims): Map<string, Promise<void>> {
+  let map = settling.get(claims);
+  if (!map) {
+    map = new Map();
+    settling.set(claims, map);
+  }
+  return map;
 }
 
 /** Renews the claim every third of its lease until the returned stop is called. */
