@@ -176,6 +176,7 @@ async function explain(sessions: string[], members: ClusterMember[], events: Sse
     "lane_runs",
     "session_owners",
     "delivery_intents",
+    "delivery_claims",
     "web_deliveries",
     "follow_ups",
     "session_state",
