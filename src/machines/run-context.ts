@@ -11,7 +11,7 @@ import {
   TURN_NOTE,
   type TurnItem,
 } from "../policy/turn-context.js";
-import type { CallModelInput, RunContext, RunError, RunVerdict } from "./run.types.js";
+import type { CallModelInput, RunContext, RunError, RunInput, RunVerdict } from "./run.types.js";
 
 // Pure helpers of the run machine's actions and guards: journal items and the model call's input.
 
@@ -48,6 +48,15 @@ export function noticeItems(messages: readonly OwnedMessage[]): TurnItem[] {
   ];
 }
 
+/** The journal a run starts with: the preamble, the messages not stored yet, what it was shown. */
+export function startJournal(input: RunInput): TurnItem[] {
+  const stored = input.storedMessageIds;
+  const journal = [...input.preamble];
+  for (const message of input.messages) if (!stored?.includes(message.id)) journal.push(userItem(message));
+  if (input.noticed && input.noticed.length > 0) journal.push(...noticeItems(input.noticed));
+  return journal;
+}
+
 export function assistantNote(text: string): TurnItem {
   // Text that accompanied tool calls: part of the conversation, never a final.
   return { role: "custom", customType: INTERIM_TEXT, display: true, details: { text } };
@@ -69,7 +78,8 @@ export function callModelInput(context: RunContext): CallModelInput {
     call: context.call,
     recheck: context.recheckPending,
     recovery: context.input.kind === "recovery",
-    context: [...context.history, ...journalToModel(context.journal)],
+    // One copy of the window per call (the model may keep it; the history array is shared by turns).
+    context: context.history.concat(journalToModel(context.journal)),
     turnStart: context.input.historyTurnStart ?? context.history.length,
     tools: context.input.tools,
     unpersisted: context.journal.slice(context.persisted),

@@ -1,7 +1,7 @@
 import type { ActorRefFrom } from "xstate";
 import { turnSenders } from "../policy/sender.js";
 import { runSetup } from "./run.setup.js";
-import { callModelInput, draftFacts, messageSends, noticeItems, userItem } from "./run-context.js";
+import { callModelInput, draftFacts, messageSends, startJournal } from "./run-context.js";
 
 // The run's input, context, events and output, for its users.
 export type * from "./run.types.js";
@@ -25,35 +25,31 @@ export type * from "./run.types.js";
  */
 export const runMachine = runSetup.createMachine({
   id: "run",
-  context: ({ input }) => {
-    const { history, ...rest } = input;
-    return {
-      input: rest,
-      history,
-      journal: [
-        ...input.preamble,
-        ...input.messages.filter((message) => !input.storedMessageIds?.includes(message.id)).map(userItem),
-        ...noticeItems(input.noticed ?? []),
-      ],
-      persisted: 0,
-      owned: [...input.messages],
-      steerBuffer: [],
-      noticeBuffer: [],
-      noticed: [...(input.noticed ?? [])],
-      call: 0,
-      passes: 0,
-      recheckPending: false,
-      pendingCalls: [],
-      toolIndex: 0,
-      completedTools: [],
-      sendOrdinal: 0,
-      draft: "",
-      verdict: { stale: false },
-      abortReason: null,
-      error: null,
-      status: "running",
-    };
-  },
+  // Built once per turn, before the first model call: no copy of the input (a rest spread of it cost
+  // more than the rest of this function) and no copy of arrays nobody mutates (context arrays are
+  // replaced, never changed in place).
+  context: ({ input }) => ({
+    input,
+    history: input.history,
+    journal: startJournal(input),
+    persisted: 0,
+    owned: input.messages,
+    steerBuffer: [],
+    noticeBuffer: [],
+    noticed: input.noticed ?? [],
+    call: 0,
+    passes: 0,
+    recheckPending: false,
+    pendingCalls: [],
+    toolIndex: 0,
+    completedTools: [],
+    sendOrdinal: 0,
+    draft: "",
+    verdict: { stale: false },
+    abortReason: null,
+    error: null,
+    status: "running",
+  }),
   initial: "idle",
   on: {
     "run.steer": { actions: "bufferSteer", description: "Held until the next model call or the re-check." },
