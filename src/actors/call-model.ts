@@ -20,6 +20,8 @@ import { untilStored } from "./store-retry.js";
  * stale-reply re-check may still replace, never a delivery.
  */
 export function createCallModel(deps: ActorDeps) {
+  // The config does not change once the gateway is built: the settings are read once, not per call.
+  const settings = callSettings(deps.config.model);
   return fromPromise<CallModelOutput, CallModelInput>(async ({ input, signal }) => {
     const identity = {
       session: input.session,
@@ -72,7 +74,7 @@ export function createCallModel(deps: ActorDeps) {
         tools: toolSpecs(deps, input.tools),
         signal: control.signal,
         onDelta,
-        ...callSettings(deps.config.model),
+        ...settings,
       });
     } catch (error) {
       thrown = { error };
@@ -145,15 +147,23 @@ export function createCallModel(deps: ActorDeps) {
   });
 }
 
-/** The specs of the tools a call may use, in the run's order; a name without a tool is left out. */
+/**
+ * The specs of the tools a call may use, in the run's order; a name without a tool is left out. Turns
+ * share their list of tool names (prepare-run builds it once), so the specs are built once per list.
+ */
 function toolSpecs(deps: ActorDeps, names: readonly string[]): ToolSpec[] {
+  const known = specsOf.get(names);
+  if (known) return known;
   const specs: ToolSpec[] = [];
   for (const name of names) {
     const spec = deps.toolSchemas.get(name)?.spec;
     if (spec) specs.push(spec);
   }
+  specsOf.set(names, specs);
   return specs;
 }
+
+const specsOf = new WeakMap<readonly string[], ToolSpec[]>();
 
 function errorSummary(error: unknown): RunError {
   const run = toRunError(error);

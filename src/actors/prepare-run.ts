@@ -8,7 +8,7 @@ import {
   type TurnItem,
   windowToModel,
 } from "../policy/turn-context.js";
-import type { RecordBody, TranscriptRecord } from "../ports/store.js";
+import type { TranscriptRecord } from "../ports/store.js";
 import type { ActorDeps } from "./deps.js";
 
 const RECENT_USER_MESSAGES = 3;
@@ -89,47 +89,87 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
   const turnKey = recovery
     ? `recovery:${pending.recovery?.deliveryId ?? pending.recovery?.strandedRunId ?? args.runId}`
     : pending.messages.map((message) => message.id).join(",") || `run:${args.runId}`;
-  const toolNames = recovery
-    ? ["message"]
-    : pending.tools
-      ? [...deps.tools.keys()].filter((name) => pending.tools!.includes(name))
-      : [...deps.tools.keys()];
   const stored = pending.resumed
     ? storedIds(records, pending)
     : pending.messages.some((message) => message.stored)
       ? storedIds(records, { ...pending, messages: pending.messages.filter((message) => message.stored) })
       : [];
-  return {
+  const fixed = turnSettings(deps, recovery, pending.tools);
+  // Optional fields are set one by one: a spread of a conditional object per field cost more than the
+  // rest of this function.
+  const input: RunInput = {
     runId: args.runId,
     session: args.session,
     kind: pending.kind,
-    ...(channel ? { channel } : {}),
     turnKey,
-    ...(pending.trigger ? { trigger: pending.trigger } : {}),
     lane: laneForTurn(pending),
     messages: pending.messages,
     preamble,
     history: windowToModel(records),
     olderUserTexts,
-    ...(lastAssistantText !== undefined ? { lastAssistantText } : {}),
-    recheck: {
-      // A recovery turn only re-sends; re-drafting it would defeat its purpose.
-      enabled: deps.config.staleReplyRecheck.enabled && !recovery,
-      maxPasses: deps.config.staleReplyRecheck.maxPasses,
-      minOverlap: deps.config.staleReplyRecheck.minOverlap,
-      complaintPatterns: deps.config.staleReplyRecheck.complaintPatterns,
-      detector: deps.config.staleReplyRecheck.detect ? "custom" : "built-in",
-    },
-    tools: toolNames,
-    cancellableTools: toolNames.filter((name) => deps.tools.get(name)?.cancellable),
+    recheck: fixed.recheck,
+    tools: fixed.tools,
+    cancellableTools: fixed.cancellableTools,
     autoStart: true,
-    ...(deps.config.queue.steering === "one-at-a-time" ? { steering: "one-at-a-time" as const } : {}),
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
     // A turn resumed after a restart, or one taking over from a superseded one, may own stored messages.
     storedMessageIds: stored,
-    ...(stored.length > 0 ? resumedTurnStart(records, stored) : {}),
+  };
+  if (channel) input.channel = channel;
+  if (pending.trigger) input.trigger = pending.trigger;
+  if (lastAssistantText !== undefined) input.lastAssistantText = lastAssistantText;
+  if (deps.config.queue.steering === "one-at-a-time") input.steering = "one-at-a-time";
+  if (stored.length > 0) Object.assign(input, resumedTurnStart(records, stored));
+  return input;
+}
+
+/** What every turn of the same kind and tool set shares; runs only read it. */
+interface TurnSettings {
+  recheck: RunInput["recheck"];
+  tools: string[];
+  cancellableTools: string[];
+}
+
+/**
+ * The re-check settings and tool lists of a turn, built once per gateway (and per tool subset) rather
+ * than once per turn: the tools are registered when the gateway is created and never change after.
+ */
+function turnSettings(deps: ActorDeps, recovery: boolean, only: readonly string[] | undefined): TurnSettings {
+  // A subset (a subagent's turn) is rare: built for its turn.
+  if (only && !recovery)
+    return buildSettings(
+      deps,
+      false,
+      [...deps.tools.keys()].filter((name) => only.includes(name)),
+    );
+  let cache = settingsCache.get(deps);
+  if (!cache) {
+    cache = {
+      user: buildSettings(deps, false, [...deps.tools.keys()]),
+      recovery: buildSettings(deps, true, ["message"]),
+    };
+    settingsCache.set(deps, cache);
+  }
+  return recovery ? cache.recovery : cache.user;
+}
+
+function buildSettings(deps: ActorDeps, recovery: boolean, tools: string[]): TurnSettings {
+  const recheck = deps.config.staleReplyRecheck;
+  return {
+    recheck: {
+      // A recovery turn only re-sends; re-drafting it would defeat its purpose.
+      enabled: recheck.enabled && !recovery,
+      maxPasses: recheck.maxPasses,
+      minOverlap: recheck.minOverlap,
+      complaintPatterns: recheck.complaintPatterns,
+      detector: recheck.detect ? "custom" : "built-in",
+    },
+    tools,
+    cancellableTools: tools.filter((name) => deps.tools.get(name)?.cancellable),
   };
 }
+
+const settingsCache = new WeakMap<ActorDeps, { user: TurnSettings; recovery: TurnSettings }>();
 
 /** The model-message index where a resumed turn's first stored message stands in its history. */
 function resumedTurnStart(

@@ -78,18 +78,26 @@ export function historyToModel(records: readonly TranscriptRecord[]): ModelMessa
 export function windowToModel(records: readonly TranscriptRecord[]): ModelMessage[] {
   const known = converted.get(records);
   if (known?.records === records.length) return known.messages;
-  // A rollback marker hides records converted before it: the whole window is converted again.
-  const rolledBack =
-    known !== undefined &&
-    records
-      .slice(known.records)
-      .some((record) => record.role === "custom" && record.customType === ROLLED_BACK);
-  const messages =
-    known && known.records < records.length && !rolledBack
-      ? known.messages.concat(historyToModel(records.slice(known.records)))
-      : historyToModel(records);
+  const added = known && known.records < records.length ? appended(records, known.records) : undefined;
+  const messages = known && added ? known.messages.concat(added) : historyToModel(records);
   converted.set(records, { records: records.length, messages });
   return messages;
+}
+
+/**
+ * The records appended from `from` on, as the model sees them; undefined when one of them is a rollback
+ * marker, which hides records converted before it (the whole window is converted again). No slice: a
+ * slice per turn was a new array for the rollback cache to scan and remember.
+ */
+function appended(records: readonly TranscriptRecord[], from: number): ModelMessage[] | undefined {
+  const out: ModelMessage[] = [];
+  for (let i = from; i < records.length; i++) {
+    const record = records[i]!;
+    if (isRollback(record)) return undefined;
+    const message = recordToModel(record, false);
+    if (message) out.push(message);
+  }
+  return out;
 }
 
 const converted = new WeakMap<readonly TranscriptRecord[], { records: number; messages: ModelMessage[] }>();
