@@ -82,14 +82,15 @@ export function createLaneSlot(deps: ActorDeps) {
           },
           (signal) => {
             // The deadline aborts the signal: the session stops the run now, and the slot is held
-            // until the turn has left (or the abort grace ran out).
-            signal.addEventListener(
-              "abort",
-              () => {
-                if (signal.reason instanceof LaneTimeoutError) timedOut();
-              },
-              { once: true },
-            );
+            // until the turn has left (or the abort grace ran out). Without a deadline nothing listens.
+            if (deps.config.laneTimeoutMs)
+              signal.addEventListener(
+                "abort",
+                () => {
+                  if (signal.reason instanceof LaneTimeoutError) timedOut();
+                },
+                { once: true },
+              );
             granted = true;
             start();
             return held;

@@ -230,6 +230,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     channelNames,
     isDraining: () => draining,
     emit,
+    isObserved: () => hub.isObserved || logger.isLevelEnabled?.("debug") === true,
   };
   const localReceive = createReceive({ ...admission, sharedDedupe: !options.cluster });
 

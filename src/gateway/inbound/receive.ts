@@ -7,7 +7,12 @@ import type { SessionDecision } from "../../machines/session.types.js";
 import { admit } from "../../policy/admission.js";
 import { ackVisibilityFor, isProblemAck } from "../../policy/delivery.js";
 import { isTypedTrigger } from "../../policy/lane-priority.js";
-import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
+import {
+  parseQueueMode,
+  type QueueMode,
+  type ResolvedQueueSetting,
+  resolveQueueSetting,
+} from "../../policy/queue-mode.js";
 import type { Sender } from "../../policy/sender.js";
 import { ACK_REACTIONS, type Channel } from "../../ports/channel.js";
 import type { SessionMemory, SessionPersistence } from "../sessions/session-persistence.js";
@@ -25,6 +30,11 @@ export interface ReceiveDeps {
   channelNames: readonly string[];
   isDraining(): boolean;
   emit: EmitEvent;
+  /**
+   * Someone reads `message.received` (a subscriber, a debug log): it is built only then. Nothing inside
+   * the gateway reads it (the explain log starts from the turn and the ack). Default: always.
+   */
+  isObserved?(): boolean;
   /**
    * Claim each accepted id in the store's shared dedupe window (on a store that has one). Off under a
    * cluster inbox, which stores the id with the message in one transaction: a row re-applied by the
@@ -108,6 +118,27 @@ export function createReceive(
     return ack;
   }
 
+  /**
+   * Without an inline mode or a session override, a message's queue setting depends on its channel
+   * alone: resolved once per channel rather than once per message (it is only read, never changed).
+   */
+  const byChannel = new Map<string, ResolvedQueueSetting>();
+  function settingFor(
+    channel: string,
+    inline: QueueMode | undefined,
+    override: SessionMemory["override"],
+  ): ResolvedQueueSetting {
+    const plain = inline === undefined && !override;
+    const known = plain ? byChannel.get(channel) : undefined;
+    if (known) return known;
+    const setting = {
+      ...resolveQueueSetting({ inline, session: override, ...queueLayers(config, channel) }),
+      ...queueExtras(config),
+    };
+    if (plain) byChannel.set(channel, setting);
+    return setting;
+  }
+
   return async function receive(inbound: InboundMessage, arrivedAt?: number): Promise<Ack> {
     const message = validateInbound(inbound, config, ctx.channelNames);
     const entry = registry.memory(message.session, message.channel);
@@ -116,25 +147,22 @@ export function createReceive(
     registry.keepWindow(message.session, entry, true);
     await persistence.rememberStoredIds(message.session, entry);
     const now = deps.clock.now();
-    const layers = queueLayers(config, message.channel);
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
-    const setting = {
-      ...resolveQueueSetting({ inline, session: entry.override, ...layers }),
-      ...queueExtras(config),
-    };
+    const setting = settingFor(message.channel, inline, entry.override);
     // An edit that reuses the id it edits (as platforms do) gets an id of its own, so it is no duplicate.
     const id =
       message.editOf !== undefined && message.id === message.editOf
         ? `${message.id}~edit@${now}`
         : message.id;
-    emit("message.received", {
-      session: message.session,
-      messageId: id,
-      text: message.text,
-      channel: message.channel,
-      ...(message.sender ? { sender: message.sender } : {}),
-      ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
-    });
+    if (ctx.isObserved?.() ?? true)
+      emit("message.received", {
+        session: message.session,
+        messageId: id,
+        text: message.text,
+        channel: message.channel,
+        ...(message.sender ? { sender: message.sender } : {}),
+        ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
+      });
     const owned = {
       id,
       text: message.text,
