@@ -45,6 +45,30 @@ export function cpuMicros(): number {
   return user + system;
 }
 
+/**
+ * Median CPU time in ms of one run of each of `setups`. The set-ups take turns in blocks of one unmeasured
+ * run (it pays for the garbage the previous block left) and `perBlock` measured ones; a block's figure is
+ * its mean, the result the median over `rounds` blocks. A run that allocates about as much as the young
+ * generation holds would, in turns of single runs, hand its garbage to the next set-up.
+ */
+export async function alternate(
+  setups: Array<() => Promise<void>>,
+  rounds: number,
+  perBlock: number,
+): Promise<number[]> {
+  const times = setups.map(() => [] as number[]);
+  for (let block = 0; block < rounds; block++) {
+    for (const [k, once] of setups.entries()) {
+      // No gc() here: a forced full collection shrinks the young generation and slows the next run.
+      await once();
+      const c0 = cpuMicros();
+      for (let i = 0; i < perBlock; i++) await once();
+      times[k]!.push((cpuMicros() - c0) / 1000 / perBlock);
+    }
+  }
+  return times.map(median);
+}
+
 /** A channel that commits every send and keeps nothing, so the bench holds no per-session data. */
 export class NullChannel implements Channel {
   private counter = 0;

@@ -1,17 +1,26 @@
 /**
  * Lane scheduler throughput with capacity groups configured against without, in one run (real timers):
  * n no-op async tasks round-robin over 100 sessions and three lanes (`main` 8, `cron` 4, `subagent` 4),
- * all enqueued at once; with groups, `cron` and `subagent` share a budget of 6. µs per task end to end
- * for n = 10k, 40k and 160k (median of 5 runs after warm-up, the two set-ups alternating so load on the
- * machine hits both alike), and the ratio grouped / ungrouped (target ≤ 1.10).
+ * all enqueued at once; with groups, `cron` and `subagent` share a budget of 6. µs of CPU time per task
+ * end to end for n = 10k, 40k and 160k, and the ratio grouped / ungrouped (target ≤ 1.10). The two
+ * set-ups take turns in blocks (bench-support's `alternate`: one unmeasured run, then measured ones);
+ * each block measures at least 40k tasks (4 runs of 10k, 1 of 40k or 160k); median of 5 blocks (3 at
+ * 160k, to keep the bench under a minute on a loaded machine).
  *
  * Run alone with `npx tsx bench/lane-groups.bench.ts`.
  */
 import { pathToFileURL } from "node:url";
 import { createLaneScheduler, type LaneSchedulerOptions } from "../src/lanes/lane-scheduler.js";
-import { median, round } from "./bench-support.js";
+import { alternate, round } from "./bench-support.js";
 
-const SIZES = [10_000, 40_000, 160_000] as const;
+/** Each n and its number of blocks: a 160k block costs four of the others, and varies less. */
+const SIZES = [
+  [10_000, 5],
+  [40_000, 5],
+  [160_000, 3],
+] as const;
+/** Tasks measured per block at least, whatever n. */
+const PER_BLOCK_TASKS = 40_000;
 const SESSIONS = 100;
 const LANES = ["main", "cron", "subagent"] as const;
 const CAPACITY = { main: 8, cron: 4, subagent: 4 };
@@ -35,29 +44,17 @@ export async function workload(create: CreateLanes, n: number, grouped: boolean)
   await Promise.all(calls);
 }
 
-/** Median ms of each of `setups`, run alternately `runs` times after one warm-up round. */
-export async function alternate(setups: Array<() => Promise<void>>, runs = 5): Promise<number[]> {
-  for (const once of setups) await once();
-  const times = setups.map(() => [] as number[]);
-  for (let i = 0; i < runs; i++) {
-    for (const [k, once] of setups.entries()) {
-      const t0 = performance.now();
-      await once();
-      times[k]!.push(performance.now() - t0);
-    }
-  }
-  return times.map(median);
-}
-
 export async function benchLaneGroups(
   create: CreateLanes = createLaneScheduler,
 ): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = {};
-  for (const n of SIZES) {
-    const [plain, grouped] = await alternate([
-      () => workload(create, n, false),
-      () => workload(create, n, true),
-    ]);
+  for (const [n, rounds] of SIZES) {
+    const perBlock = Math.max(1, Math.round(PER_BLOCK_TASKS / n));
+    const [plain, grouped] = await alternate(
+      [() => workload(create, n, false), () => workload(create, n, true)],
+      rounds,
+      perBlock,
+    );
     const k = `${n / 1000}k`;
     figures[`ungrouped.${k}.usPerTask`] = round((plain! * 1000) / n);
     figures[`grouped.${k}.usPerTask`] = round((grouped! * 1000) / n);

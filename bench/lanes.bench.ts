@@ -22,7 +22,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { createLaneScheduler } from "../src/lanes/lane-scheduler.js";
-import { cpuMicros, median, round } from "./bench-support.js";
+import { alternate, round } from "./bench-support.js";
 
 const TASKS = 10_000;
 const SESSIONS = 100;
@@ -36,30 +36,6 @@ const SCALING_ROUNDS = 5;
 const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
 const sessionKeys = Array.from({ length: SESSIONS }, (_, i) => `s${i}`);
 const noop = async (): Promise<number> => 1;
-
-/**
- * Median CPU time in ms of one run of each of `setups`. The set-ups take turns in blocks of one unmeasured
- * run (it pays for the garbage the previous block left) and `perBlock` measured ones; a block's figure is
- * its mean, the result the median over `rounds` blocks. A run allocates about as much as the young
- * generation holds, so turns of single runs would hand each run's garbage to the next set-up.
- */
-async function alternate(
-  setups: Array<() => Promise<void>>,
-  rounds: number,
-  perBlock: number,
-): Promise<number[]> {
-  const times = setups.map(() => [] as number[]);
-  for (let round = 0; round < rounds; round++) {
-    for (const [k, once] of setups.entries()) {
-      // No gc() here: a forced full collection shrinks the young generation and slows the next run.
-      await once();
-      const c0 = cpuMicros();
-      for (let i = 0; i < perBlock; i++) await once();
-      times[k]!.push((cpuMicros() - c0) / 1000 / perBlock);
-    }
-  }
-  return times.map(median);
-}
 
 async function sessionRoundRobin(): Promise<void> {
   const lanes = createLaneScheduler({ capacity: { main: 8 } });
