@@ -144,6 +144,8 @@ export class LaneQueues {
    * priority level, aging included, then enqueue order) of the members whose own lane has a free slot.
    */
   private pumpGroup(group: LaneGroup): void {
+    // The aging clock is read once per pass, and only when two members have a candidate.
+    let now: number | undefined;
     while (group.active < group.capacity) {
       let best: Entry | null = null;
       let bestLane: WorkloadLane | null = null;
@@ -159,8 +161,9 @@ export class LaneQueues {
           bestLevel = -1;
           continue;
         }
-        if (bestLevel < 0) bestLevel = bestLane.waiting.effectiveLevel(best);
-        const level = member.waiting.effectiveLevel(head);
+        now ??= this.aging?.now() ?? 0;
+        if (bestLevel < 0) bestLevel = bestLane.waiting.effectiveLevel(best, now);
+        const level = member.waiting.effectiveLevel(head, now);
         if (level < bestLevel || (level === bestLevel && head.id < best.id)) {
           best = head;
           bestLane = member;
