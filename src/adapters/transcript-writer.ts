@@ -17,10 +17,11 @@ import type { RecordBody, TranscriptHead, TranscriptRecord, TranscriptStore } fr
  * ```
  */
 export class TranscriptWriter {
-  private readonly heads = new Map<string, Promise<TranscriptHead>>();
-  /** Heads once they resolved. */
-  private readonly opened = new Map<string, TranscriptHead>();
-  private readonly lastSeqs = new Map<string, number>();
+  /**
+   * What the writer knows of each session's transcript, in one small object per session: the gateway
+   * keeps one for every session it has seen, idle ones included (a map per field cost an entry each).
+   */
+  private readonly sessions = new Map<string, WriterSession>();
   /** Per run: how many journal items are stored (or being stored). */
   private readonly journalStored = new Map<string, number>();
   private inFlight = 0;
@@ -30,8 +31,6 @@ export class TranscriptWriter {
   private readonly windowStartSeq = new Map<string, number>();
   /** Sessions whose window is worth keeping; others are read from the store each time. */
   private readonly kept = new Set<string>();
-  /** Per session, this process's first write closing what a dead process left open (see `repaired`). */
-  private readonly repairs = new Map<string, Promise<void>>();
   /** Appends in flight per session: a window read while one is pending may miss it, so is not kept. */
   private readonly appending = new Map<string, number>();
 
@@ -54,7 +53,7 @@ export class TranscriptWriter {
         const stored = await this.store.append(session, records, head);
         this.onStored?.(session, stored);
         const last = stored.at(-1);
-        if (last) this.lastSeqs.set(session, last.seq);
+        if (last) this.session(session).lastSeq = last.seq;
         this.extendWindow(session, stored);
         return stored;
       });
@@ -114,9 +113,7 @@ export class TranscriptWriter {
       await this.repaired(session);
       await this.closeDangling(session, "cut off by /new: the outcome of this call is unknown");
       const head = await this.head(session);
-      const next = this.store.reset(session, head);
-      this.heads.set(session, next);
-      this.opened.set(session, await next);
+      await this.follow(session, this.store.reset(session, head), true);
     });
   }
 
@@ -150,17 +147,18 @@ export class TranscriptWriter {
 
   /** seq of the last record this writer appended for the session (0 when none). */
   lastSeq(session: string): number {
-    return this.lastSeqs.get(session) ?? 0;
+    return this.sessions.get(session)?.lastSeq ?? 0;
   }
 
   /** seq of the transcript's last record as far as this process knows: its appends, or the head it opened. */
   length(session: string): number {
-    return Math.max(this.lastSeqs.get(session) ?? 0, this.opened.get(session)?.lastSeq ?? 0);
+    const known = this.sessions.get(session);
+    return Math.max(known?.lastSeq ?? 0, known?.opened?.lastSeq ?? 0);
   }
 
   /** The lifecycle revision of the transcript as opened or reset by this writer (0 when not opened). */
   revision(session: string): number {
-    return this.opened.get(session)?.revision ?? 0;
+    return this.sessions.get(session)?.opened?.revision ?? 0;
   }
 
   /** Compaction: a new context window starts at the end of the transcript; history stays readable. */
@@ -169,16 +167,18 @@ export class TranscriptWriter {
     await this.track(async () => {
       await this.repaired(session);
       const head = await this.head(session);
-      const next = this.store.rotate(session, head);
-      this.heads.set(session, next);
-      this.opened.set(session, await next);
+      await this.follow(session, this.store.rotate(session, head), true);
     });
   }
 
   /** Drops cached heads (after a restart the store is the truth). */
   forget(session: string): void {
-    this.heads.delete(session);
-    this.repairs.delete(session);
+    const known = this.sessions.get(session);
+    if (known) {
+      known.head = undefined;
+      known.isCurrent = false;
+      known.repair = undefined;
+    }
     this.dropWindow(session);
   }
 
@@ -207,12 +207,20 @@ export class TranscriptWriter {
    * stored under (a resumed turn's; default the run of each call).
    */
   repaired(session: string, runId?: string): Promise<void> {
-    let repair = this.repairs.get(session);
-    if (!repair) {
-      repair = this.closeDangling(session, undefined, runId);
-      this.repairs.set(session, repair);
-      repair.catch(() => this.repairs.delete(session));
-    }
+    const known = this.session(session);
+    if (known.repair === REPAIRED) return Promise.resolve();
+    if (known.repair) return known.repair;
+    const repair = this.closeDangling(session, undefined, runId);
+    known.repair = repair;
+    // Once done, a marker instead of the settled promise (every idle session would keep one).
+    repair.then(
+      () => {
+        if (known.repair === repair) known.repair = REPAIRED;
+      },
+      () => {
+        if (known.repair === repair) known.repair = undefined;
+      },
+    );
     return repair;
   }
 
@@ -223,21 +231,51 @@ export class TranscriptWriter {
     if (closing.length === 0) return;
     const stored = await this.store.append(session, closing, head);
     const last = stored.at(-1);
-    if (last) this.lastSeqs.set(session, last.seq);
+    if (last) this.session(session).lastSeq = last.seq;
     this.dropWindow(session);
   }
 
+  /** The head to present on writes: opened once, then kept as a value, not as a settled promise. */
   private head(session: string): Promise<TranscriptHead> {
-    let head = this.heads.get(session);
-    if (!head) {
-      head = this.store.open(session);
-      this.heads.set(session, head);
-      head.then(
-        (value) => this.opened.set(session, value),
-        () => this.heads.delete(session),
-      );
+    const known = this.session(session);
+    if (known.head) return known.head;
+    if (known.isCurrent && known.opened) return Promise.resolve(known.opened);
+    return this.follow(session, this.store.open(session), false);
+  }
+
+  /**
+   * Presents `next` as the head from now on, and keeps its value once it resolves. A failed open is
+   * tried again on the next write; a failed reset or rotation stays the head (as the writer always did).
+   */
+  private follow(
+    session: string,
+    next: Promise<TranscriptHead>,
+    keepFailure: boolean,
+  ): Promise<TranscriptHead> {
+    const known = this.session(session);
+    known.head = next;
+    known.isCurrent = false;
+    next.then(
+      (value) => {
+        if (known.head !== next) return;
+        known.opened = value;
+        known.isCurrent = true;
+        known.head = undefined;
+      },
+      () => {
+        if (known.head === next && !keepFailure) known.head = undefined;
+      },
+    );
+    return next;
+  }
+
+  private session(session: string): WriterSession {
+    let known = this.sessions.get(session);
+    if (!known) {
+      known = { head: undefined, opened: undefined, isCurrent: false, lastSeq: 0, repair: undefined };
+      this.sessions.set(session, known);
     }
-    return head;
+    return known;
   }
 
   private async track<T>(work: () => Promise<T>): Promise<T> {
@@ -248,6 +286,22 @@ export class TranscriptWriter {
       this.inFlight--;
     }
   }
+}
+
+/** A repair that is done (see TranscriptWriter.repaired). */
+const REPAIRED = "repaired";
+
+interface WriterSession {
+  /** The head being opened (or reset, rotated): presented on writes until it resolves. */
+  head: Promise<TranscriptHead> | undefined;
+  /** The head once it resolved (kept after `forget` for `revision` and `length`). */
+  opened: TranscriptHead | undefined;
+  /** `opened` is the head to present (false after `forget`: the next write opens again). */
+  isCurrent: boolean;
+  /** seq of the last record this writer appended (0 when none). */
+  lastSeq: number;
+  /** This process's first write closing what a dead process left open (see `repaired`). */
+  repair: Promise<void> | typeof REPAIRED | undefined;
 }
 
 /** A result for each tool call of the records that has none (its process died before it was stored). */
