@@ -2,6 +2,7 @@ import type { GatewayConfig } from "../../config.js";
 import { MessageRejectedError } from "../../errors.js";
 import { type Sender, validateSender } from "../../policy/sender.js";
 import { hasLoneSurrogate } from "../../ports/session-key.js";
+import type { SeenIds } from "../sessions/seen-ids.js";
 
 /** Checks on an inbound message at the edge, before anything is accepted. */
 export interface InboundMessage {
@@ -115,12 +116,9 @@ export function validateSessionKey(session: unknown, config: GatewayConfig, fiel
   return session;
 }
 
-export function pruneSeen(entry: { seen: Map<string, number> }, now: number, windowMs: number): void {
+export function pruneSeen(entry: { seen: SeenIds }, now: number, windowMs: number): void {
   // Ids arrive in time order, so the oldest are first.
-  for (const [id, at] of entry.seen) {
-    if (now - at <= windowMs) break;
-    entry.seen.delete(id);
-  }
+  entry.seen.prune(now, windowMs);
 }
 
 export function stateName(value: unknown): string {

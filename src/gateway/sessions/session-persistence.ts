@@ -8,6 +8,7 @@ import type { PersistedSession } from "../../policy/plan-resume.js";
 import type { QueueSettings } from "../../policy/queue-mode.js";
 import { type Clock, sleep } from "../../ports/clock.js";
 import type { TranscriptRecord } from "../../ports/store.js";
+import { SeenIds } from "./seen-ids.js";
 
 /** What the gateway keeps per session key, including while the session's actor is stopped. */
 export interface SessionMemory {
@@ -15,7 +16,8 @@ export interface SessionMemory {
   subscription: Subscription | null;
   channel: string;
   override: QueueSettings | null;
-  seen: Map<string, number>;
+  /** The ids accepted within the dedupe window (a redelivery of one is acked `duplicate`). */
+  seen: SeenIds;
   /**
    * Accepted ids (with arrival times) no user record of the transcript holds yet: saved with the state,
    * so a restart still knows them (the stored ones it reads back from the transcript).
@@ -49,6 +51,28 @@ export interface SessionMemory {
   /** Ids whose state could not be saved even after retries: their ack says so. */
   notDurable?: Set<string>;
 }
+
+/**
+ * The promise a session's `saving` and `known` fall back to once theirs settled: an idle session would
+ * otherwise keep a settled promise of its own for each (there are as many idle sessions as users).
+ */
+export const SETTLED: Promise<void> = Promise.resolve();
+
+/** The empty queue and summaries a retired session keeps (see {@link SessionPersistence.compact}). */
+const NO_QUEUE: PersistedSession["queue"] = [];
+const NO_SUMMARIES: string[] = [];
+Object.freeze(NO_QUEUE);
+Object.freeze(NO_SUMMARIES);
+/** What the last save of a session with nothing to resume was made from (see `compact`). */
+const SAVED_FROM_NOTHING: NonNullable<SessionMemory["savedFrom"]> = {
+  pending: null,
+  queue: NO_QUEUE,
+  summaries: NO_SUMMARIES,
+  runId: null,
+  override: null,
+  unstoredVersion: 0,
+};
+Object.freeze(SAVED_FROM_NOTHING);
 
 /** Attempts at a state save before it counts as failed, and the pause before each retry (ms). */
 const SAVE_RETRIES_MS = [20, 100, 500];
@@ -181,7 +205,7 @@ export class SessionPersistence {
     if (state === null && entry.savedEmpty) return;
     entry.savedEmpty = state === null;
     const ids = state ? stateIds(state) : [];
-    entry.saving = entry.saving
+    const saving = entry.saving
       .then(() => this.saveWithRetries(key, state))
       .then(
         () => {
@@ -205,6 +229,47 @@ export class SessionPersistence {
           this.wake(entry, true);
         },
       );
+    entry.saving = saving;
+    void saving.then(() => {
+      if (entry.saving === saving) entry.saving = SETTLED;
+    });
+  }
+
+  /**
+   * What a session whose actor stopped keeps, in a smaller form: a last save made from nothing as one
+   * shared description, and else the empty queue and summaries as the shared empty arrays (the
+   * saved-from references follow, so no save is due from it). Every idle session has these.
+   */
+  compact(entry: SessionMemory): void {
+    const last = entry.savedFrom;
+    if (
+      last &&
+      last.pending === null &&
+      last.runId === null &&
+      last.override === null &&
+      entry.override === null &&
+      entry.unstored === undefined &&
+      entry.lastQueue?.length === 0 &&
+      entry.lastSummaries?.length === 0 &&
+      last.queue === entry.lastQueue &&
+      last.summaries === entry.lastSummaries &&
+      (last.unstoredVersion ?? 0) === (entry.unstoredVersion ?? 0)
+    ) {
+      // Saved from nothing: one shared description of that, and a version count started again.
+      entry.savedFrom = SAVED_FROM_NOTHING;
+      entry.lastQueue = NO_QUEUE;
+      entry.lastSummaries = NO_SUMMARIES;
+      entry.unstoredVersion = undefined;
+      return;
+    }
+    if (entry.lastQueue?.length === 0 && entry.lastQueue !== NO_QUEUE) {
+      if (last?.queue === entry.lastQueue) last.queue = NO_QUEUE;
+      entry.lastQueue = NO_QUEUE;
+    }
+    if (entry.lastSummaries?.length === 0 && entry.lastSummaries !== NO_SUMMARIES) {
+      if (last?.summaries === entry.lastSummaries) last.summaries = NO_SUMMARIES;
+      entry.lastSummaries = NO_SUMMARIES;
+    }
   }
 
   /** A state save, retried a few times (a full disk that frees up, a slow fsync) before it fails. */
@@ -225,11 +290,13 @@ export class SessionPersistence {
   private wake(entry: SessionMemory, all: boolean): void {
     const waiters = entry.coverWaiters;
     if (!waiters || waiters.length === 0) return;
-    entry.coverWaiters = waiters.filter((waiter) => {
+    const left = waiters.filter((waiter) => {
       if (!all && !waiter.ids.every((id) => entry.covered?.has(id))) return true;
       waiter.resolve();
       return false;
     });
+    // No empty array left behind: every session that ever waited would keep one.
+    entry.coverWaiters = left.length > 0 ? left : undefined;
   }
 
   /**
@@ -247,7 +314,8 @@ export class SessionPersistence {
    * holds, so a channel's redelivery after a restart is a duplicate, not a second answer.
    */
   rememberStoredIds(key: string, entry: SessionMemory): Promise<void> {
-    entry.known ??= this.storedRecords(key).then(
+    if (entry.known) return entry.known;
+    const known = this.storedRecords(key).then(
       (records) => {
         this.deps.onStoredRecords?.(key, records);
         const since = this.deps.clock.now() - this.deps.config.limits.dedupeWindowMs;
@@ -256,11 +324,15 @@ export class SessionPersistence {
         const merged = new Map<string, number>();
         for (const record of stored) if (record.role === "user") merged.set(record.messageId, record.at);
         for (const [id, at] of entry.seen) if (!merged.has(id)) merged.set(id, at);
-        entry.seen = new Map([...merged].sort((a, b) => a[1] - b[1]));
+        entry.seen = SeenIds.from([...merged].sort((a, b) => a[1] - b[1]));
       },
       (error: unknown) => this.deps.logger.warn({ session: key, error: String(error) }, "dedupe.loadFailed"),
     );
-    return entry.known;
+    entry.known = known;
+    void known.then(() => {
+      if (entry.known === known) entry.known = SETTLED;
+    });
+    return known;
   }
 }
 

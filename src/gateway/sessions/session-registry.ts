@@ -7,7 +7,8 @@ import type { RunEmitted } from "../../machines/run.types.js";
 import type { SessionActorRef, sessionMachine } from "../../machines/session.machine.js";
 import type { SessionInput } from "../../machines/session.types.js";
 import type { Clock, TimerHandle } from "../../ports/clock.js";
-import type { SessionMemory, SessionPersistence } from "./session-persistence.js";
+import { SeenIds } from "./seen-ids.js";
+import { SETTLED, type SessionMemory, type SessionPersistence } from "./session-persistence.js";
 
 export interface SessionRegistryDeps {
   config: GatewayConfig;
@@ -69,11 +70,11 @@ export class SessionRegistry {
         subscription: null,
         channel,
         override: null,
-        seen: new Map(),
+        seen: new SeenIds(),
         turnSeq: 0,
         savedFrom: null,
         savedEmpty: true,
-        saving: Promise.resolve(),
+        saving: SETTLED,
       };
       this.entries.set(key, entry);
     }
@@ -183,6 +184,7 @@ export class SessionRegistry {
     entry.actor?.stop();
     entry.actor = null;
     entry.subscription = null;
+    this.deps.persistence.compact(entry);
     this.deps.writer.keepWindow(key, false);
   }
 }
