@@ -1,6 +1,8 @@
 import { ConfigError, StaleWriterError } from "../../errors.js";
 import type { ExpectedHead, RecordBody, TranscriptHead, TranscriptRecord } from "../../ports/store.js";
 import { UNDELIVERED_FINAL } from "../../ports/store.js";
+import { parseSlices } from "./parse-slices.js";
+import { compactRecordText, expandRecordText } from "./record-text.js";
 import type { LogIndexState } from "./transcript-index.js";
 
 const ROLES = new Set(["user", "assistant", "toolCall", "toolResult", "custom"]);
@@ -14,8 +16,9 @@ const SHORT_LOG = 8;
 /** `,"crc":"` + 8 hex digits + `"}`: what ends every line of a transcript file, before its newline. */
 const CRC_TAIL = 18;
 const NONE = { starts: [], ends: [] };
-/** Bytes of records per `JSON.parse` (see parseReplayed); a larger record is parsed on its own. */
-const PARSE_SLICE = 32 * 1024;
+/** The empty seq list logs share until they hold one: most never do, and every session has a log. */
+const NO_SEQS: number[] = [];
+Object.freeze(NO_SEQS); // a push to it would be a bug: fail loudly
 
 /** What the log needs to know about a record without parsing it. */
 export interface RecordMeta {
@@ -43,13 +46,19 @@ export interface RecordMeta {
  * ```
  */
 export class TranscriptLog {
-  /** Byte ranges of the JSON of the records replayed from `source`: seqs 1 to `starts.length`. */
-  private readonly starts: number[] = [];
-  private readonly ends: number[] = [];
-  /** The JSON of the records pushed as text, which follow: `texts[i]` has seq `starts.length + i + 1`. */
+  /**
+   * Byte ranges of the JSON of the records replayed from `source`: seqs 1 to `starts.length`. A log
+   * without a source (every log of the memory store) shares one frozen empty array: it is never pushed to.
+   */
+  private starts: number[];
+  private ends: number[];
+  /**
+   * The records pushed as text, which follow: `texts[i]` has seq `starts.length + i + 1`, kept without
+   * the header fields the log knows (record-text.ts).
+   */
   private texts: string[] = [];
-  /** Seqs of undelivered-final markers, ascending. */
-  private readonly markers: number[] = [];
+  /** Seqs of undelivered-final markers, ascending; the shared empty array until the first marker. */
+  private markers: number[] = NO_SEQS;
   /** Made at the first marker: most transcripts never have one, and every open session has a log. */
   private finalOfMarker: Map<number, number | undefined> | undefined;
   sessionId: string;
@@ -65,13 +74,15 @@ export class TranscriptLog {
     this.sessionId = sessionId;
     this.revision = revision;
     this.source = source;
+    this.starts = source ? [] : NO_SEQS;
+    this.ends = source ? [] : NO_SEQS;
   }
 
   /**
    * A log resumed from an index (transcript-index.ts) over `source`, the file's bytes as read, whose
    * first `covered` bytes the caller verified against the index; undefined when the index does not
    * describe records inside them (then the caller scans the file). Lays the bytes out as the scan and
-   * {@link pushBytes} would have.
+   * {@link pushBytes} would have, and takes the index's range arrays over (no copy of 2 × 100k numbers).
    */
   static fromIndex(index: LogIndexState, source: Buffer, covered: number): TranscriptLog | undefined {
     const { starts, ends, markers, revision, windowAfterSeq } = index;
@@ -96,6 +107,8 @@ export class TranscriptLog {
       if (!(markers[i]! >= 1 && markers[i]! <= count && (i === 0 || markers[i - 1]! < markers[i]!)))
         return undefined;
     const log = new TranscriptLog(index.sessionId, revision, source);
+    log.starts = starts;
+    log.ends = ends;
     for (let i = 0; i < count; i++) {
       const end = ends[i]!;
       source[end - 1] = CLOSE_BRACE; // where the scan ends a record's JSON (see scanLines)
@@ -104,10 +117,8 @@ export class TranscriptLog {
         source[previousEnd] = COMMA;
         for (let j = previousEnd + 1; j < starts[i]!; j++) source[j] = SPACE;
       }
-      log.starts.push(starts[i]!);
-      log.ends.push(end);
     }
-    for (const marker of markers) log.markers.push(marker);
+    if (markers.length > 0) log.markers = [...markers];
     log.windowAfterSeq = windowAfterSeq;
     return log;
   }
@@ -144,6 +155,7 @@ export class TranscriptLog {
   /** Adds the next record; false when it does not continue the log (wrong seq, session or revision). */
   push(text: string, meta: RecordMeta): boolean {
     if (!this.continues(meta)) return false;
+    text = compactRecordText(text, meta.seq, this.sessionId);
     // The first few records go into an array of exactly their number: a push makes room for seventeen,
     // and most sessions a store holds are short (one exchange). Longer logs grow by push.
     if (this.texts.length < SHORT_LOG) this.texts = this.texts.concat(text);
@@ -178,7 +190,7 @@ export class TranscriptLog {
     ) {
       return false;
     }
-    if (meta.marker) this.markers.push(meta.seq);
+    if (meta.marker) this.markers = this.markers === NO_SEQS ? [meta.seq] : [...this.markers, meta.seq];
     return true;
   }
 
@@ -220,45 +232,22 @@ export class TranscriptLog {
   /** The records from `seq` to the end, freshly parsed. */
   private parseFrom(seq: number): TranscriptRecord[] {
     const replayed = this.starts.length;
-    const out = seq <= replayed ? this.parseReplayed(seq - 1) : [];
+    const out =
+      seq <= replayed
+        ? parseSlices(this.source!, this.starts, this.ends, seq - 1, (i) => parseRecord(this.text(i + 1)!))
+        : [];
     for (let i = Math.max(seq - replayed, 1); i <= this.texts.length; i++)
-      out.push(parseRecord(this.texts[i - 1]!));
-    return out;
-  }
-
-  /**
-   * The replayed records from index `from` on, one `JSON.parse` per slice of up to PARSE_SLICE bytes
-   * (see pushBytes): for a long transcript that is ~20% cheaper than a parse per record. A slice text is
-   * small enough for V8's young generation; one string of a whole 100k-record window was not, and in a
-   * fresh process, which pays for each page of memory it touches first, cost 70 ms more. A record text
-   * that is not one JSON value on its own (only a broken writer could checksum one) could shift the
-   * split; the seqs would show it, and then that slice is parsed record by record, failing as it always
-   * did.
-   */
-  private parseReplayed(from: number): TranscriptRecord[] {
-    const { starts, ends } = this;
-    const out: TranscriptRecord[] = [];
-    for (let first = from; first < starts.length; ) {
-      let last = first;
-      while (last + 1 < starts.length && ends[last + 1]! - starts[first]! <= PARSE_SLICE) last++;
-      let records: TranscriptRecord[] | undefined;
-      try {
-        records = JSON.parse(`[${this.decode(starts[first]!, ends[last]!)}]`) as TranscriptRecord[];
-      } catch {
-        // parsed one by one below
-      }
-      if (records?.length === last + 1 - first && seqsFollow(records, first + 1))
-        for (const record of records) out.push(record);
-      else for (let i = first; i <= last; i++) out.push(parseRecord(this.text(i + 1)!));
-      first = last + 1;
-    }
+      out.push(parseRecord(this.text(replayed + i)!));
     return out;
   }
 
   /** The JSON of the record with this seq. */
   private text(seq: number): string | undefined {
     const i = seq - 1;
-    if (i >= this.starts.length) return this.texts[i - this.starts.length];
+    if (i >= this.starts.length) {
+      const text = this.texts[i - this.starts.length];
+      return text === undefined ? undefined : expandRecordText(text, seq, this.sessionId);
+    }
     return i >= 0 ? this.decode(this.starts[i]!, this.ends[i]!) : undefined;
   }
 
@@ -280,12 +269,6 @@ export class TranscriptLog {
     this.finalOfMarker.set(markerSeq, finalSeq);
     return finalSeq;
   }
-}
-
-/** Whether `records` hold seqs `first`, `first + 1`, … in order. */
-function seqsFollow(records: TranscriptRecord[], first: number): boolean {
-  for (let i = 0; i < records.length; i++) if (records[i]?.seq !== first + i) return false;
-  return true;
 }
 
 /** Parses one stored record text (the JSON the record was appended as, without a checksum key). */
