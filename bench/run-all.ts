@@ -39,6 +39,11 @@ const BENCHES: ReadonlyArray<{ title: string; file: string; entry: string }> = [
   { title: "openai provider", file: "openai.bench.ts", entry: "benchOpenAI" },
   { title: "model adapters (AI SDK, Anthropic)", file: "models.bench.ts", entry: "benchModels" },
   { title: "postgres cluster", file: "postgres.bench.ts", entry: "benchPostgres" },
+  {
+    title: "postgres cluster over HTTP (tiller serve)",
+    file: "serve-throughput.ts",
+    entry: "benchServeThroughput",
+  },
   { title: "postgres: what a turn costs", file: "turn-cost.ts", entry: "benchTurnCost" },
   { title: "soak", file: "soak.bench.ts", entry: "benchSoak" },
   { title: "triggers", file: "triggers.bench.ts", entry: "benchTriggers" },

@@ -1,0 +1,307 @@
+/**
+ * Turns per second over HTTP: three real `tiller serve --postgres` processes on one database against
+ * one `tiller serve --store DIR` process (JSONL), in one run. The same workload on both sides: 60
+ * sessions × 5 follow-ups, `POST /v1/sessions/{key}/messages` (mode `followup`), posted round-robin to
+ * the three processes (all to the one), a model server that answers at once (OpenAI's streaming wire
+ * format), `lanes.main: 16`. A round's time runs from its first POST until every message was answered
+ * (`final.delivered` on the processes' `GET /v1/events` streams). Each side is warmed up first (one
+ * message per session); then the sides take turns (cluster, one, one, cluster), each round half the
+ * sessions, so that the rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their database
+ * backends, and POSTs refused (anything but 200).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type pg from "pg";
+import { followSse } from "../src/cli/sse-client.js";
+import { backendCpuMs, benchDatabase, cpuSince, type Figures, round } from "./bench-support.js";
+
+/** Sessions of one round: two rounds a side make the workload's 60 sessions × 5 messages. */
+const SESSIONS = 30;
+const MESSAGES = 5;
+const CAPACITY = 16;
+const TURNS = SESSIONS * MESSAGES;
+/** POSTs in flight at once (a client's connection pool). */
+const IN_FLIGHT = 64;
+/** A round that gets no new answer for this long fails the bench (a lost message, not a slow one). */
+const STALL_MS = 30_000;
+
+/** An OpenAI-compatible server that streams "Answer to: <last user message>" at once. */
+async function echoModel(): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+      messages?: Array<{ role: string; content: unknown }>;
+    };
+    const last = [...(body.messages ?? [])].reverse().find((m) => m.role === "user");
+    const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
+    const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "echo", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.write(frame({ role: "assistant", content: "" }));
+    res.write(frame({ content: `Answer to: ${text}` }));
+    res.write(frame({}, "stop"));
+    res.end("data: [DONE]\n\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+interface Serve {
+  child: ChildProcess;
+  url: string;
+  processId: string | undefined;
+  /** Answers (`final.delivered`) seen per session. */
+  finals: Map<string, number>;
+  onFinal: (() => void) | undefined;
+  stop(): void;
+}
+
+/** Starts `tiller serve --port 0 ARGS` (the compiled CLI, or the sources under tsx) and follows its events. */
+async function startServe(args: string[]): Promise<Serve> {
+  const compiled = import.meta.url.endsWith(".js");
+  const cli = fileURLToPath(new URL(`../src/cli.${compiled ? "js" : "ts"}`, import.meta.url));
+  const child = spawn(
+    process.execPath,
+    [...(compiled ? [] : ["--import", "tsx"]), cli, "serve", "--port", "0", ...args],
+    { env: { ...process.env, TILLER_LOG_LEVEL: "error" }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  let err = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match && /\n {2}model:/.test(out)) resolve(match[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`tiller serve exited (${code}):\n${out}\n${err}`)));
+  });
+  const abort = new AbortController();
+  const serve: Serve = {
+    child,
+    url,
+    processId: /process (\S+)/.exec(out)?.[1],
+    finals: new Map(),
+    onFinal: undefined,
+    stop() {
+      abort.abort();
+      child.kill("SIGKILL");
+    },
+  };
+  let opened: () => void = () => {};
+  const open = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
+  void followSse(`${url}/v1/events`, {
+    signal: abort.signal,
+    onOpen: () => opened(),
+    onEvent(message) {
+      if (message.event !== "final.delivered") return;
+      const { session } = JSON.parse(message.data) as { session: string };
+      serve.finals.set(session, (serve.finals.get(session) ?? 0) + 1);
+      serve.onFinal?.();
+    },
+  });
+  await open;
+  return serve;
+}
+
+interface Round {
+  ms: number;
+  refused: number;
+  twice: number;
+}
+
+/** Posts one round's messages round-robin to `members`; resolves once every one was answered. */
+async function playRound(members: Serve[], prefix: string, messages = MESSAGES): Promise<Round> {
+  const posts: Array<{ member: Serve; session: string; text: string; id: string }> = [];
+  const turns = SESSIONS * messages;
+  let n = 0;
+  for (let m = 0; m < messages; m++)
+    for (let s = 0; s < SESSIONS; s++)
+      posts.push({
+        member: members[n++ % members.length]!,
+        session: `web:${prefix}-s${s}`,
+        text: `q${s}-${m}`,
+        id: `${prefix}-${s}-${m}`,
+      });
+  const answered = () => {
+    let total = 0;
+    for (const member of members)
+      for (const [session, count] of member.finals) if (session.startsWith(`web:${prefix}-`)) total += count;
+    return total;
+  };
+  const started = performance.now();
+  let refused = 0;
+  let next = 0;
+  const client = async () => {
+    while (next < posts.length) {
+      const { member, session, text, id } = posts[next++]!;
+      const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ text, id, mode: "followup" }),
+      });
+      await response.arrayBuffer();
+      if (response.status !== 200) refused++;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, client));
+  let last = answered();
+  let lastChange = performance.now();
+  while (last < turns) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 500);
+      for (const member of members)
+        member.onFinal = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+    });
+    const now = answered();
+    if (now !== last) lastChange = performance.now();
+    else if (performance.now() - lastChange > STALL_MS)
+      throw new Error(`serve throughput: ${turns - now} of ${turns} messages of ${prefix} unanswered`);
+    last = now;
+  }
+  const ms = performance.now() - started;
+  for (const member of members) member.onFinal = undefined;
+  return { ms, refused, twice: last - turns };
+}
+
+/** CPU (ms, user + system) of processes by pid, from /proc (0 where it cannot be read). */
+async function processCpuMs(pids: number[]): Promise<number> {
+  const { readFile } = await import("node:fs/promises");
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      total += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // Not on this machine.
+    }
+  }
+  return total;
+}
+
+interface Side {
+  ms: number;
+  cpuMs: number;
+  dbCpuMs: number;
+  refused: number;
+  twice: number;
+}
+
+async function measure(
+  members: Serve[],
+  prefix: string,
+  admin: pg.Client | undefined,
+  side: Side,
+  messages = MESSAGES,
+) {
+  const pids = members.map((m) => m.child.pid!);
+  const patterns = members.map((m) => `tiller ${m.processId}%`);
+  const dbBefore: Array<Map<number, number>> = [];
+  // One query at a time: the admin connection is a single client.
+  if (admin) for (const pattern of patterns) dbBefore.push(await backendCpuMs(admin, pattern));
+  const cpuBefore = await processCpuMs(pids);
+  const played = await playRound(members, prefix, messages);
+  side.cpuMs += (await processCpuMs(pids)) - cpuBefore;
+  if (admin)
+    for (const [i, pattern] of patterns.entries())
+      side.dbCpuMs += cpuSince(dbBefore[i]!, await backendCpuMs(admin, pattern));
+  side.ms += played.ms;
+  side.refused += played.refused;
+  side.twice += played.twice;
+}
+
+export async function benchServeThroughput(): Promise<Figures> {
+  const database = await benchDatabase();
+  if ("skipped" in database) {
+    console.log(`serve throughput bench skipped: ${database.skipped}`);
+    return { skipped: `skipped: ${database.skipped}` };
+  }
+  const { url, admin } = database;
+  const schema = `bench_serve_${Math.random().toString(16).slice(2, 10)}`;
+  const dir = await mkdtemp(join(tmpdir(), "tiller-bench-serve-"));
+  const model = await echoModel();
+  const { writeFile } = await import("node:fs/promises");
+  const config = join(dir, "config.json");
+  await writeFile(config, JSON.stringify({ lanes: { main: CAPACITY } }));
+  const common = ["--config", config, "--model-url", model.url, "--model", "echo"];
+  const started: Serve[] = [];
+  try {
+    const one = await startServe(["--store", join(dir, "one"), ...common]);
+    started.push(one);
+    const three: Serve[] = [];
+    for (const name of ["a", "b", "c"]) {
+      const member = await startServe([
+        "--store",
+        join(dir, name),
+        ...common,
+        "--postgres",
+        url,
+        "--schema",
+        schema,
+      ]);
+      started.push(member);
+      three.push(member);
+    }
+    const cluster: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0 };
+    const single: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0 };
+    const warm: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0 };
+    // Warm-up: one message per session (JIT, connections, prepared plans, the model's sockets).
+    await measure(three, "warm3", undefined, warm, 1);
+    await measure([one], "warm1", undefined, warm, 1);
+    await measure(three, "warm3b", undefined, warm, 1);
+    await measure([one], "warm1b", undefined, warm, 1);
+    await measure(three, "r0c", admin, cluster);
+    await measure([one], "r0j", undefined, single);
+    await measure([one], "r1j", undefined, single);
+    await measure(three, "r1c", admin, cluster);
+    const turns = 2 * TURNS;
+    const perSecond = (side: Side) => turns / (side.ms / 1000);
+    return {
+      "serve.cluster3.perSecond": Math.round(perSecond(cluster)),
+      "serve.jsonl1.perSecond": Math.round(perSecond(single)),
+      "serve.ratio": round(perSecond(cluster) / perSecond(single), 3),
+      "serve.ratio.target": ">= 1",
+      "serve.cluster3.cpuMsPerTurn": round(cluster.cpuMs / turns),
+      "serve.cluster3.dbCpuMsPerTurn": round(cluster.dbCpuMs / turns),
+      "serve.jsonl1.cpuMsPerTurn": round(single.cpuMs / turns),
+      "serve.refusedPosts": cluster.refused + single.refused + warm.refused,
+      "serve.refusedPosts.target": "<= 0",
+      "serve.answeredTwice": cluster.twice + single.twice + warm.twice,
+      "serve.answeredTwice.target": "<= 0",
+    };
+  } finally {
+    for (const serve of started) serve.stop();
+    await model.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await admin.end();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const figures = await benchServeThroughput();
+  for (const [key, value] of Object.entries(figures)) console.log(`  ${key}  ${value}`);
+  process.exit(0);
+}
