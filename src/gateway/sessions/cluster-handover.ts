@@ -34,6 +34,7 @@ export async function adoptSession(deps: HandoverDeps, session: string): Promise
     entry.override = null;
     entry.savedFrom = null;
     entry.savedEmpty = true;
+    entry.savedAs = undefined;
     entry.lastQueue = [];
     entry.lastSummaries = [];
   }
@@ -53,6 +54,7 @@ export async function settleSession(deps: HandoverDeps, session: string): Promis
   // still cannot be stored (the inbox then keeps the rows and tries again later).
   entry.savedFrom = null;
   entry.savedEmpty = false;
+  entry.savedAs = undefined;
   persistence.persist(session, entry, entry.actor?.getSnapshot());
   persistence.flush(session, entry);
   await entry.saving;

@@ -45,6 +45,7 @@ export async function resumeSession(deps: ResumeDeps, key: string): Promise<bool
   const entry = registry.memory(key, deps.channelNames[0]!);
   entry.turnSeq = state.turnSeq;
   entry.savedEmpty = false;
+  entry.savedAs = undefined;
   entry.override = state.override ?? null;
   // Channels redeliver what a dead process may not have acknowledged: ids this session already
   // accepted (stored, or owned by the turn and queue being resumed) stay duplicates.

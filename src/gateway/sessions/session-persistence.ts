@@ -41,6 +41,11 @@ export interface SessionMemory {
   lastQueue?: PersistedSession["queue"];
   lastSummaries?: string[];
   savedEmpty: boolean;
+  /**
+   * The last state handed to the store, without its unstored ids (as JSON), and those ids: a state
+   * that says the same, its unstored ids a subset, is not saved again. Undefined: save the next one.
+   */
+  savedAs?: { json: string; unstored: ReadonlySet<string> } | undefined;
   /** The newest state not yet handed to the store (undefined: none waiting; null: "nothing to resume"). */
   unsaved?: PersistedSession | null | undefined;
   saving: Promise<void>;
@@ -169,6 +174,8 @@ export class SessionPersistence {
   forget(entry: SessionMemory, id: string): boolean {
     if (entry.unstored?.delete(id)) {
       entry.unstoredVersion = (entry.unstoredVersion ?? 0) + 1;
+      // Saved without it even if nothing else changes: a restart must not take it for a duplicate.
+      entry.savedAs = undefined;
       this.dropEmptyUnstored(entry);
     }
     return entry.seen.delete(id);
@@ -203,7 +210,9 @@ export class SessionPersistence {
     if (state === undefined) return;
     entry.unsaved = undefined;
     if (state === null && entry.savedEmpty) return;
+    if (state !== null && sameAsSaved(entry, state)) return;
     entry.savedEmpty = state === null;
+    entry.savedAs = state === null ? undefined : savedForm(state);
     const ids = state ? stateIds(state) : [];
     const saving = entry.saving
       .then(() => this.saveWithRetries(key, state))
@@ -221,6 +230,8 @@ export class SessionPersistence {
           this.wake(entry, false);
         },
         (error: unknown) => {
+          // Not durable: the next state is saved even if it says the same.
+          entry.savedAs = undefined;
           this.deps.logger.error({ session: key, error: String(error) }, "state.saveFailed");
           this.deps.emit("state.saveFailed", { session: key, error: String(error) });
           entry.notDurable ??= new Set();
@@ -342,4 +353,25 @@ export function stateIds(state: PersistedSession): string[] {
   for (const item of [...(state.pending ? [state.pending] : []), ...state.queue])
     if ("messages" in item) for (const message of item.messages) ids.push(message.id);
   return ids;
+}
+
+/** What `sameAsSaved` compares: the state without its unstored ids, and those ids. */
+function savedForm(state: PersistedSession): { json: string; unstored: ReadonlySet<string> } {
+  const { unstored, ...rest } = state;
+  return { json: JSON.stringify(rest), unstored: new Set((unstored ?? []).map(([id]) => id)) };
+}
+
+/**
+ * The state says what the last one handed to the store says, but for unstored ids the transcript has
+ * taken in since (ids the state carries needlessly change nothing on a restart: the transcript holds
+ * them too). Such a save, one per turn when its user message is stored and again when the turn ends
+ * with fresh references to the same values, would cost a durable write for nothing.
+ */
+function sameAsSaved(entry: SessionMemory, state: PersistedSession): boolean {
+  const saved = entry.savedAs;
+  if (saved === undefined) return false;
+  const now = savedForm(state);
+  if (now.json !== saved.json) return false;
+  for (const id of now.unstored) if (!saved.unstored.has(id)) return false;
+  return true;
 }
