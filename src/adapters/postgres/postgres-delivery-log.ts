@@ -11,10 +11,11 @@ import {
 } from "../../ports/delivery-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
-import { checkSchema, clientConfig, createPool, inTransaction } from "./connection.js";
+import { checkSchema, clientConfig, createPool, inlined } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
+import { queryStatements } from "./query-statements.js";
 
 /** Options of the PostgreSQL delivery log that keeps the web channel's deliveries for several processes. */
 export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, DeliveryLogOptions {
@@ -37,13 +38,36 @@ interface Row {
 }
 
 const COLUMNS = "message_id, kind, text, run_id, delivery_id, at_ms";
-const BY_DELIVERY = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND delivery_id = $2`;
 // Taking the session's head row locks it until commit: appends of one session, from any process,
-// follow one another, so seq is gap-free (a rolled-back append gives its number back).
+// follow one another, so seq is gap-free.
 const NEXT_SEQ = `INSERT INTO web_delivery_heads (session_key, last_seq) VALUES ($1, 1)
-  ON CONFLICT (session_key) DO UPDATE SET last_seq = web_delivery_heads.last_seq + 1 RETURNING last_seq`;
-const INSERT = `INSERT INTO web_deliveries (session_key, seq, message_id, delivery_id, kind, text, run_id, at_ms)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+  ON CONFLICT (session_key) DO UPDATE SET last_seq = web_delivery_heads.last_seq + 1`;
+/**
+ * The rest of an append, after NEXT_SEQ in the same transaction (a statement of its own, so it reads
+ * what committed while NEXT_SEQ waited for the head row): a delivery id already stored for the session
+ * answers the stored row, stores nothing and gives the seq back; else the row is inserted with the new
+ * seq (its message id "<seq>-$3"), every `$9` appends the rows older than the newest `$8` go (at most
+ * 1000 at once: a backlog drains over the next prunes; seq is never renumbered), and the schema's
+ * channel (`$10`) is told the session (`$11`), at commit, so every process's streams read it.
+ */
+const STORE = `
+WITH known AS (SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND delivery_id = $2::text),
+head AS (SELECT last_seq FROM web_delivery_heads WHERE session_key = $1),
+ins AS (
+  INSERT INTO web_deliveries (session_key, seq, message_id, delivery_id, kind, text, run_id, at_ms)
+  SELECT $1, h.last_seq, h.last_seq::text || '-' || $3, $2::text, $4, $5, $6::text, $7
+    FROM head h WHERE NOT EXISTS (SELECT 1 FROM known)
+  RETURNING seq, ${COLUMNS}),
+back AS (UPDATE web_delivery_heads SET last_seq = last_seq - 1
+          WHERE session_key = $1 AND EXISTS (SELECT 1 FROM known)),
+pruned AS (DELETE FROM web_deliveries WHERE session_key = $1 AND seq IN (
+  SELECT d.seq FROM web_deliveries d, ins
+   WHERE d.session_key = $1 AND ins.seq % $9::bigint = 0 AND ins.seq > $8::bigint
+     AND d.seq <= ins.seq - $8::bigint
+   ORDER BY d.seq LIMIT 1000)),
+woken AS (SELECT pg_notify($10, $11) FROM ins)
+SELECT r.*, (SELECT count(*) FROM woken) AS woken
+  FROM (SELECT ${COLUMNS} FROM known UNION ALL SELECT ${COLUMNS} FROM ins) r`;
 // Only the newest `keep` ($2, NULL for all) are read: rows past them wait for the next prune.
 const KEPT = "COALESCE((SELECT last_seq FROM web_delivery_heads WHERE session_key = $1) - $2, 0)";
 const ALL = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND seq > ${KEPT} ORDER BY seq`;
@@ -52,12 +76,6 @@ const ALL = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND se
 const AFTER = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1
   AND seq > GREATEST(COALESCE((SELECT seq FROM web_deliveries WHERE session_key = $1 AND message_id = $3), 0), ${KEPT})
   ORDER BY seq`;
-// Run by the append whose seq is a multiple of the prune step, under the head row's lock, so one
-// process at a time deletes a session's old rows; seq is never renumbered. At most 1000 rows at once:
-// a backlog (rows stored before retention, or a smaller keep) drains over the next prunes.
-const PRUNE = `DELETE FROM web_deliveries WHERE session_key = $1 AND seq IN (
-  SELECT seq FROM web_deliveries WHERE session_key = $1 AND seq <= $2 ORDER BY seq LIMIT 1000)`;
-
 // The poll: the watched sessions' last seq, one query however many streams are open.
 const HEADS = "SELECT session_key, last_seq FROM web_delivery_heads WHERE session_key = ANY($1::text[])";
 
@@ -175,51 +193,35 @@ export class PostgresDeliveryLog implements DeliveryLog {
     await this.pool.end();
   }
 
+  /** One round trip and one commit: BEGIN, NEXT_SEQ, STORE and COMMIT go in one message. */
   private async store(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
-    const { deliveryId } = body;
-    if (deliveryId !== undefined) {
-      const known = (await this.pool.query<Row>(BY_DELIVERY, [session, deliveryId])).rows[0];
-      if (known) return toRecord(known);
-    }
-    const outcome = await inTransaction(this.pool, async (client) => {
-      const seq = Number((await client.query<{ last_seq: string }>(NEXT_SEQ, [session])).rows[0]!.last_seq);
-      if (deliveryId !== undefined) {
-        // Another process may have stored it while this one waited for the head row.
-        const known = (await client.query<Row>(BY_DELIVERY, [session, deliveryId])).rows[0];
-        if (known) throw new KnownDelivery(toRecord(known));
-      }
-      const record: DeliveryRecord = {
-        messageId: `${seq}-${nanoid(8)}`,
-        kind: body.kind,
-        text: body.text,
-        ...(body.runId !== undefined ? { runId: body.runId } : {}),
-        ...(deliveryId !== undefined ? { deliveryId } : {}),
-        at: Date.now(),
-      };
-      await client.query(INSERT, [
+    const client = await this.pool.connect();
+    try {
+      const keep = Number.isFinite(this.keep) ? this.keep : null;
+      const next = inlined(client, NEXT_SEQ, [session]);
+      const store = inlined(client, STORE, [
         session,
-        seq,
-        record.messageId,
-        deliveryId ?? null,
-        record.kind,
-        record.text,
-        record.runId ?? null,
-        record.at,
-      ]);
-      // Every `step` appends, the rows older than the newest `keep` go: at most keep + step rows stay.
-      if (seq % pruneStep(this.keep) === 0 && seq > this.keep)
-        await client.query(PRUNE, [session, seq - this.keep]);
-      // Sent at commit: every process's streams of the session read the new row.
-      await client.query("SELECT pg_notify($1, $2)", [
+        body.deliveryId ?? null,
+        nanoid(8),
+        body.kind,
+        body.text,
+        body.runId ?? null,
+        Date.now(),
+        keep,
+        keep === null ? null : pruneStep(keep),
         deliveriesChannel(this.schema),
         notifyPayload(session),
       ]);
-      return record;
-    }).catch((error: unknown) => {
-      if (error instanceof KnownDelivery) return error.record; // rolled back: its seq is not used
+      const results = await queryStatements<Row>(client, `BEGIN; ${next}; ${store}; COMMIT`, 4);
+      const row = results[2]!.rows[0];
+      if (!row) throw new Error(`web deliveries: the append to ${session} stored nothing`);
+      return toRecord(row);
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
       throw error;
-    });
-    return outcome;
+    } finally {
+      client.release();
+    }
   }
 
   private keptParam(): number | null {
@@ -266,16 +268,9 @@ export class PostgresDeliveryLog implements DeliveryLog {
   }
 }
 
-/** Thrown inside the append's transaction to roll it back when the delivery is already stored. */
-class KnownDelivery extends Error {
-  constructor(readonly record: DeliveryRecord) {
-    super("delivery already stored");
-  }
-}
-
 /** How many appends apart a session is pruned: a delete of at most 100 rows, amortized O(1). */
 function pruneStep(keep: number): number {
-  return Number.isFinite(keep) ? Math.min(keep, 100) : Number.POSITIVE_INFINITY;
+  return Math.min(keep, 100);
 }
 
 /** NOTIFY payloads are limited (8000 bytes): a longer key wakes every stream (empty payload) instead. */
