@@ -6,6 +6,7 @@ import type { Logger } from "../../logger.js";
 import { parseControl } from "../../policy/control.js";
 import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
 import type { InboxEntry, SessionCluster } from "../../ports/session-cluster.js";
+import { AppliedAcks } from "./applied-acks.js";
 import type { Ack } from "./compose-ack.js";
 import {
   checkTrigger,
@@ -86,6 +87,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   /** Inbox ids of the subagent tasks this process started, whose tools wait for them here. */
   const children = new Set<string>();
   const serial = <T>(session: string, work: () => Promise<T>) => steps.run(session, work);
+  /** Acks of rows this process received and applied, until its receive() takes them. */
+  const appliedHere = new AppliedAcks();
 
   /** Applies the session's waiting messages in order; returns the acks by inbox id. */
   async function drainNow(session: string): Promise<Map<string, Ack | TriggerAck>> {
@@ -116,7 +119,10 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       // A message the session turned away may be sent again: only the receiver here can say so.
       if (ack.disposition === "rejected" && entry.receivedBy === cluster.processId)
         await cluster.forget(entry.id);
-      else await cluster.applied(entry, ack);
+      else {
+        await cluster.applied(entry, ack);
+        if (entry.receivedBy === cluster.processId) appliedHere.remember(entry.id, ack);
+      }
     }
     return acks;
   }
@@ -259,6 +265,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     if (acceptance.kind === "remote") {
       const { owner, id } = acceptance;
       const answer = await cluster.awaitAck(id, cluster.ackWaitMs);
+      // Taken over and applied here meanwhile: its ack came from the inbox too.
+      appliedHere.take(id);
       emit("message.forwarded", { session, messageId: message.id, owner, confirmed: answer !== undefined });
       if (answer) {
         const owned = answer.ack as Ack;
@@ -302,8 +310,12 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       await releaseIfIdle(session);
       return applied;
     });
-    // Applied by a wake-up that ran first: its ack is in the inbox.
-    return acks.get(acceptance.id) ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined);
+    // Applied by a step that ran first (an earlier message's, a wake-up): its ack is kept here, else
+    // (applied by another process that took the session meanwhile) it is in the inbox.
+    const here = appliedHere.take(acceptance.id);
+    return (
+      acks.get(acceptance.id) ?? here ?? ((await cluster.awaitAck(acceptance.id, 0))?.ack as Ack | undefined)
+    );
   }
 
   /** `trigger()`; with `child`, a subagent's task (see `startChild`). */
@@ -332,6 +344,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     }
     if (acceptance.kind === "remote") {
       const answer = await cluster.awaitAck(acceptance.id, cluster.ackWaitMs);
+      appliedHere.take(acceptance.id);
       emit("message.forwarded", {
         session,
         messageId: id,
