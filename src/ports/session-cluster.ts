@@ -82,5 +82,14 @@ export interface InboxEntry extends InboxMessage {
 /** Where the cluster inbox put a message: a duplicate, applied here, or forwarded to its owner. */
 export type Acceptance =
   | { kind: "duplicate" }
-  | { kind: "local"; id: string; adopted: boolean }
+  | {
+      kind: "local";
+      id: string;
+      adopted: boolean;
+      /**
+       * No older message of the session waited in the inbox when this one was committed: this
+       * process may apply it as it is, without reading the inbox back.
+       */
+      alone?: boolean;
+    }
   | { kind: "remote"; id: string; owner: string };

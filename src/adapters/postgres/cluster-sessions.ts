@@ -115,7 +115,13 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   /** One round trip: BEGIN, the session's lock, ACCEPT and COMMIT go in one message. */
   async function accept(message: InboxMessage): Promise<Acceptance> {
     const client = await pool.connect();
-    let row: { id: string | null; owner: string | null; live: boolean | null; fence: string | null };
+    let row: {
+      id: string | null;
+      owner: string | null;
+      live: boolean | null;
+      fence: string | null;
+      older: number;
+    };
     try {
       const lock = inlined(client, sql.LOCK_SESSION, [lockKey(message.session)]);
       const statement = inlined(client, sql.ACCEPT, [
@@ -141,7 +147,8 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     owned.set(message.session, ++takings);
     // Known to the store's writes once the ownership is committed, not before.
     fences.set(message.session, Number(row.fence));
-    return { kind: "local", id: row.id, adopted: !(row.live && row.owner === processId) };
+    const adopted = !(row.live && row.owner === processId);
+    return { kind: "local", id: row.id, adopted, ...(row.older === 0 ? { alone: true } : {}) };
   }
 
   async function takeOwner(client: pg.PoolClient, session: string): Promise<number> {
@@ -213,15 +220,25 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     }
   }
 
+  /** One round trip: BEGIN, the session's lock, RELEASE_IF_IDLE and COMMIT go in one message. */
   async function release(session: string): Promise<boolean> {
-    return inTransaction(pool, async (client) => {
-      await client.query(sql.LOCK_SESSION, [lockKey(session)]);
-      if ((await client.query(sql.ANY_WAITING, [session])).rows.length > 0) return false;
-      await client.query(sql.RELEASE, [session, processId]);
-      owned.delete(session);
-      fences.delete(session);
-      return true;
-    });
+    const client = await pool.connect();
+    let waiting: boolean;
+    try {
+      const lock = inlined(client, sql.LOCK_SESSION, [lockKey(session)]);
+      const statement = inlined(client, sql.RELEASE_IF_IDLE, [session, processId]);
+      const text = `BEGIN; ${lock}; ${statement}; COMMIT`;
+      waiting = (await queryStatements<{ waiting: boolean }>(client, text, 4))[2]!.rows[0]!.waiting;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+    if (waiting) return false;
+    owned.delete(session);
+    fences.delete(session);
+    return true;
   }
 
   /** Takes a session nobody live owns; false when someone got there first. */

@@ -13,7 +13,8 @@ ON CONFLICT (session_key, message_id) DO NOTHING RETURNING id`;
  * The whole accept after LOCK_SESSION, in one statement: the message goes into the inbox unless its id
  * is there (a duplicate: nothing else happens); then a live owner elsewhere is woken (`$7` || owner:
  * its channel, `$8` the payload), else this process (`$5`) owns the session from now on (TAKE_OWNER,
- * lease `$6` ms). Answers the inbox id, the owner as it was, whether it was live, and the token taken.
+ * lease `$6` ms). Answers the inbox id, the owner as it was, whether it was live, the token taken and
+ * how many older messages of the session wait (the statement does not see its own insert).
  */
 export const ACCEPT = `
 WITH ins AS (
@@ -31,7 +32,8 @@ taken AS (
     owner = excluded.owner, lease_until = excluded.lease_until
   RETURNING fence)
 SELECT (SELECT id FROM ins) AS id, (SELECT owner FROM o) AS owner, (SELECT live FROM o) AS live,
-       (SELECT fence FROM taken) AS fence, (SELECT count(*) FROM woken) AS woken`;
+       (SELECT fence FROM taken) AS fence, (SELECT count(*) FROM woken) AS woken,
+       (SELECT count(*) FROM inbox WHERE session_key = $1 AND taken_at IS NULL)::int AS older`;
 
 export const OWNER_OF = `
 SELECT owner, lease_until > clock_timestamp() AS live FROM session_owners WHERE session_key = $1`;
@@ -62,9 +64,14 @@ export const FORGET = "DELETE FROM inbox WHERE id = $1";
 
 export const ACK_OF = "SELECT ack, taken_by FROM inbox WHERE id = $1";
 
-export const ANY_WAITING = "SELECT 1 FROM inbox WHERE session_key = $1 AND taken_at IS NULL LIMIT 1";
-
-export const RELEASE = "DELETE FROM session_owners WHERE session_key = $1 AND owner = $2";
+/**
+ * After LOCK_SESSION: this process (`$2`) gives the session up unless messages wait for it (then it
+ * keeps it, to apply them first). Answers whether any wait.
+ */
+export const RELEASE_IF_IDLE = `
+WITH w AS (SELECT 1 FROM inbox WHERE session_key = $1 AND taken_at IS NULL LIMIT 1),
+d AS (DELETE FROM session_owners WHERE session_key = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM w))
+SELECT EXISTS (SELECT 1 FROM w) AS waiting`;
 
 /** Renews this process's ownerships whose lease still runs; the ones missing were lost. */
 export const RENEW = `

@@ -18,6 +18,10 @@ export class AppliedAcks {
     if (this.acks.size > LIMIT) this.acks.delete(this.acks.keys().next().value!);
   }
 
+  has(id: string): boolean {
+    return this.acks.has(id);
+  }
+
   /** The ack of row `id` if it was applied here (and forgets it). */
   take(id: string): Ack | TriggerAck | undefined {
     const ack = this.acks.get(id);

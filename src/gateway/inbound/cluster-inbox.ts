@@ -1,12 +1,12 @@
 import { KeyedQueue } from "../../adapters/keyed-queue.js";
 import { type GatewayConfig, queueLayers } from "../../config.js";
-import { MessageRejectedError } from "../../errors.js";
 import type { EmitEvent } from "../../events.js";
 import type { Logger } from "../../logger.js";
 import { parseControl } from "../../policy/control.js";
 import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
-import type { InboxEntry, SessionCluster } from "../../ports/session-cluster.js";
+import type { InboxEntry, InboxMessage, SessionCluster } from "../../ports/session-cluster.js";
 import { AppliedAcks } from "./applied-acks.js";
+import { applyInboxEntry, TRIGGER_MODE } from "./apply-inbox-entry.js";
 import type { Ack } from "./compose-ack.js";
 import {
   checkTrigger,
@@ -74,9 +74,6 @@ export interface ClusterInbox {
  * Everything a process does for one session (apply, take over, give up) runs one step at a time, in
  * inbox order.
  */
-/** The inbox mode of a turn nobody typed (its body is the trigger request). */
-const TRIGGER_MODE = "trigger";
-
 export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const { cluster, config, emit } = deps;
   const steps = new KeyedQueue();
@@ -90,12 +87,15 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   /** Acks of rows this process received and applied, until its receive() takes them. */
   const appliedHere = new AppliedAcks();
 
-  /** Applies the session's waiting messages in order; returns the acks by inbox id. */
-  async function drainNow(session: string): Promise<Map<string, Ack | TriggerAck>> {
+  /**
+   * Applies the session's waiting messages in order (`only`: that one, known to be the only one);
+   * returns the acks by inbox id.
+   */
+  async function drainNow(session: string, only?: InboxEntry): Promise<Map<string, Ack | TriggerAck>> {
     const acks = new Map<string, Ack | TriggerAck>();
     // A draining process applies nothing more: its sessions go to whoever takes them when it stops.
     if (deps.isDraining()) return acks;
-    const waiting = await cluster.waiting(session);
+    const waiting = only ? [only] : await cluster.waiting(session);
     // Rows wait for this process, so it owns the session again: what it forgot comes from the store.
     if (waiting.length > 0 && forgotten.has(session)) await adopt(session);
     for (const entry of waiting) {
@@ -127,41 +127,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     return acks;
   }
 
-  /**
-   * Applies one row as a local message. A row this process cannot take (its config refuses the
-   * message) is answered as rejected rather than left to be tried on every poll.
-   */
-  async function applyOne(entry: InboxEntry): Promise<Ack | TriggerAck> {
-    try {
-      if (entry.mode === TRIGGER_MODE) {
-        const { extras, ...request } = entry.body as TriggerRequest & { extras?: TriggerExtras };
-        // A subagent's task runs only where its tool waits for it: a process that took the child over
-        // from a dead one (or a restarted one) has nobody to hand its final to.
-        if (request.trigger === "subagent" && !children.delete(entry.id))
-          return triggerAckOf(
-            request,
-            entry.messageId,
-            "rejected",
-            "the tool that started this subagent is gone",
-          );
-        return await deps.localTrigger(request, extras);
-      }
-      // It arrived when the process that received it took it in, not when the owner applies it.
-      const { arrivedAt, ...inbound } = entry.body as InboundMessage & { arrivedAt?: number };
-      return await deps.local(inbound, typeof arrivedAt === "number" ? arrivedAt : undefined);
-    } catch (error) {
-      if (!(error instanceof MessageRejectedError)) throw error;
-      return {
-        session: entry.session,
-        messageId: entry.messageId,
-        disposition: "rejected",
-        mode: "steer",
-        modeSource: "default",
-        reason: error.message,
-        text: `Not accepted: ${error.message}.`,
-      };
-    }
-  }
+  const applyOne = (entry: InboxEntry) => applyInboxEntry(entry, deps, children);
 
   /** Gives the session up once nothing runs here and its state is durable; applies late arrivals. */
   async function releaseIfIdle(session: string): Promise<void> {
@@ -242,14 +208,14 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     const session = message.session;
     const isControl = parseControl(message.text) !== undefined;
     const arrivedAt = deps.now();
-    const acceptance = await accepts.run(session, () =>
-      cluster.accept({
-        session,
-        messageId: message.id,
-        mode: isControl ? "control" : (message.mode ?? "default"),
-        body: { ...message, arrivedAt },
-      }),
-    );
+    const accepted: InboxMessage = {
+      session,
+      messageId: message.id,
+      mode: isControl ? "control" : (message.mode ?? "default"),
+      body: { ...message, arrivedAt },
+    };
+    const acceptedAt = Date.now();
+    const acceptance = await accepts.run(session, () => cluster.accept(accepted));
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
     const setting = resolveQueueSetting({ inline, ...queueLayers(config, message.channel) });
     const base = { session, messageId: message.id, mode: setting.mode, modeSource: setting.modeSource };
@@ -286,7 +252,17 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
           "your message waits for it and is answered once.",
       };
     }
-    const ack = (await applyHere(session, acceptance)) as Ack | undefined;
+    // Alone in the inbox: applied as it is (as the inbox holds it, JSON), unless that took long.
+    const only = acceptance.alone
+      ? { ...accepted, body: JSON.parse(JSON.stringify(accepted.body)), id: acceptance.id }
+      : undefined;
+    const fresh = () => Date.now() - acceptedAt < cluster.ackWaitMs;
+    const ack = (await applyHere(
+      session,
+      acceptance,
+      only && { ...only, receivedBy: cluster.processId },
+      fresh,
+    )) as Ack | undefined;
     if (ack) return ack;
     // Nothing applied it (this process drains): it waits in the inbox for the next owner.
     return {
@@ -301,12 +277,18 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   async function applyHere(
     session: string,
     acceptance: { id: string; adopted: boolean },
+    only?: InboxEntry,
+    fresh?: () => boolean,
   ): Promise<Ack | TriggerAck | undefined> {
     const acks = await serial(session, async () => {
       // Owned here now: adopted by the acceptance, or owned all along by the store's account while
       // this process forgot its live state (ownership lost, or given up and taken back meanwhile).
-      if (acceptance.adopted || forgotten.has(session)) await adopt(session);
-      const applied = await drainNow(session);
+      const kept = !acceptance.adopted && !forgotten.has(session);
+      if (!kept) await adopt(session);
+      // The row alone, as accepted: not read back, when nothing may have changed since (the session
+      // kept here, the row not applied by an earlier step, the lease taken by the accept still young).
+      const direct = kept && only && fresh?.() && !appliedHere.has(only.id) ? only : undefined;
+      const applied = await drainNow(session, direct);
       await releaseIfIdle(session);
       return applied;
     });
