@@ -6,7 +6,15 @@ import { fileURLToPath } from "node:url";
 export function startChild(mode: string, args: Record<string, unknown>) {
   const compiled = import.meta.url.endsWith(".js");
   const file = fileURLToPath(new URL(`./postgres-child.${compiled ? "js" : "ts"}`, import.meta.url));
-  const argv = [...(compiled ? [] : ["--import", "tsx"]), file, mode, JSON.stringify(args)];
+  // TILLER_BENCH_CPU_PROF=DIR: each child writes a V8 CPU profile there (node --cpu-prof) when it exits.
+  const profile = process.env.TILLER_BENCH_CPU_PROF;
+  const argv = [
+    ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []),
+    ...(compiled ? [] : ["--import", "tsx"]),
+    file,
+    mode,
+    JSON.stringify(args),
+  ];
   const child: ChildProcess = spawn(process.execPath, argv, { stdio: ["pipe", "pipe", "inherit"] });
   const facts: Array<Record<string, unknown>> = [];
   const waiters: Array<() => void> = [];

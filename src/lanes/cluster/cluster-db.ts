@@ -128,7 +128,11 @@ export class ClusterDb {
    * path goes in one round trip (BEGIN, the lock, the claim that also wakes, COMMIT in one message);
    * when it cannot prove its choice it grants nothing and the full pass runs.
    */
-  async claim(lane: string, defaultCapacity: number): Promise<Grant[] | undefined> {
+  async claim(
+    lane: string,
+    defaultCapacity: number,
+    ends: readonly RunEnd[] = [],
+  ): Promise<Grant[] | undefined> {
     return this.inClaim(async (client) => {
       const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
       const quick = inlined(client, sql.CLAIM_QUICK_TELL, [
@@ -141,12 +145,15 @@ export class ClusterDb {
         grantChannel(this.schema, ""),
       ]);
       const lock = inlined(client, sql.LOCK_LANE, [this.lockKey(lane)]);
+      // Runs of this lane that ended here go in the same transaction, before the claim counts the
+      // active rows: their slots are granted again in the same round trip.
+      const end = ends.length > 0 ? `${completeAll(ends)}; ` : "";
       const results = await queryStatements<GrantRow & { proven: boolean }>(
         client,
-        `BEGIN; ${lock}; ${quick}; COMMIT`,
-        4,
+        `BEGIN; ${lock}; ${end}${quick}; COMMIT`,
+        end ? 5 : 4,
       );
-      const rows = results[2]!.rows;
+      const rows = results[end ? 3 : 2]!.rows;
       if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
       return this.grants(await this.fullPass(client, lane, defaultCapacity));
     });
@@ -178,13 +185,17 @@ export class ClusterDb {
     return `${this.schema}:lane:${lane}`;
   }
 
-  /** A claim pass on the lane, or on its capacity group when it has one. */
+  /**
+   * A claim pass on the lane, or on its capacity group when it has one. `ends`: runs of the lane that
+   * ended here, whose rows go in the pass's transaction (a lane of no group only).
+   */
   claimLaneOrGroup(
     lane: string,
     group: LaneGroupSpec | undefined,
     capacityOf: (lane: string) => number,
+    ends: readonly RunEnd[] = [],
   ): Promise<Grant[] | undefined> {
-    return group ? this.claimGroup(group, capacityOf) : this.claim(lane, capacityOf(lane));
+    return group ? this.claimGroup(group, capacityOf) : this.claim(lane, capacityOf(lane), ends);
   }
 
   /**
@@ -322,4 +333,20 @@ export class ClusterDb {
   async leave(): Promise<void> {
     await this.pool.query(sql.LEAVE, [this.processId]);
   }
+}
+
+/** A run that ended: its row and the token it held it with. */
+export interface RunEnd {
+  rowId: string;
+  fence: number;
+}
+
+/** COMPLETE for several runs, written out (row ids and tokens are checked to be integers). */
+function completeAll(ends: readonly RunEnd[]): string {
+  const values = ends.map(({ rowId, fence }) => {
+    if (!/^\d+$/.test(rowId) || !Number.isSafeInteger(fence))
+      throw new TypeError(`not a run: ${rowId}/${fence}`);
+    return `(${rowId}::bigint, ${fence}::bigint)`;
+  });
+  return `DELETE FROM lane_runs WHERE (id, fence) IN (VALUES ${values.join(", ")})`;
 }

@@ -1,19 +1,26 @@
 import { clientConfig, createPool } from "../../adapters/postgres/connection.js";
-import type { FenceSource } from "../../adapters/postgres/fences.js";
 import { LaneListener } from "../../adapters/postgres/lane-listener.js";
 import { migrate } from "../../adapters/postgres/migrate.js";
 import { describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
 import type { LaneWait, TillerEvent } from "../../events.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
 import { parseLaneGroups, withGroups } from "../lane-groups.js";
-import type { LaneScheduler, LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
-import { checkCapacity, checkRunOptions, checkWorkloadLane, SESSION_PREFIX } from "../run-options.js";
+import type { LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
+import { checkCapacity, checkRunOptions, checkWorkloadLane } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
 import { ClaimPasses } from "./claim-passes.js";
 import { ClusterDb, type Grant, grantChannel, toldGrants } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
+import type { ClusterLanes } from "./cluster-lanes.types.js";
 import { type ClusterLanesOptions, parseClusterOptions } from "./cluster-options.js";
-import { clusterSnapshot, laneCounts, lostWaiting } from "./cluster-snapshot.js";
+import {
+  clusterSnapshot,
+  laneCounts,
+  lanesWaiting,
+  lostWaiting,
+  toClear,
+  waitingCount,
+} from "./cluster-snapshot.js";
 import { completeUntilDone } from "./complete-until-done.js";
 import { every } from "./every.js";
 import { FenceRegistry } from "./fence-registry.js";
@@ -21,15 +28,7 @@ import { GrantedRuns } from "./granted-runs.js";
 import { LaneEventFan } from "./lane-event-fan.js";
 import { longWaits, startingWait } from "./long-waits.js";
 import { renewLeases } from "./renew-leases.js";
-
-/** Cluster lanes: the lane scheduler's interface, plus what a process of a cluster needs. */
-export interface ClusterLanes extends LaneScheduler, FenceSource {
-  readonly processId: string;
-  /** Runs the reaper now (it also runs on every poll); returns how many rows it dropped. */
-  reap(): Promise<number>;
-  /** Rejects waiting tasks, leaves the cluster (its rows go) and closes the connections. */
-  close(): Promise<void>;
-}
+import { RunEnds } from "./run-ends.js";
 
 /**
  * Creates lanes shared by every process on one PostgreSQL schema: exact workload-lane capacity across
@@ -59,6 +58,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   const entries = new Map<number, ClusterEntry>();
   /** Rows of runs that ended by themselves, given back once their writes landed. */
   const returning = new Set<string>();
+  // Rows of runs that ended go in their lane's next claim pass (a grouped lane's on their own).
+  const runEnds = new RunEnds({ folds: (lane) => !groupOf.has(lane) && !closed, claim, release });
   const toEnqueue: ClusterEntry[] = [];
   let enqueueChain: Promise<void> = Promise.resolve();
   const pending = new Set<Promise<unknown>>();
@@ -151,10 +152,15 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
 
   async function claimPass(lane: string): Promise<void> {
     const sentAt = clock.now();
-    const grants = await db.claimLaneOrGroup(lane, groupOf.get(lane), (l) => capacities.get(l) ?? 1);
+    const capacityOf = (l: string) => capacities.get(l) ?? 1;
+    const { result: grants, ended } = await runEnds.pass(lane, (ends) =>
+      db.claimLaneOrGroup(lane, groupOf.get(lane), capacityOf, ends),
+    );
     // Another lane's pass granted the same session first: the next pass sees it active.
-    if (!grants) passes.passAgain(lane);
-    for (const grant of grants ?? []) if (grant.owner === processId) granted(grant, sentAt);
+    if (!grants) return passes.passAgain(lane);
+    for (const end of ended) returning.delete(end.rowId);
+    if (ended.length > 0) for (const waiting of waitingLanes()) if (waiting !== lane) claim(waiting);
+    for (const grant of grants) if (grant.owner === processId) granted(grant, sentAt);
   }
 
   /** Starts the grants a wake-up named (`told`), else asks which of this process's rows were granted. */
@@ -196,7 +202,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
         const landed = fences.settled(entry.sessionKey);
         track(
           "complete",
-          landed.then(() => release(rowId, fence, entry.lane)),
+          landed.then(() => runEnds.end(entry.lane, rowId, fence)),
         );
       } else release(rowId, fence, entry.lane);
       forgetLater(entry);
@@ -260,19 +266,10 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     entries.delete(entry.id);
   }
 
-  function waitingLanes(): Set<string> {
-    const lanes = new Set<string>();
-    for (const entry of entries.values()) if (entry.isWaiting && entry.rowId) lanes.add(entry.lane);
-    return lanes;
-  }
+  const waitingLanes = () => lanesWaiting(entries.values());
 
   function clear(laneName: string): number {
-    if (typeof laneName !== "string")
-      throw new TypeError(`lane: expected a string, received ${describe(laneName)}`);
-    const session = laneName.startsWith(SESSION_PREFIX) ? laneName.slice(SESSION_PREFIX.length) : undefined;
-    const victims = [...entries.values()].filter(
-      (e) => e.isWaiting && (session === undefined ? e.lane === laneName : e.session === session),
-    );
+    const victims = toClear(entries.values(), laneName);
     if (victims.length === 0) return 0;
     emit("lane.cleared", { lane: laneName, count: victims.length });
     for (const entry of victims) forget(entry, "cleared", new LaneClearedError(laneName));
@@ -371,9 +368,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
       return activeCount;
     },
     get queuedCount() {
-      let queued = 0;
-      for (const entry of entries.values()) if (entry.isWaiting) queued++;
-      return queued;
+      return waitingCount(entries.values());
     },
     entryState: (entryId: number) => entries.get(entryId)?.reportedState,
     actor: gate.actor,
@@ -397,4 +392,5 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     },
   };
 }
+export type { ClusterLanes } from "./cluster-lanes.types.js";
 export type { ClusterLanesOptions } from "./cluster-options.js";

@@ -1,3 +1,4 @@
+import { describe } from "../../errors.js";
 import type { LaneSnapshot } from "../lane-scheduler.types.js";
 import { SESSION_PREFIX } from "../run-options.js";
 import type { ClusterDb } from "./cluster-db.js";
@@ -47,4 +48,28 @@ export async function lostWaiting(entries: Iterable<ClusterEntry>, db: ClusterDb
   if (waiting.length === 0) return [];
   const present = await db.existing(waiting.map((e) => e.rowId!));
   return waiting.filter((e) => e.isWaiting && e.rowId !== undefined && !present.has(e.rowId));
+}
+
+/** How many of these tasks wait for a slot. */
+export function waitingCount(entries: Iterable<ClusterEntry>): number {
+  let waiting = 0;
+  for (const entry of entries) if (entry.isWaiting) waiting++;
+  return waiting;
+}
+
+/** The lanes with tasks whose rows wait in the database. */
+export function lanesWaiting(entries: Iterable<ClusterEntry>): Set<string> {
+  const lanes = new Set<string>();
+  for (const entry of entries) if (entry.isWaiting && entry.rowId) lanes.add(entry.lane);
+  return lanes;
+}
+
+/** The waiting tasks `clear(laneName)` rejects: of a workload lane, or of a session (`session:<key>`). */
+export function toClear(entries: Iterable<ClusterEntry>, laneName: string): ClusterEntry[] {
+  if (typeof laneName !== "string")
+    throw new TypeError(`lane: expected a string, received ${describe(laneName)}`);
+  const session = laneName.startsWith(SESSION_PREFIX) ? laneName.slice(SESSION_PREFIX.length) : undefined;
+  return [...entries].filter(
+    (e) => e.isWaiting && (session === undefined ? e.lane === laneName : e.session === session),
+  );
 }
