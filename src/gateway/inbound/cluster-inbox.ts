@@ -288,7 +288,9 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       // The row alone, as accepted: not read back, when nothing may have changed since (the session
       // kept here, the row not applied by an earlier step, the lease taken by the accept still young).
       const direct = kept && only && fresh?.() && !appliedHere.has(only.id) ? only : undefined;
-      const applied = await drainNow(session, direct);
+      // Applied already by an earlier step (which drained the rows behind it): nothing to read. Rows
+      // that came since have steps of their own.
+      const applied = kept && appliedHere.has(acceptance.id) ? new Map() : await drainNow(session, direct);
       await releaseIfIdle(session);
       return applied;
     });
