@@ -176,10 +176,13 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   }
 
   async function applied(entry: InboxEntry, ack: object): Promise<void> {
-    const { rows } = await pool.query<{ received_by: string }>(sql.APPLIED, [entry.id, processId, ack]);
-    const receivedBy = rows[0]?.received_by;
-    if (receivedBy !== undefined && receivedBy !== processId)
-      await pool.query(sql.NOTIFY, [inboxChannel(schema, receivedBy), JSON.stringify({ ack: entry.id })]);
+    await pool.query(sql.APPLIED, [
+      entry.id,
+      processId,
+      ack,
+      inboxChannel(schema, ""),
+      JSON.stringify({ ack: entry.id }),
+    ]);
   }
 
   async function ackOf(id: string): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {

@@ -56,9 +56,16 @@ SELECT i.id, i.message_id, i.mode, i.body, i.received_by FROM inbox i
    AND EXISTS (SELECT 1 FROM session_owners o WHERE o.session_key = $1 AND o.owner = $2)
  ORDER BY i.id`;
 
+/**
+ * The owner (`$2`) applied row `$1`: its ack (`$3`) is recorded, and the process that received it, if
+ * another, is told at commit (its channel `$4` || receiver, payload `$5`), in the same round trip.
+ */
 export const APPLIED = `
-UPDATE inbox SET taken_by = $2, taken_at = clock_timestamp(), ack = $3
- WHERE id = $1 AND taken_at IS NULL RETURNING received_by`;
+WITH u AS (
+  UPDATE inbox SET taken_by = $2, taken_at = clock_timestamp(), ack = $3
+   WHERE id = $1 AND taken_at IS NULL RETURNING received_by)
+SELECT received_by, (SELECT count(*) FROM (SELECT pg_notify($4 || received_by, $5) WHERE received_by <> $2) n) AS told
+  FROM u`;
 
 export const FORGET = "DELETE FROM inbox WHERE id = $1";
 
