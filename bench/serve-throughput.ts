@@ -66,6 +66,9 @@ interface Serve {
   processId: string | undefined;
   /** Answers (`final.delivered`) seen per session. */
   finals: Map<string, number>;
+  /** Messages forwarded to another process's session, and sessions adopted here (their state read). */
+  forwarded: number;
+  adopted: number;
   onFinal: (() => void) | undefined;
   stop(): void;
 }
@@ -98,6 +101,8 @@ async function startServe(args: string[]): Promise<Serve> {
     url,
     processId: /process (\S+)/.exec(out)?.[1],
     finals: new Map(),
+    forwarded: 0,
+    adopted: 0,
     onFinal: undefined,
     stop() {
       abort.abort();
@@ -112,6 +117,8 @@ async function startServe(args: string[]): Promise<Serve> {
     signal: abort.signal,
     onOpen: () => opened(),
     onEvent(message) {
+      if (message.event === "message.forwarded") serve.forwarded++;
+      if (message.event === "session.adopted") serve.adopted++;
       if (message.event !== "final.delivered") return;
       const { session } = JSON.parse(message.data) as { session: string };
       serve.finals.set(session, (serve.finals.get(session) ?? 0) + 1);
@@ -202,6 +209,8 @@ async function processCpuMs(pids: number[]): Promise<number> {
 }
 
 interface Side {
+  forwarded: number;
+  adopted: number;
   ms: number;
   cpuMs: number;
   dbCpuMs: number;
@@ -222,7 +231,12 @@ async function measure(
   // One query at a time: the admin connection is a single client.
   if (admin) for (const pattern of patterns) dbBefore.push(await backendCpuMs(admin, pattern));
   const cpuBefore = await processCpuMs(pids);
+  const moved = () => members.reduce((n, m) => [n[0]! + m.forwarded, n[1]! + m.adopted], [0, 0]);
+  const [forwardedBefore, adoptedBefore] = moved();
   const played = await playRound(members, prefix, messages);
+  const [forwardedAfter, adoptedAfter] = moved();
+  side.forwarded += forwardedAfter! - forwardedBefore!;
+  side.adopted += adoptedAfter! - adoptedBefore!;
   side.cpuMs += (await processCpuMs(pids)) - cpuBefore;
   if (admin)
     for (const [i, pattern] of patterns.entries())
@@ -264,9 +278,9 @@ export async function benchServeThroughput(): Promise<Figures> {
       started.push(member);
       three.push(member);
     }
-    const cluster: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0 };
-    const single: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0 };
-    const warm: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0 };
+    const cluster: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0 };
+    const single: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0 };
+    const warm: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0 };
     // Warm-up: one message per session (JIT, connections, prepared plans, the model's sockets).
     await measure(three, "warm3", undefined, warm, 1);
     await measure([one], "warm1", undefined, warm, 1);
@@ -286,6 +300,10 @@ export async function benchServeThroughput(): Promise<Figures> {
       "serve.cluster3.cpuMsPerTurn": round(cluster.cpuMs / turns),
       "serve.cluster3.dbCpuMsPerTurn": round(cluster.dbCpuMs / turns),
       "serve.jsonl1.cpuMsPerTurn": round(single.cpuMs / turns),
+      // Where the cluster's extra work comes from: messages a process forwarded to the session's owner
+      // elsewhere, and sessions a process took up (its state and transcript read) after another gave it up.
+      "serve.cluster3.forwardedShare": round(cluster.forwarded / turns),
+      "serve.cluster3.adoptionsPerTurn": round(cluster.adopted / turns),
       "serve.refusedPosts": cluster.refused + single.refused + warm.refused,
       "serve.refusedPosts.target": "<= 0",
       "serve.answeredTwice": cluster.twice + single.twice + warm.twice,
