@@ -2,6 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoTool } from "../../src/adapters/demo-model.js";
+import { HeldClock } from "../support/held-clock.js";
 import { startTestServer, type TestServer } from "../support/http-gateway.js";
 import { runTiller, tillerCommand, waitForOutput } from "../support/serve-process.js";
 
@@ -11,11 +13,16 @@ import { runTiller, tillerCommand, waitForOutput } from "../support/serve-proces
 let tmp: string;
 let tiller: string[];
 let server: TestServer;
+// The demo task runs until the test has typed what must reach it while it runs (a steer, /stop).
+const taskTime = new HeldClock();
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "tiller-chat-"));
   tiller = await tillerCommand(tmp);
-  server = await startTestServer({ demo: { wordDelayMs: 20, toolMs: 1500 } });
+  server = await startTestServer({
+    demo: { wordDelayMs: 20 },
+    tools: [demoTool({ clock: taskTime, durationMs: 1500 })],
+  });
 }, 60_000);
 afterAll(async () => {
   await server.close();
@@ -41,6 +48,7 @@ describe("tiller chat", () => {
       await waitForOutput(chat, since(mark), /\[tool\] demo_task started/);
       type("and make it quick");
       await waitForOutput(chat, since(mark), /\[ack\] steered: Got it\. demo_task is running/);
+      taskTime.release();
       await waitForOutput(chat, since(mark), /\[tool\] demo_task done/);
       await waitForOutput(
         chat,
@@ -53,6 +61,7 @@ describe("tiller chat", () => {
       await waitForOutput(chat, since(mark), /\[ack\] control: .*followup/i);
 
       mark = chat.stdout().length;
+      taskTime.hold();
       type("run a task again");
       await waitForOutput(chat, since(mark), /\[tool\] demo_task started/);
       type("/stop");

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { DemoModel, demoTool } from "../../src/adapters/demo-model.js";
 import { MemoryDeliveryLog } from "../../src/ports/delivery-log.js";
+import { HeldClock } from "../support/held-clock.js";
 import { startTestServer, type TestServer } from "../support/http-gateway.js";
 import { SseRecorder } from "../support/sse-recorder.js";
 
@@ -164,7 +166,9 @@ describe("stream clients", { timeout: 20_000 }, () => {
 
 describe("a person talking to a busy agent", { timeout: 20_000 }, () => {
   it("a steer while the demo tool runs is acked as waiting for the tool and answered in the same turn", async () => {
-    const server = await start({ demo: { toolMs: 800 } });
+    // The tool runs until the steer is in, however slow the machine.
+    const toolTime = new HeldClock();
+    const server = await start({ tools: [demoTool({ clock: toolTime, durationMs: 800 })] });
     const deliveries = follow(deliveriesOf(server, "web:s"));
     const events = follow(eventsOf(server, "web:s"));
     await Promise.all([deliveries.opened, events.opened]);
@@ -177,6 +181,7 @@ describe("a person talking to a busy agent", { timeout: 20_000 }, () => {
       waitsFor: "tool-to-finish",
       runningTool: { name: "demo_task", cancellable: true },
     });
+    toolTime.release();
     const reply = await deliveries.waitFor((event) => event.event === "delivery");
     expect(String(reply.data.text)).toContain("demo_task finished");
     expect(String(reply.data.text)).toContain('While it ran you wrote: "also include the appendix"');
@@ -185,13 +190,18 @@ describe("a person talking to a busy agent", { timeout: 20_000 }, () => {
   });
 
   it("a message written while the reply streams makes the re-check answer it instead", async () => {
-    const server = await start({ demo: { wordDelayMs: 30 } });
+    // The reply streams its first word, then waits until the newer message is in.
+    const words = new HeldClock();
+    const server = await start({ model: new DemoModel({ clock: words, wordDelayMs: 30 }) });
     const deliveries = follow(deliveriesOf(server, "web:rc"));
     const events = follow(eventsOf(server, "web:rc"));
     await Promise.all([deliveries.opened, events.opened]);
     await server.post("web:rc", { text: "hello", id: "rc1" });
+    await words.step();
     await events.waitFor((event) => event.event === "model.delta");
-    await server.post("web:rc", { text: "actually, what is the plan for friday", id: "rc2" });
+    const newer = await server.post("web:rc", { text: "actually, what is the plan for friday", id: "rc2" });
+    expect(newer.body.ack.disposition).toBe("steered");
+    words.release();
     const fired = await events.waitFor((event) => event.event === "recheck.fired");
     expect(fired.data.reason).toBe("newer-message");
     const reply = await deliveries.waitFor((event) => event.event === "delivery");
@@ -201,14 +211,18 @@ describe("a person talking to a busy agent", { timeout: 20_000 }, () => {
   }, 20_000);
 
   it("/stop aborts a reply that is streaming: the draft stops and nothing is delivered", async () => {
-    const server = await start({ demo: { wordDelayMs: 150 } });
+    // The reply streams its first word, then waits until /stop is in; after it, words run on real time.
+    const words = new HeldClock();
+    const server = await start({ model: new DemoModel({ clock: words, wordDelayMs: 150 }) });
     const deliveries = follow(deliveriesOf(server, "web:x"));
     const events = follow(eventsOf(server, "web:x"));
     await Promise.all([deliveries.opened, events.opened]);
     await server.post("web:x", { text: "tell me something long", id: "x1" });
+    await words.step();
     await events.waitFor((event) => event.event === "model.delta");
     const stop = await server.post("web:x", { text: "/stop", id: "x2" });
     expect(stop.body.ack.disposition).toBe("control");
+    words.release();
     const ended = await events.waitFor((event) => event.event === "turn.ended");
     expect(ended.data.status).toBe("aborted");
     const deltas = events.of("model.delta").length;

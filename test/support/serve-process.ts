@@ -83,7 +83,7 @@ export async function waitForOutput(
   running: Running,
   read: () => string,
   pattern: RegExp,
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<RegExpMatchArray> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

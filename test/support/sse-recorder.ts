@@ -45,7 +45,7 @@ export class SseRecorder {
     return this.events.filter((event) => event.event === type);
   }
 
-  waitFor(predicate: (event: RecordedEvent) => boolean, timeoutMs = 10_000): Promise<RecordedEvent> {
+  waitFor(predicate: (event: RecordedEvent) => boolean, timeoutMs = 20_000): Promise<RecordedEvent> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const found = this.events.find(predicate);
