@@ -13,14 +13,21 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** A normal message is acked with 200 right after the hostile one. */
+/**
+ * A normal message is acked with 200 right after the hostile one. "At once" is far below what a held
+ * server would take (the hostile request's own socket lives up to Node's 60 s header timeout) and far
+ * above one ack on a loaded 2-core machine, where it takes up to a few seconds.
+ */
 async function answersAtOnce(): Promise<void> {
   const started = performance.now();
   const { status, body } = await server.post("web:normal", { text: "still there?", id: `n${normal++}` });
   expect(status).toBe(200);
   expect(body.ack.messageId).toBe(`n${normal - 1}`);
-  expect(performance.now() - started).toBeLessThan(2000);
+  expect(performance.now() - started).toBeLessThan(10_000);
 }
+
+/** A connection the request timeout cut: well before the drip ends or Node's own timeouts would. */
+const CUT_WITHIN_MS = TIMEOUT_MS * 10;
 
 const post = (path: string, headers: string[], body: string | Buffer) => [
   Buffer.from(
@@ -161,16 +168,17 @@ describe("hostile input", { timeout: 30_000 }, () => {
   });
 
   it("slowloris: headers sent a byte at a time past the request timeout get 408 and are cut", async () => {
+    // 300 bytes 40 ms apart: 12 s of drip, cut at the request timeout.
     const head =
       "POST /v1/sessions/web%3As/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n";
-    const drip = [...head].map((char) => char);
-    const pending = rawRequest(server.url, drip, { gapMs: 40, waitMs: 10_000 });
+    const drip = [...`${head}x-pad: `.padEnd(300, "a")];
+    const pending = rawRequest(server.url, drip, { gapMs: 40, waitMs: 20_000 });
     await answersAtOnce(); // others are served while it drips
     const answer = await pending;
     expect(answer.status).toBe(408);
     expect(answer.body.error).toMatchObject({ code: "REQUEST_TIMEOUT", field: "request" });
     expect(answer.closed).toBe(true);
-    expect(answer.elapsedMs).toBeLessThan(TIMEOUT_MS * 4);
+    expect(answer.elapsedMs).toBeLessThan(CUT_WITHIN_MS);
     await answersAtOnce();
   });
 
@@ -189,9 +197,9 @@ describe("hostile input", { timeout: 30_000 }, () => {
     );
     expect(slowBody.status).toBe(408);
     expect(slowBody.body.error?.code).toBe("REQUEST_TIMEOUT");
-    const silent = await rawRequest(server.url, [], { waitMs: 10_000 });
+    const silent = await rawRequest(server.url, [], { waitMs: 20_000 });
     expect(silent.closed).toBe(true);
-    expect(silent.elapsedMs).toBeLessThan(TIMEOUT_MS * 4);
+    expect(silent.elapsedMs).toBeLessThan(CUT_WITHIN_MS);
     await answersAtOnce();
   });
 

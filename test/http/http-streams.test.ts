@@ -157,7 +157,7 @@ describe("stream clients", { timeout: 20_000 }, () => {
     expect(server.http.feed.listenerCount).toBe(1);
     deliveries.close();
     raw.abort();
-    for (let i = 0; i < 100 && (server.web.listenerCount("web:gone") || server.http.feed.listenerCount); i++)
+    for (let i = 0; i < 1000 && (server.web.listenerCount("web:gone") || server.http.feed.listenerCount); i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(server.web.listenerCount("web:gone")).toBe(0);
     expect(server.http.feed.listenerCount).toBe(0);

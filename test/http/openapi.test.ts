@@ -26,7 +26,7 @@ beforeAll(async () => {
   // The routes `tiller serve` adds: the document covers them too.
   server.http.router.add(...operatorRoutes(server.gateway), clusterRoute());
   await server.post("web:1", { text: "hello", id: "m1" });
-  for (let i = 0; i < 500 && server.gateway.inspectSession("web:1")?.state !== "idle"; i++)
+  for (let i = 0; i < 2000 && server.gateway.inspectSession("web:1")?.state !== "idle"; i++)
     await new Promise((resolve) => setTimeout(resolve, 10));
 });
 afterAll(() => server.close());
