@@ -36,7 +36,8 @@ describe("cluster deliveries: one stream of a session's replies on every process
   it("starts three processes", async () => {
     cluster = await startCluster(procs, db, ["a", "b", "c"], {
       config: { lanes: { main: 3 } },
-      env: { TILLER_DEMO_TASK_MS: "1500" },
+      // Long enough for the steer to reach the running tool on a loaded machine.
+      env: { TILLER_DEMO_TASK_MS: "6000" },
     });
     expect(new Set(cluster.map((m) => m.processId)).size).toBe(3);
   }, 60_000);
@@ -50,7 +51,7 @@ describe("cluster deliveries: one stream of a session's replies on every process
     expect(await ownerOf(db, SESSION)).toBe(b.processId);
     // Sent to A, steered into B's run: the reply is B's, and A's client sees it.
     expect((await post(a, SESSION, "also mention pineapples", "f2")).disposition).toBe("steered");
-    const reply = await onA.waitFor((e) => e.event === "delivery" && e.data.kind === "reply", 20_000);
+    const reply = await onA.waitFor((e) => e.event === "delivery" && e.data.kind === "reply", 60_000);
     expect(String(reply.data.text)).toContain("pineapples");
     await eventually("B to give the session up", async () => (await ownerOf(db, SESSION)) === undefined);
 
@@ -60,7 +61,7 @@ describe("cluster deliveries: one stream of a session's replies on every process
     // Exactly once each, in the stored order, with the stored ids as SSE ids.
     expect(ids(onA)).toEqual(rows.map((row) => row.message_id));
     expect(reply.id).toBe(rows.find((row) => row.kind === "reply")!.message_id);
-  }, 60_000);
+  }, 120_000);
 
   it("a client reconnecting to C with Last-Event-ID receives only what came after, then live ones", async () => {
     const [a, b, c] = cluster as [ClusterMember, ClusterMember, ClusterMember];
