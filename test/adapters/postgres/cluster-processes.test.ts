@@ -163,11 +163,12 @@ describe("cluster lanes across real processes", () => {
     expect(ranOf([heir])).toEqual([]);
     const killedAt = Date.now();
     victim.kill("SIGKILL");
-    const ran = (await heir.waitFor((f) => f.event === "ran", 15_000)) as unknown as Ran;
+    const ran = (await heir.waitFor((f) => f.event === "ran", 30_000)) as unknown as Ran;
     const took = ran.start - killedAt;
-    // Not before the lease the victim last renewed could run out, and soon after it did.
+    // Not before the lease the victim last renewed could run out, and soon after it did (a few polls
+    // on a quiet machine; the bound leaves room for a loaded one, where a poll can come seconds late).
     expect(took).toBeGreaterThanOrEqual(LEASE.leaseMs - LEASE.heartbeatMs - 50);
-    expect(took).toBeLessThan(LEASE.leaseMs + 3000);
+    expect(took).toBeLessThan(LEASE.leaseMs + 10_000);
     expect(victim.facts.some((f) => f.event === "second")).toBe(false);
     // The victim's waiting task went with it; nothing of it is left.
     await expect
