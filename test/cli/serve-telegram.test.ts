@@ -54,7 +54,8 @@ async function currentTool(url: string, session: string): Promise<string | undef
 
 describe("tiller serve with channels.telegram", () => {
   it("takes an update, steers a message in while the tool runs, and posts one answer", async () => {
-    const { api, running } = await serveTelegram("steer");
+    // The task outlasts the poll that brings the second message in, on a loaded machine too.
+    const { api, running } = await serveTelegram("steer", {}, 6000);
     expect(running.stdout()).toContain("channel: telegram (long polling)");
     api.userSays(42, "please run a task", { from: { id: 42, first_name: "Ada" } });
     const deadline = Date.now() + 15_000;
@@ -63,7 +64,7 @@ describe("tiller serve with channels.telegram", () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     api.userSays(42, "and the blue one too");
-    await api.waitFor(() => api.chat(42).length > 0, 20_000, "the answer");
+    await api.waitFor(() => api.chat(42).length > 0, 40_000, "the answer");
     const [answer] = api.chat(42);
     expect(answer!.text).toContain("demo_task finished");
     expect(answer!.text).toContain('While it ran you wrote: "and the blue one too"');
