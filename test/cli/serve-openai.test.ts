@@ -20,16 +20,22 @@ const procs = useServeProcesses("tiller-serve-openai");
 const fakes = useFakeOpenAIServer();
 let fake: FakeOpenAIServer;
 
-const TOOLS = `export default [{
+// The lookup runs until the test creates its release file, so a steer always meets it running.
+const tools = (release: string) => `import { existsSync } from "node:fs";
+export default [{
   name: "slow_lookup",
   description: "Looks something up, slowly",
   parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
   cancellable: false,
-  async execute(args) { await new Promise((resolve) => setTimeout(resolve, 1200)); return "found: " + args.query; },
+  async execute(args) {
+    while (!existsSync(${JSON.stringify(release)})) await new Promise((resolve) => setTimeout(resolve, 20));
+    return "found: " + args.query;
+  },
 }];
 `;
+const release = () => join(procs.dir, "lookup-release");
 
-beforeAll(() => writeFile(join(procs.dir, "tools.mjs"), TOOLS));
+beforeAll(() => writeFile(join(procs.dir, "tools.mjs"), tools(release())));
 // Each test's server process ends with the test (its fake model server goes with it).
 afterEach(() => {
   for (const running of procs.live) running.proc.kill("SIGKILL");
@@ -64,7 +70,7 @@ async function post(url: string, session: string, text: string, id: string) {
   return (await postMessage(url, session, text, id)).body;
 }
 
-describe("tiller serve with an OpenAI-compatible model", { timeout: 40_000 }, () => {
+describe("tiller serve with an OpenAI-compatible model", { timeout: 90_000 }, () => {
   it("streams the model's reply to the client; the key, model name and tool schemas reach the server", async () => {
     const running = await serveWithFake("plain");
     expect(running.stdout()).toContain("fake-model");
@@ -105,6 +111,7 @@ describe("tiller serve with an OpenAI-compatible model", { timeout: 40_000 }, ()
     await events.waitFor((event) => event.event === "tool.started");
     const steer = await post(running.url, "web:s", "window seats please", "s2");
     expect(steer.ack).toMatchObject({ disposition: "steered", waitsFor: "tool-to-finish" });
+    await writeFile(release(), "");
     const reply = await deliveries.waitFor((event) => event.event === "delivery");
     expect(reply.data.text).toBe("Flights found; and yes, window seats.");
     const messages = fake.requests[1]!.body.messages as Array<{ role: string; content: unknown }>;
