@@ -15,9 +15,12 @@ export const SHOTS = join(ROOT, "artifacts", "operator-page");
 /**
  * A real `tiller serve` (through tsx, so it finds the built page next to its sources) with the
  * operator page built when its sources changed, and a Chromium page on it, for one suite. `args` gets
- * a temp dir of the suite's own. Read the fields inside tests.
+ * a temp dir of the suite's own; `env` is the server's. Read the fields inside tests.
  */
-export function useOperatorPage(args: (dir: string) => Promise<string[]> | string[]) {
+export function useOperatorPage(
+  args: (dir: string) => Promise<string[]> | string[],
+  env: NodeJS.ProcessEnv = {},
+) {
   let server: (Running & { url: string }) | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let page: Page | undefined;
@@ -27,7 +30,7 @@ export function useOperatorPage(args: (dir: string) => Promise<string[]> | strin
     execFileSync(join(ROOT, "node_modules/.bin/tsx"), ["scripts/build-web.ts", "--if-stale"], { cwd: ROOT });
     await mkdir(SHOTS, { recursive: true });
     dir = await mkdtemp(join(tmpdir(), "tiller-page-"));
-    server = await startServe(["--import", "tsx", join(ROOT, "src/cli.ts")], await args(dir));
+    server = await startServe(["--import", "tsx", join(ROOT, "src/cli.ts")], await args(dir), env);
     browser = await launchChromium();
     page = await browser.context.newPage();
     page.on("pageerror", (error) => pageErrors.push(error.message));

@@ -9,11 +9,13 @@ import { usePostgresSchema } from "../support/postgres.js";
 // cluster's lanes (from the database, across processes), the processes and who owns or runs each
 // session. Screenshots go to artifacts/operator-page/ (git-ignored).
 const db = usePostgresSchema("page");
+// The demo task runs 10 s, so a loaded machine's page still sees it active in the lane.
+const TASK_ENV = { TILLER_DEMO_TASK_MS: "10000" };
 const ui = useOperatorPage(async (dir) => {
   const config = join(dir, "config.json");
   await writeFile(config, JSON.stringify({ lanes: { main: 2 } }));
   return ["--store", join(dir, "store"), "--config", config, "--postgres", db.url, "--schema", db.schema];
-});
+}, TASK_ENV);
 let page: Page;
 let processId: string;
 beforeAll(() => {
@@ -44,7 +46,7 @@ describe("the operator page on PostgreSQL", () => {
     expect(await cell(page, "[data-process=pother]")).toMatch(/alive until \d\d:\d\d:\d\d$/);
     expect(await cell(page, "[data-cluster-session='web:elsewhere'] .owner")).toBe("pother");
 
-    // A turn with the demo's 5 s tool: its run is active in the main lane, on this process.
+    // A turn with the demo's 10 s tool: its run is active in the main lane, on this process.
     await page.fill("#input", "Please run a task: count the crates");
     await page.press("#input", "Enter");
     await page.waitForSelector("[data-cluster-lane=main] td.active:text-is('1')", { timeout: 20_000 });
@@ -59,7 +61,7 @@ describe("the operator page on PostgreSQL", () => {
 
     // When the turn is done the lane is free again, cluster-wide.
     await page.waitForSelector(".bubble.reply:has-text('demo_task finished')", { timeout: 30_000 });
-    await page.waitForSelector("[data-cluster-lane=main] td.active:text-is('0')", { timeout: 10_000 });
+    await page.waitForSelector("[data-cluster-lane=main] td.active:text-is('0')", { timeout: 20_000 });
     expect(await page.$("[data-cluster-session='web:cluster']")).toBeNull();
     await page.screenshot({ path: join(SHOTS, "cluster-2-idle.png") });
     expect(ui.pageErrors).toEqual([]);

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diagramProblems, localMsOfDay, msOfDay, SHOTS, useOperatorPage } from "../support/operator-page.js";
 import { type Running, startServe } from "../support/serve-process.js";
 
-// The operator page in a real browser against a real `tiller serve` (demo model, its 5 s demo_task
-// tool, two schedules) on an ephemeral port, and against one started with TILLER_TOKEN. Screenshots go
+// The operator page in a real browser against a real `tiller serve` (demo model, its demo_task tool
+// made 10 s long so a loaded machine's browser still sees it run and steers into it, two schedules) on an ephemeral port, and against one started with TILLER_TOKEN. Screenshots go
 // to artifacts/operator-page/ (git-ignored).
 const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const TILLER = ["--import", "tsx", join(ROOT, "src/cli.ts")];
@@ -24,13 +24,14 @@ const SCHEDULES = [
   { id: "welcome", session: "web:ops", at: "2020-01-01T00:00:00Z", text: "Say hello to the operators" },
 ];
 
+const TASK_ENV = { TILLER_DEMO_TASK_MS: "10000" };
 const ui = useOperatorPage(async (dir) => {
   const config = join(dir, "config.json");
   // A capacity group over the background lanes: the lanes card shows it.
   const laneGroups = { background: { capacity: 1, lanes: ["cron", "subagent"] } };
   await writeFile(config, JSON.stringify({ schedules: SCHEDULES, laneGroups }));
   return ["--store", join(dir, "data"), "--config", config];
-});
+}, TASK_ENV);
 let page: Page;
 let server: { url: string };
 const pageErrors = ui.pageErrors;
@@ -75,7 +76,7 @@ describe("the operator page", () => {
     expect(await page.$$eval(".bubble.draft", (drafts) => drafts.length)).toBe(1);
     await page.screenshot({ path: join(SHOTS, "2-streaming-after-tool.png") });
     const final = await page.waitForSelector(".bubble.reply:has-text('demo_task finished')", {
-      timeout: 20_000,
+      timeout: 40_000,
     });
     expect(await final.textContent()).toContain("only the March ones");
     await activeRunState(page, "done");
@@ -201,7 +202,7 @@ describe("the operator page's chat is the whole conversation", () => {
     const after = Date.now();
     expect(((await posted.json()) as { ack: { disposition: string } }).ack.disposition).toBe("steered");
     const row = '.row:has(.bubble.user[data-message="curl-1"])';
-    await tab.waitForSelector(`${row} .ack-steered`, { timeout: 5_000 });
+    await tab.waitForSelector(`${row} .ack-steered`, { timeout: 8_000 });
     expect(await tab.$(".bubble.reply:has-text('demo_task finished')")).toBeNull(); // still running
     const arrived = msOfDay((await tab.textContent(`${row} .time`)) ?? "");
     expect(arrived).toBeGreaterThanOrEqual(localMsOfDay(before));
@@ -209,7 +210,7 @@ describe("the operator page's chat is the whole conversation", () => {
     await tab.screenshot({ path: join(SHOTS, "8-steer-from-another-client.png") });
 
     const final = await tab.waitForSelector(".bubble.reply:has-text('demo_task finished')", {
-      timeout: 20_000,
+      timeout: 40_000,
     });
     expect(await final.textContent()).toContain("only the heavy ones");
     expect(await diagramProblems(tab)).toEqual([]);
