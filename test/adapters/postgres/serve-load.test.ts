@@ -64,10 +64,11 @@ describe("three tiller serve --postgres processes under load", () => {
         }
       }
     };
-    // Event-driven: poll until every answer is there, or until nothing new came for 30 s.
+    // Event-driven: poll until every answer is there, or until nothing new came for 30 s (the overall
+    // deadline only stops a run that creeps on: a loaded 2-core machine took 95 s for the whole test).
     let texts = await answers();
     let lastChange = Date.now();
-    const deadline = Date.now() + 120_000;
+    const deadline = Date.now() + 300_000;
     while (texts.length < SESSIONS * MESSAGES && Date.now() < deadline && Date.now() - lastChange < 30_000) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       const next = await answers();
@@ -79,5 +80,5 @@ describe("three tiller serve --postgres processes under load", () => {
       for (let m = 0; m < MESSAGES; m++)
         if (!texts.includes(`Answer to: q${s}-${m}`)) missing.push(`s${s}-m${m}`);
     expect({ missing, twice: texts.length - new Set(texts).size }).toEqual({ missing: [], twice: 0 });
-  }, 200_000);
+  }, 400_000);
 });
