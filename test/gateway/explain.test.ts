@@ -2,9 +2,10 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseScenario } from "../../src/scenario/load.js";
 import { runScenario } from "../../src/scenario/runner.js";
+import { tillerCommand } from "../support/serve-process.js";
 
 // "What happened to my message?": gateway.explain(session, id) reports when a message arrived, its mode
 // and where that came from, where it waited, the first model call that saw it, the reply that answered
@@ -162,9 +163,14 @@ describe("tiller run FILE --explain ID", () => {
   const file = join(dir, "explain.yaml");
   writeFileSync(file, SCENARIO);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  // The command bundled once: `npx tsx` compiled the CLI on each of three runs (55 s at load 20).
+  let command: string[] = [];
+  beforeAll(async () => {
+    command = await tillerCommand(dir);
+  }, 60_000);
 
   const tiller = (...args: string[]) =>
-    spawnSync("npx", ["tsx", "src/cli.ts", "run", file, ...args], {
+    spawnSync(process.execPath, [...command, "run", file, ...args], {
       cwd: root,
       encoding: "utf8",
       timeout: 60_000,
