@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { readdir } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import type { ModelProvider, ModelRequest } from "../../src/ports/model.js";
@@ -9,9 +9,9 @@ import { runScenario } from "../../src/scenario/runner.js";
 import { machinePaths } from "../../src/testing/machine-paths.js";
 import { pathsCommand } from "../../src/testing/paths-command.js";
 import { replayPath } from "../../src/testing/replay-path.js";
+import { tillerCommand } from "../support/serve-process.js";
 import { useTempDir } from "../support/temp-dir.js";
 
-const ROOT = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
 
 /** A model adapter that loses steering: it answers as if only the turn's first message was sent. */
@@ -120,7 +120,9 @@ describe("generated run-machine scenarios", () => {
 
   it("`tiller run DIR` is a test suite: a summary line, exit 0 when all pass and 3 when one fails", async () => {
     await pathsCommand(["run", "--out", dir.path]);
-    const cli = [join(ROOT, "node_modules/tsx/dist/cli.mjs"), join(ROOT, "src/cli.ts")];
+    // Bundled once (a subfolder `tiller run DIR` does not read): tsx compiled the CLI on each of three
+    // runs, which took this test past its 60 s at load 20.
+    const cli = await tillerCommand(join(dir.path, "cli"));
     const passing = await run(process.execPath, [...cli, "run", dir.path]);
     expect(passing.stdout).toMatch(new RegExp(`^${machinePaths("run").length} passed, 0 failed$`, "m"));
     const broken = join(dir.path, "zz-broken.yaml");
