@@ -94,7 +94,12 @@ export type EmittedEvent<K extends TillerEventType> = K extends TillerEventType
   : never;
 
 /** An emitter of typed events: the gateway's and the actors' `emit`. */
-export type EmitEvent = <K extends TillerEventType>(type: K, fields: TillerEventFields<K>) => void;
+export type EmitEvent = <K extends TillerEventType>(
+  type: K,
+  fields: TillerEventFields<K>,
+  /** The event's time when it names a moment already read from the clock (default: now). */
+  at?: number,
+) => void;
 
 /**
  * Builds the event named `type` from its payload, stamped `at`. The one place where a name and its

@@ -89,7 +89,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     for (const id of messageIds)
       void send(deps, session, text, "ack", { deliveryId: `ack:${session}:${id}:missed` });
   }
-  const emit: EmitEvent = (type, fields) => publish(tillerEvent(type, clock.now(), fields));
+  const emit: EmitEvent = (type, fields, at) => publish(tillerEvent(type, at ?? clock.now(), fields));
 
   const persistence = new SessionPersistence({
     writer,

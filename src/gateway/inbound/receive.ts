@@ -154,15 +154,20 @@ export function createReceive(
       message.editOf !== undefined && message.id === message.editOf
         ? `${message.id}~edit@${now}`
         : message.id;
+    // Stamped with the arrival time the record keeps (`arrivedAt`), not a second reading of the clock.
     if (ctx.isObserved?.() ?? true)
-      emit("message.received", {
-        session: message.session,
-        messageId: id,
-        text: message.text,
-        channel: message.channel,
-        ...(message.sender ? { sender: message.sender } : {}),
-        ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
-      });
+      emit(
+        "message.received",
+        {
+          session: message.session,
+          messageId: id,
+          text: message.text,
+          channel: message.channel,
+          ...(message.sender ? { sender: message.sender } : {}),
+          ...(message.editOf !== undefined ? { editOf: message.editOf } : {}),
+        },
+        arrivedAt ?? now,
+      );
     const owned = {
       id,
       text: message.text,

@@ -59,7 +59,7 @@ export interface TriggerDeps {
   persistence: SessionPersistence;
   channelNames: readonly string[];
   isDraining(): boolean;
-  emit(type: string, fields: Record<string, unknown>): void;
+  emit(type: string, fields: Record<string, unknown>, at?: number): void;
 }
 
 const SELECTABLE = new Set<string>(TRIGGERS.filter((trigger) => trigger !== "user"));
@@ -85,13 +85,11 @@ export function createTrigger(
     registry.keepWindow(message.session, entry, true);
     await persistence.rememberStoredIds(message.session, entry);
     const now = deps.clock.now();
-    emit("message.received", {
-      session: message.session,
-      messageId: id,
-      text: message.text,
-      channel,
-      trigger: triggerName,
-    });
+    emit(
+      "message.received",
+      { session: message.session, messageId: id, text: message.text, channel, trigger: triggerName },
+      now,
+    );
     pruneSeen(entry, now, config.limits.dedupeWindowMs);
     const base = { session: message.session, messageId: id, trigger: triggerName, lane, priority };
     const setting = {
