@@ -40,7 +40,7 @@ export async function claimBacklog(url: string, schema: string, backlog: number)
       try {
         await client.query("BEGIN");
         started = performance.now();
-        await client.query(sql.CLAIM, ["backlog", 1, 60_000, AGING_MS]);
+        await client.query(sql.CLAIM, ["backlog", 1, 60_000, AGING_MS, "bench", 0, 60_000]);
         full.push(performance.now() - started);
       } finally {
         await client.query("ROLLBACK");

@@ -1,4 +1,4 @@
-import { LEVEL, RUNNABLE } from "./claim-sql.js";
+import { GRANT_LEASE, LEVEL, RUNNABLE } from "./claim-sql.js";
 
 // The claim of a capacity group (several lanes sharing one budget), run under the group's lock
 // (LOCK_GROUP) so the group's cap holds across processes. Names are unqualified: the connections'
@@ -12,7 +12,8 @@ export const LOCK_GROUP = "SELECT pg_advisory_xact_lock(hashtext($1))";
  * the group's capacity `$5` minus its active rows in all. A session's head is its best waiting row in
  * any lane (as CLAIM); heads of the group's lanes that may start go by priority level (aged, `$4` ms),
  * then enqueue order, across the lanes, each lane taking no more than its own free slots. Each grant
- * takes a new fencing token and a lease of `$3` ms. It reads every waiting row of the group's lanes
+ * takes a new fencing token and a lease of `$3` ms. `$6`, `$7`: this process and how far ahead another's
+ * renewal must reach (RUNNABLE); `$8`: the lease of a grant to another (GRANT_LEASE). It reads every waiting row of the group's lanes
  * (there is no quick path: groups hold background work, whose queues stay short).
  */
 export const CLAIM_GROUP = `
@@ -33,13 +34,13 @@ heads AS (
 ranked AS (
   SELECT h.id, h.lane, h.level, row_number() OVER (PARTITION BY h.lane ORDER BY h.level, h.id) AS n
     FROM heads h
-   WHERE h.lane = ANY($1::text[]) AND ${RUNNABLE("h")}),
+   WHERE h.lane = ANY($1::text[]) AND ${RUNNABLE("h", "$6", "$7")}),
 pick AS (
   SELECT k.id FROM ranked k JOIN lane_free f ON f.lane = k.lane
    WHERE k.n <= f.free
    ORDER BY k.level, k.id
    LIMIT (SELECT free FROM group_free))
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-       lease_until = clock_timestamp() + $3 * interval '1 millisecond'
+       lease_until = clock_timestamp() + ${GRANT_LEASE("$6", "$3", "$8")}
  WHERE id IN (SELECT id FROM pick)
 RETURNING id, owner, local_id, fence, session_key`;

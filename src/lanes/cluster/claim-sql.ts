@@ -22,22 +22,40 @@ export const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
    THEN greatest(0, ${row}.priority - floor(extract(epoch FROM clock_timestamp() - ${row}.enqueued_at) * 1000 / ${agingMs}))
    ELSE ${row}.priority END`;
 
+/**
+ * The lease of a grant: `own` ms for the claimant `self`'s rows, `other` ms for another process's, which
+ * its next heartbeat renews to a full lease. Shorter, so that a slot granted to a process that has just
+ * died (it still looked alive) comes back soon rather than after a full lease.
+ */
+export const GRANT_LEASE = (self: string, own: string, other: string) =>
+  `CASE WHEN owner = ${self} THEN ${own}::float8 ELSE ${other}::float8 END * interval '1 millisecond'`;
+
 /** The lane `$1`'s free slots (`$2`: its capacity when none is stored), as the CTE `cap`. */
 const FREE_SLOTS = `cap AS (
   SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = $1), $2)
                   - (SELECT count(*) FROM lane_runs WHERE lane = $1 AND state = 'active'), 0) AS free)`;
 
-/** A waiting row `row` may start: no run of its session is active and its process is alive. */
-export const RUNNABLE = (row: string) => `NOT EXISTS (SELECT 1 FROM lane_runs a
+/**
+ * A waiting row `row` may start: no run of its session is active and its process is alive. A row of
+ * another process than the claimant `self` is granted only while that process renews on time (its
+ * `alive_until` more than `ahead` ms away): a process killed a moment ago still looks alive for a
+ * lease, and a slot granted to it would stay held, unused, for a further lease. A live process whose
+ * renewal is late claims its own rows at its next poll.
+ */
+export const RUNNABLE = (row: string, self: string, ahead: string) => `NOT EXISTS (SELECT 1 FROM lane_runs a
                   WHERE a.session_key = ${row}.session_key AND a.state = 'active')
-     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = ${row}.owner AND p.alive_until > clock_timestamp())`;
+     AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = ${row}.owner
+                  AND p.alive_until > clock_timestamp()
+                      + CASE WHEN p.process_id = ${self} THEN 0 ELSE ${ahead}::float8 END * interval '1 millisecond')`;
 
 /**
  * Grants the lane's free slots, under LOCK_LANE. A session's head is its first waiting row in any lane
  * by priority level (aged, see LEVEL), then enqueue order (as in a session lane of the in-process
  * scheduler); a session with an active run waits (the unique index enforces it anyway); rows of
- * processes no longer alive are passed over (the reaper drops them). Heads then go by priority level,
- * then by enqueue order. Each grant takes a new fencing token and a lease. `$4`: the aging period (ms).
+ * processes no longer alive are passed over (the reaper drops them), as are those of other processes
+ * not renewing on time (see RUNNABLE: `$5` this process, `$6` ms). Heads then go by priority level,
+ * then by enqueue order. Each grant takes a new fencing token and a lease (GRANT_LEASE: `$3`, or `$7`
+ * for another process). `$4`: the aging period (ms).
  */
 export const CLAIM = `
 WITH ${FREE_SLOTS},
@@ -50,11 +68,11 @@ heads AS (
 pick AS (
   SELECT h.id FROM heads h
    WHERE h.lane = $1
-     AND ${RUNNABLE("h")}
+     AND ${RUNNABLE("h", "$5", "$6")}
    ORDER BY h.level, h.id
    LIMIT (SELECT free FROM cap))
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-       lease_until = clock_timestamp() + $3 * interval '1 millisecond'
+       lease_until = clock_timestamp() + ${GRANT_LEASE("$5", "$3", "$7")}
  WHERE id IN (SELECT id FROM pick)
 RETURNING id, owner, local_id, fence, session_key`;
 
@@ -72,7 +90,8 @@ const CLASS_WINDOW = (priority: number) =>
  * class's window was full, or when it fills every free slot with rows ranking before the last
  * candidate of every full one. Proven, the rows are granted in this statement (one round trip);
  * else nothing is, and the caller runs CLAIM. Answers one row with `proven` and no grant, or one per
- * grant. `$3`: the aging period (ms); `$5`: the lease (ms).
+ * grant. `$3`: the aging period (ms); `$5`: the lease (ms); `$6`, `$7`: this process and how far ahead
+ * another's renewal must reach (RUNNABLE); `$8`: the lease of a grant to another (GRANT_LEASE).
  */
 export const CLAIM_QUICK = `
 WITH ${FREE_SLOTS},
@@ -83,7 +102,7 @@ eligible AS (
    WHERE NOT EXISTS (SELECT 1 FROM lane_runs o
                       WHERE o.session_key = l.session_key AND o.state = 'queued' AND o.id <> l.id
                         AND (${LEVEL("$3::float8", "o")}, o.id) < (l.level, l.id))
-     AND ${RUNNABLE("l")}
+     AND ${RUNNABLE("l", "$6", "$7")}
    ORDER BY l.level, l.id
    LIMIT (SELECT free FROM cap)),
 full_edges AS (
@@ -100,7 +119,7 @@ decision AS (
        AS proven),
 granted AS (
   UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-         lease_until = clock_timestamp() + $5 * interval '1 millisecond'
+         lease_until = clock_timestamp() + ${GRANT_LEASE("$6", "$5", "$8")}
    WHERE id IN (SELECT id FROM eligible) AND state = 'queued' AND (SELECT proven FROM decision)
   RETURNING id, owner, local_id, fence, session_key)
 SELECT d.proven, g.id, g.owner, g.local_id, g.fence, g.session_key FROM decision d LEFT JOIN granted g ON true`;
@@ -108,14 +127,14 @@ SELECT d.proven, g.id, g.owner, g.local_id, g.fence, g.session_key FROM decision
 /**
  * CLAIM_QUICK that also wakes the other processes it granted to, in the same statement, each with its
  * grants in the payload (id, local id, token), so the woken process starts them without asking; a
- * payload too long for NOTIFY is sent empty (the process then asks). `$6`: this process; `$7`: the
- * channel name up to the process id (grantChannel).
+ * payload too long for NOTIFY is sent empty (the process then asks). `$9`: the channel name up to the
+ * process id (grantChannel).
  */
 export const CLAIM_QUICK_TELL = CLAIM_QUICK.replace(
   "session_key)\nSELECT d.proven, g.id,",
   `session_key),
 told AS (
-  SELECT pg_notify($7 || t.owner, CASE WHEN length(t.grants) < 7000 THEN t.grants ELSE '' END)
+  SELECT pg_notify($9 || t.owner, CASE WHEN length(t.grants) < 7000 THEN t.grants ELSE '' END)
     FROM (SELECT owner, json_agg(json_build_array(id::text, local_id::text, fence::text))::text AS grants
             FROM granted WHERE owner <> $6 GROUP BY owner) t)
 SELECT (SELECT count(*) FROM told) AS told, d.proven, g.id,`,

@@ -42,7 +42,8 @@ export function grantChannel(schema: string, processId: string): string {
 /**
  * The grants a claim of another process sent with its wake-up (CLAIM_QUICK_TELL), or undefined when
  * the payload carries none (a full pass, or too many to send): then the process asks (myGrants). The
- * lease ran from the grant, before the wake-up: half of it is counted, the next renewal sets it again.
+ * lease (`leaseMs`: that of a grant to another process) ran from the grant, before the wake-up: half
+ * of it is counted, the next renewal sets it again.
  */
 export function toldGrants(payload: string, processId: string, leaseMs: number): Grant[] | undefined {
   if (payload === "") return undefined;
@@ -79,7 +80,27 @@ export class ClusterDb {
     readonly agingMs = 0,
     /** The quick path's rows per priority class (tests set a small one); default 2 × capacity + 32. */
     readonly classWindow?: number,
-  ) {}
+    /**
+     * The cadence of every process's renewals (their heartbeat; `pollMs`: its slack). Given, this one
+     * grants slots to another only while that one renews on time (a process that missed a renewal
+     * may be dead: see RUNNABLE), for two heartbeats (renewed by its next one: see GRANT_LEASE).
+     * Unset: to any process within its lease, for a full lease.
+     */
+    renewals?: { heartbeatMs: number; pollMs: number },
+  ) {
+    this.grantAheadMs = renewals ? Math.max(0, leaseMs - renewals.heartbeatMs - renewals.pollMs) : 0;
+    this.remoteGrantMs = renewals ? Math.min(leaseMs, 2 * renewals.heartbeatMs) : leaseMs;
+  }
+
+  /** How far ahead another process's `alive_until` must reach for this one to grant it a slot. */
+  private readonly grantAheadMs: number;
+  /** The lease of a slot granted to another process. */
+  readonly remoteGrantMs: number;
+
+  /** The grants another process's claim sent with its wake-up (see toldGrants). */
+  told(payload: string): Grant[] | undefined {
+    return toldGrants(payload, this.processId, this.remoteGrantMs);
+  }
 
   /** Enqueues in order; returns each task's row id by its local id. */
   async enqueue(tasks: Array<{ id: number; lane: string; sessionKey: string; priorityLevel: number }>) {
@@ -142,6 +163,8 @@ export class ClusterDb {
         window,
         this.leaseMs,
         this.processId,
+        this.grantAheadMs,
+        this.remoteGrantMs,
         grantChannel(this.schema, ""),
       ]);
       const lock = inlined(client, sql.LOCK_LANE, [this.lockKey(lane)]);
@@ -167,7 +190,15 @@ export class ClusterDb {
     const { rows } = await client.query<GrantRow>({
       name: "tiller.claim",
       text: sql.CLAIM,
-      values: [lane, defaultCapacity, this.leaseMs, this.agingMs],
+      values: [
+        lane,
+        defaultCapacity,
+        this.leaseMs,
+        this.agingMs,
+        this.processId,
+        this.grantAheadMs,
+        this.remoteGrantMs,
+      ],
     });
     await this.wakeGranted(client, rows);
     await client.query("COMMIT");
@@ -211,7 +242,16 @@ export class ClusterDb {
       const { rows } = await client.query<GrantRow>({
         name: "tiller.claimGroup",
         text: CLAIM_GROUP,
-        values: [group.lanes, group.lanes.map(capacityOf), this.leaseMs, this.agingMs, group.capacity],
+        values: [
+          group.lanes,
+          group.lanes.map(capacityOf),
+          this.leaseMs,
+          this.agingMs,
+          group.capacity,
+          this.processId,
+          this.grantAheadMs,
+          this.remoteGrantMs,
+        ],
       });
       await this.wakeGranted(client, rows);
       await client.query("COMMIT");

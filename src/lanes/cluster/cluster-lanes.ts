@@ -9,7 +9,7 @@ import type { LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, checkWorkloadLane } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
 import { ClaimPasses } from "./claim-passes.js";
-import { ClusterDb, type Grant, grantChannel, toldGrants } from "./cluster-db.js";
+import { ClusterDb, type Grant, grantChannel } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
 import type { ClusterLanes } from "./cluster-lanes.types.js";
 import { type ClusterLanesOptions, parseClusterOptions } from "./cluster-options.js";
@@ -53,7 +53,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId}` },
     { synchronous_commit: "off" },
   );
-  const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs);
+  const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs, undefined, { heartbeatMs, pollMs });
   const fences = new FenceRegistry<ClusterEntry>();
   const entries = new Map<number, ClusterEntry>();
   /** Rows of runs that ended by themselves, given back once their writes landed. */
@@ -339,7 +339,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     channels: [grantChannel(schema, processId)],
     clock,
     // A claim elsewhere granted this process's rows: the wake-up names them, or it asks.
-    onNotify: (_channel, payload) => track("grants", fetchGrants(toldGrants(payload, processId, leaseMs))),
+    onNotify: (_channel, payload) => track("grants", fetchGrants(db.told(payload))),
     onReconnect: () => track("grants", fetchGrants()),
   });
   await listener.start();

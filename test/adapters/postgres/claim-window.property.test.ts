@@ -58,13 +58,24 @@ async function choices(rows: Row[], ages: number[], capacity: number, window: nu
       );
     }
     await client.query("SAVEPOINT before");
-    const full = await client.query<{ id: string }>(sql.CLAIM, ["main", 1, 60_000, AGING_MS]);
+    const full = await client.query<{ id: string }>(sql.CLAIM, [
+      "main",
+      1,
+      60_000,
+      AGING_MS,
+      "pa",
+      0,
+      60_000,
+    ]);
     await client.query("ROLLBACK TO SAVEPOINT before");
     const quick = await client.query<{ proven: boolean; id: string | null }>(sql.CLAIM_QUICK, [
       "main",
       1,
       AGING_MS,
       window,
+      60_000,
+      "pa",
+      0,
       60_000,
     ]);
     return {

@@ -81,6 +81,42 @@ describe("cluster lanes (one process, several instances)", () => {
     }
   });
 
+  it("grants another process a slot only while it renews on time, and for two heartbeats", async () => {
+    // 'late' renewed 5 s ago (its heartbeat is every 3 s), 'fresh' a moment ago: 'late' may be dead.
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.processes (process_id, alive_until) VALUES
+         ('late', now() + interval '5 seconds'), ('fresh', now() + interval '10 seconds'),
+         ('me', now() + interval '10 seconds')`,
+    );
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.lane_runs (lane, session_key, priority, state, owner, local_id)
+       VALUES ('main', 'g1', 1, 'queued', 'late', 1), ('main', 'g2', 1, 'queued', 'fresh', 2),
+              ('main', 'g3', 1, 'queued', 'me', 3)`,
+    );
+    const pool = createPool({ url: db.url, schema: db.schema, poolSize: 2 });
+    try {
+      const me = new ClusterDb(pool, db.schema, "me", 10_000, 0, undefined, {
+        heartbeatMs: 3_000,
+        pollMs: 500,
+      });
+      const grants = (await me.claim("main", 3)) ?? [];
+      expect(grants.map((g) => g.session).sort()).toEqual(["g2", "g3"]);
+      const { rows } = await db.pool.query<{ session_key: string; lease_s: number }>(
+        `SELECT session_key, extract(epoch FROM lease_until - now()) AS lease_s
+           FROM ${db.schema}.lane_runs WHERE state = 'active' ORDER BY session_key`,
+      );
+      // Its own grant for a full lease; the other process's until its next heartbeat can renew it.
+      expect(rows.map((r) => [r.session_key, Math.round(Number(r.lease_s))])).toEqual([
+        ["g2", 6],
+        ["g3", 10],
+      ]);
+    } finally {
+      await pool.end();
+      await db.pool.query(`DELETE FROM ${db.schema}.lane_runs WHERE session_key IN ('g1', 'g2', 'g3')`);
+      await db.pool.query(`DELETE FROM ${db.schema}.processes WHERE process_id IN ('late', 'fresh', 'me')`);
+    }
+  });
+
   it("runs a task, returns its value, passes its error, and leaves no row behind", async () => {
     const a = await lanes();
     expect(await a.run({ session: "s1" }, async () => 42)).toBe(42);
