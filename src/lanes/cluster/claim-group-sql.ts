@@ -12,9 +12,9 @@ export const LOCK_GROUP = "SELECT pg_advisory_xact_lock(hashtext($1))";
  * the group's capacity `$5` minus its active rows in all. A session's head is its best waiting row in
  * any lane (as CLAIM); heads of the group's lanes that may start go by priority level (aged, `$4` ms),
  * then enqueue order, across the lanes, each lane taking no more than its own free slots. Each grant
- * takes a new fencing token and a lease of `$3` ms. `$6`, `$7`: this process and how far ahead another's
- * renewal must reach (RUNNABLE); `$8`: the lease of a grant to another (GRANT_LEASE). It reads every waiting row of the group's lanes
- * (there is no quick path: groups hold background work, whose queues stay short).
+ * takes a new fencing token and a lease (GRANT_LEASE: `$3` ms, `$8` for another process). `$6`, `$7`:
+ * this process and how far ahead another's renewal must reach (RUNNABLE). It reads every waiting row
+ * of the group's lanes (there is no quick path: groups hold background work, whose queues stay short).
  */
 export const CLAIM_GROUP = `
 WITH members AS (SELECT m.lane, m.dflt FROM unnest($1::text[], $2::int[]) AS m(lane, dflt)),
@@ -41,6 +41,6 @@ pick AS (
    ORDER BY k.level, k.id
    LIMIT (SELECT free FROM group_free))
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-       lease_until = clock_timestamp() + ${GRANT_LEASE("$6", "$3", "$8")}
+       lease_until = ${GRANT_LEASE("$6", "$3", "$8")}
  WHERE id IN (SELECT id FROM pick)
 RETURNING id, owner, local_id, fence, session_key`;

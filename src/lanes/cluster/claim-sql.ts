@@ -23,12 +23,16 @@ export const LEVEL = (agingMs: string, row = "r") => `CASE WHEN ${agingMs} > 0
    ELSE ${row}.priority END`;
 
 /**
- * The lease of a grant: `own` ms for the claimant `self`'s rows, `other` ms for another process's, which
- * its next heartbeat renews to a full lease. Shorter, so that a slot granted to a process that has just
- * died (it still looked alive) comes back soon rather than after a full lease.
+ * When a grant's lease ends: `own` ms from now for the claimant `self`'s rows; for another process's,
+ * `other` ms after that process's last renewal (its `alive_until` less the lease `own`), by when its
+ * next heartbeat has renewed it to a full lease. A slot granted to a process that has just died (it
+ * still looked alive) so comes back soon after its last renewal rather than a full lease later.
  */
-export const GRANT_LEASE = (self: string, own: string, other: string) =>
-  `CASE WHEN owner = ${self} THEN ${own}::float8 ELSE ${other}::float8 END * interval '1 millisecond'`;
+export const GRANT_LEASE = (self: string, own: string, other: string) => `CASE WHEN owner = ${self}
+    THEN clock_timestamp() + ${own}::float8 * interval '1 millisecond'
+    ELSE least(clock_timestamp() + ${own}::float8 * interval '1 millisecond',
+               (SELECT p.alive_until FROM processes p WHERE p.process_id = owner)
+               + (${other}::float8 - ${own}::float8) * interval '1 millisecond') END`;
 
 /** The lane `$1`'s free slots (`$2`: its capacity when none is stored), as the CTE `cap`. */
 const FREE_SLOTS = `cap AS (
@@ -72,7 +76,7 @@ pick AS (
    ORDER BY h.level, h.id
    LIMIT (SELECT free FROM cap))
 UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-       lease_until = clock_timestamp() + ${GRANT_LEASE("$5", "$3", "$7")}
+       lease_until = ${GRANT_LEASE("$5", "$3", "$7")}
  WHERE id IN (SELECT id FROM pick)
 RETURNING id, owner, local_id, fence, session_key`;
 
@@ -119,7 +123,7 @@ decision AS (
        AS proven),
 granted AS (
   UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-         lease_until = clock_timestamp() + ${GRANT_LEASE("$6", "$5", "$8")}
+         lease_until = ${GRANT_LEASE("$6", "$5", "$8")}
    WHERE id IN (SELECT id FROM eligible) AND state = 'queued' AND (SELECT proven FROM decision)
   RETURNING id, owner, local_id, fence, session_key)
 SELECT d.proven, g.id, g.owner, g.local_id, g.fence, g.session_key FROM decision d LEFT JOIN granted g ON true`;

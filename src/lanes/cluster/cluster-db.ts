@@ -83,23 +83,26 @@ export class ClusterDb {
     /**
      * The cadence of every process's renewals (their heartbeat; `pollMs`: its slack). Given, this one
      * grants slots to another only while that one renews on time (a process that missed a renewal
-     * may be dead: see RUNNABLE), for two heartbeats (renewed by its next one: see GRANT_LEASE).
+     * may be dead: see RUNNABLE), until two heartbeats after its last renewal (see GRANT_LEASE).
      * Unset: to any process within its lease, for a full lease.
      */
     renewals?: { heartbeatMs: number; pollMs: number },
   ) {
     this.grantAheadMs = renewals ? Math.max(0, leaseMs - renewals.heartbeatMs - renewals.pollMs) : 0;
     this.remoteGrantMs = renewals ? Math.min(leaseMs, 2 * renewals.heartbeatMs) : leaseMs;
+    // A grant told by another process has at least this left when made (see RUNNABLE, GRANT_LEASE).
+    this.toldLeaseMs = renewals ? Math.max(1, this.remoteGrantMs - leaseMs + this.grantAheadMs) : leaseMs;
   }
 
   /** How far ahead another process's `alive_until` must reach for this one to grant it a slot. */
   private readonly grantAheadMs: number;
-  /** The lease of a slot granted to another process. */
-  readonly remoteGrantMs: number;
+  /** How long after its last renewal a slot granted to another process stays leased to it. */
+  private readonly remoteGrantMs: number;
+  private readonly toldLeaseMs: number;
 
   /** The grants another process's claim sent with its wake-up (see toldGrants). */
   told(payload: string): Grant[] | undefined {
-    return toldGrants(payload, this.processId, this.remoteGrantMs);
+    return toldGrants(payload, this.processId, this.toldLeaseMs);
   }
 
   /** Enqueues in order; returns each task's row id by its local id. */
