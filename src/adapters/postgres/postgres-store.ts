@@ -1,6 +1,7 @@
 import { nanoid } from "nanoid";
 import type pg from "pg";
 import { ConfigError, LeaseLostError, MessageRejectedError } from "../../errors.js";
+import type { DeliveryClaims } from "../../ports/delivery-claims.js";
 import { assertSessionKey } from "../../ports/session-key.js";
 import type {
   CommitmentChanges,
@@ -79,7 +80,8 @@ export class PostgresStore implements TranscriptStore {
   private readonly now: () => number;
   private readonly fences: FenceSource;
   private readonly commitments: CommitmentRows;
-  readonly deliveryClaims: PostgresDeliveryClaims;
+  /** Typed by its port, so the public declarations do not name the driver's types. */
+  readonly deliveryClaims: DeliveryClaims;
   /** Mutations of one session run one after another, in call order (the row lock orders processes). */
   private readonly chains = new KeyedQueue();
   /**
