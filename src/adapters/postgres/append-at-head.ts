@@ -18,7 +18,7 @@ export function recordColumns(stamped: readonly StampedRecord[]): unknown[] {
 }
 
 /** Inserts the records of `recordColumns` given from parameter `$first` on. */
-export const insertRecords = (first: number) => {
+const insertRecords = (first: number) => {
   const p = (n: number) => `$${first + n}`;
   return `INSERT INTO transcript (session_key, seq, record_id, revision, role, marks_seq, body)
   SELECT $1, u.* FROM unnest(${p(0)}::bigint[], ${p(1)}::text[], ${p(2)}::int[], ${p(3)}::text[],
@@ -66,6 +66,20 @@ export async function appendAtHead(
     ],
   });
   return rows[0]?.done === true;
+}
+
+/** Appends `stamped` (stamped from `head`) in a transaction that holds the session's row lock. */
+export async function appendLocked(
+  client: pg.ClientBase,
+  session: string,
+  head: TranscriptHead,
+  stamped: readonly StampedRecord[],
+): Promise<void> {
+  await client.query(
+    `WITH ins AS (${insertRecords(3)})
+     UPDATE sessions SET last_seq = $2 WHERE session_key = $1`,
+    [session, head.lastSeq + stamped.length, ...recordColumns(stamped)],
+  );
 }
 
 /** The seq of the final an undelivered-final marker marks: details.finalSeq, else the record before. */

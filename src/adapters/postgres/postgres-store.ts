@@ -17,7 +17,7 @@ import type {
 } from "../../ports/store.js";
 import { checkExpect, parseRecord, stampRecords, stateJson } from "../jsonl/transcript-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
-import { appendAtHead, insertRecords, recordColumns } from "./append-at-head.js";
+import { appendLocked } from "./append-at-head.js";
 import { readClusterView } from "./cluster-view.js";
 import type { ClusterView } from "./cluster-view.types.js";
 import { CommitmentRows } from "./commitment-rows.js";
@@ -27,6 +27,7 @@ import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
 import { PostgresDeliveryClaims } from "./postgres-delivery-claims.js";
 import { StateSaves } from "./state-saves.js";
+import { TranscriptAppends } from "./transcript-appends.js";
 
 /** Options of {@link PostgresStore.connect}: the database, the schema, and the lease of a session's writer. */
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -89,8 +90,9 @@ export class PostgresStore implements TranscriptStore {
    * (which checks it is still the head); another process's write since then costs the longer path.
    */
   private readonly heads = new Map<string, TranscriptHead>();
-  /** State saves of many sessions, committed together. */
+  /** State saves, and appends at known heads, of many sessions: each kind committed together. */
   private readonly states: StateSaves;
+  private readonly appends: TranscriptAppends;
 
   private constructor(pool: pg.Pool, options: PostgresStoreOptions) {
     this.pool = pool;
@@ -103,6 +105,7 @@ export class PostgresStore implements TranscriptStore {
     this.processId = options.processId ?? `s${nanoid(10)}`;
     this.commitments = new CommitmentRows(pool, this.processId, lease, this.schema);
     this.states = new StateSaves(pool);
+    this.appends = new TranscriptAppends(pool);
     this.deliveryClaims = new PostgresDeliveryClaims(pool, this.processId, options.deliveryLeaseMs ?? 10_000);
   }
 
@@ -161,7 +164,7 @@ export class PostgresStore implements TranscriptStore {
         const stamped = stampRecords(records, known, this.now(), nanoid);
         if (stamped.length === 0) return [];
         const fence = this.fences.fenceFor(session) ?? null;
-        const write = appendAtHead(this.pool, session, fence, known, stamped);
+        const write = this.appends.append({ session, fence, head: known, stamped });
         if (fence !== null) this.fences.using?.(session, write);
         if (
           await write.catch((error: unknown) => {
@@ -178,11 +181,7 @@ export class PostgresStore implements TranscriptStore {
       return this.locked(session, expect, async (client, head) => {
         const stamped = stampRecords(records, head, this.now(), nanoid);
         if (stamped.length === 0) return [];
-        await client.query(
-          `WITH ins AS (${insertRecords(3)})
-           UPDATE sessions SET last_seq = $2 WHERE session_key = $1`,
-          [session, head.lastSeq + stamped.length, ...recordColumns(stamped)],
-        );
+        await appendLocked(client, session, head, stamped);
         this.remember(session, { ...head, lastSeq: head.lastSeq + stamped.length });
         return stamped.map(({ record }) => record);
       });
