@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { fenceHolds, ownershipHolds } from "./fences.js";
+import { GroupCommit } from "./group-commit.js";
 
 /** One session's state save: the JSON (null deletes it) and the tokens that must still hold. */
 export interface StateSave {
@@ -30,41 +31,21 @@ u AS (
 d AS (DELETE FROM session_state s USING c WHERE c.ok AND c.state IS NULL AND s.session_key = c.session_key)
 SELECT ord, ok FROM c`;
 
-/** Batches at most this many statements in flight; saves arriving meanwhile form the next batch. */
-const IN_FLIGHT = 2;
-
-interface Waiting extends StateSave {
-  resolve(ok: boolean): void;
-  reject(error: unknown): void;
-}
-
 /**
- * Group commit of session state saves: the saves of different sessions that arrive while earlier
- * batches are in flight go to the database together, in one statement, so a busy process pays one
- * commit (one wait for the disk) for many of them. A save resolves only once its batch has committed;
- * when a batch fails, each of its saves is tried once more alone (so one bad row fails only its own
- * save; a failure there rejects it, and its caller retries). A session has at most one
- * save waiting here (the store runs a session's writes one after another).
+ * Group commit of session state saves (see {@link GroupCommit}). When a batch fails, one save's row
+ * may be what failed: each save is tried once more alone, so it fails alone (and its caller retries).
  */
 export class StateSaves {
-  private waiting: Waiting[] = [];
-  private inFlight = 0;
+  private readonly batches = new GroupCommit<StateSave>(
+    (batch) => this.run(batch),
+    () => true,
+  );
 
   constructor(private readonly pool: pg.Pool) {}
 
   /** True when the save went through; false when its tokens no longer hold (nothing written). */
   save(item: StateSave): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ ...item, resolve, reject });
-      if (this.waiting.length === 1) queueMicrotask(() => this.next());
-    });
-  }
-
-  private alone(save: Waiting): void {
-    this.run([save]).then(
-      (ok) => save.resolve(ok[0]!),
-      (error: unknown) => save.reject(error),
-    );
+    return this.batches.submit(item);
   }
 
   /** Runs one batch: whether each save went through, in the batch's order. */
@@ -82,27 +63,5 @@ export class StateSaves {
     });
     const ok = new Map(rows.map((row) => [Number(row.ord), row.ok]));
     return batch.map((_, index) => ok.get(index + 1) === true);
-  }
-
-  private next(): void {
-    if (this.inFlight >= IN_FLIGHT || this.waiting.length === 0) return;
-    // Rows in key order: two processes' batches lock shared rows in the same order.
-    const batch = this.waiting.splice(0).sort((a, b) => (a.session < b.session ? -1 : 1));
-    this.inFlight++;
-    this.run(batch)
-      .then(
-        (ok) => {
-          for (const [index, save] of batch.entries()) save.resolve(ok[index]!);
-        },
-        (error: unknown) => {
-          // One save's row may be what failed: each is tried once more on its own, so it fails alone.
-          if (batch.length === 1) batch[0]!.reject(error);
-          else for (const save of batch) this.alone(save);
-        },
-      )
-      .finally(() => {
-        this.inFlight--;
-        this.next();
-      });
   }
 }

@@ -3,6 +3,7 @@ import type { TranscriptHead } from "../../ports/store.js";
 import type { StampedRecord } from "../jsonl/transcript-log.js";
 import { appendAtHead, recordColumns } from "./append-at-head.js";
 import { fenceHolds } from "./fences.js";
+import { GroupCommit } from "./group-commit.js";
 
 /** One session's append at the head this process knows: the records stamped from it, and the run's token. */
 export interface HeadAppend {
@@ -41,35 +42,20 @@ ins AS (
 moved AS (UPDATE sessions s SET last_seq = ok.new_seq FROM ok WHERE s.session_key = ok.session_key RETURNING ok.ord)
 SELECT ord FROM moved`;
 
-/** Batches at most this many statements in flight; appends arriving meanwhile form the next batch. */
-const IN_FLIGHT = 2;
-
-interface Waiting extends HeadAppend {
-  resolve(done: boolean): void;
-  reject(error: unknown): void;
-}
-
 /**
- * Group commit of transcript appends: appends of different sessions that arrive while earlier batches
- * are in flight go to the database together, in one statement, so a busy process pays one commit (one
- * wait for the disk) for many of them. An append resolves only once its batch has committed. A session
- * has at most one append waiting here (the store runs a session's writes one after another), so its
- * appends stay in call order. When a batch fails with an error of the database (which rolled it back),
- * each append is tried once more alone, so one bad append fails only itself; any other failure (the
- * connection broke, the batch may have committed) rejects every append of the batch.
+ * Group commit of transcript appends at a known head (see {@link GroupCommit}). When a batch fails
+ * with an error of the database (which rolled it back), each append is tried once more alone, so one
+ * bad append fails only itself; any other failure (the connection broke, the batch may have committed)
+ * rejects every append of the batch, since an append written twice would duplicate records.
  */
 export class TranscriptAppends {
-  private waiting: Waiting[] = [];
-  private inFlight = 0;
+  private readonly batches = new GroupCommit<HeadAppend>((batch) => this.run(batch), rolledBack);
 
   constructor(private readonly pool: pg.Pool) {}
 
   /** True when the records were written; false when the head moved on or the token lost its lease. */
   append(item: HeadAppend): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ ...item, resolve, reject });
-      if (this.waiting.length === 1) queueMicrotask(() => this.next());
-    });
+    return this.batches.submit(item);
   }
 
   /** Runs one batch: whether each append went through, in the batch's order. */
@@ -100,34 +86,6 @@ export class TranscriptAppends {
     });
     const moved = new Set(rows.map((row) => Number(row.ord)));
     return batch.map((_, index) => moved.has(index + 1));
-  }
-
-  private alone(append: Waiting): void {
-    this.run([append]).then(
-      (done) => append.resolve(done[0]!),
-      (error: unknown) => append.reject(error),
-    );
-  }
-
-  private next(): void {
-    if (this.inFlight >= IN_FLIGHT || this.waiting.length === 0) return;
-    // Rows in key order: two processes' batches lock shared rows in the same order.
-    const batch = this.waiting.splice(0).sort((a, b) => (a.session < b.session ? -1 : 1));
-    this.inFlight++;
-    this.run(batch)
-      .then(
-        (done) => {
-          for (const [index, append] of batch.entries()) append.resolve(done[index]!);
-        },
-        (error: unknown) => {
-          if (batch.length > 1 && rolledBack(error)) for (const append of batch) this.alone(append);
-          else for (const append of batch) append.reject(error);
-        },
-      )
-      .finally(() => {
-        this.inFlight--;
-        this.next();
-      });
   }
 }
 

@@ -1,0 +1,63 @@
+/** At most this many batch statements in flight; items arriving meanwhile form the next batch. */
+const IN_FLIGHT = 2;
+
+interface Waiting<T> {
+  item: T;
+  resolve(done: boolean): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit of one kind of write: the writes of different sessions that arrive while earlier
+ * batches are in flight go to the database together, through `run` (one statement: one round trip, one
+ * commit), so a busy process pays one wait for the disk for many of them. A write resolves only once its
+ * batch has committed, with `run`'s answer for it (false: refused, nothing written). A session has at
+ * most one write waiting here (the store runs a session's writes one after another), so its writes stay
+ * in call order. When a batch of several fails and `retryAlone(error)` says trying again cannot write
+ * twice, each write is tried once more alone, so one bad row fails only its own write; otherwise every
+ * write of the batch is rejected.
+ */
+export class GroupCommit<T extends { session: string }> {
+  private waiting: Waiting<T>[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly run: (batch: readonly T[]) => Promise<boolean[]>,
+    private readonly retryAlone: (error: unknown) => boolean,
+  ) {}
+
+  submit(item: T): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      if (this.waiting.length === 1) queueMicrotask(() => this.next());
+    });
+  }
+
+  private alone(write: Waiting<T>): void {
+    this.run([write.item]).then(
+      (done) => write.resolve(done[0]!),
+      (error: unknown) => write.reject(error),
+    );
+  }
+
+  private next(): void {
+    if (this.inFlight >= IN_FLIGHT || this.waiting.length === 0) return;
+    // Rows in key order: two processes' batches lock shared rows in the same order.
+    const batch = this.waiting.splice(0).sort((a, b) => (a.item.session < b.item.session ? -1 : 1));
+    this.inFlight++;
+    this.run(batch.map((write) => write.item))
+      .then(
+        (done) => {
+          for (const [index, write] of batch.entries()) write.resolve(done[index]!);
+        },
+        (error: unknown) => {
+          if (batch.length > 1 && this.retryAlone(error)) for (const write of batch) this.alone(write);
+          else for (const write of batch) write.reject(error);
+        },
+      )
+      .finally(() => {
+        this.inFlight--;
+        this.next();
+      });
+  }
+}
