@@ -80,7 +80,12 @@ async function startServe(args: string[]): Promise<Serve> {
   const child = spawn(
     process.execPath,
     [...(compiled ? [] : ["--import", "tsx"]), cli, "serve", "--port", "0", ...args],
-    { env: { ...process.env, TILLER_LOG_LEVEL: "error" }, stdio: ["ignore", "pipe", "pipe"] },
+    // TILLER_DATABASE_URL (which names the bench's database) would make the one process a PostgreSQL
+    // one too, on the default schema, where the next run's message ids are duplicates of this run's.
+    {
+      env: { ...process.env, TILLER_DATABASE_URL: undefined, TILLER_LOG_LEVEL: "error" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
   );
   let out = "";
   let err = "";
