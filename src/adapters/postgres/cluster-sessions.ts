@@ -9,11 +9,10 @@ import type {
   SessionPlacement,
 } from "../../ports/session-cluster.js";
 import { SystemClock } from "../system-clock.js";
-import { checkSchema, clientConfig, createPool, inlined, inTransaction } from "./connection.js";
+import { checkSchema, clientConfig, createPool, GENERIC_PLANS, inTransaction } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
-import { queryStatements } from "./query-statements.js";
 import * as sql from "./session-sql.js";
 
 /** Options of {@link createClusterSessions}: the database, and how session ownership leases behave. */
@@ -76,11 +75,10 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   const dedupeWindowMs = options.dedupeWindowMs ?? 600_000;
   const clock = options.clock ?? new SystemClock();
   const logger = options.logger ?? silentLogger;
-  const pool = createPool({
-    ...options,
-    schema,
-    applicationName: options.applicationName ?? `tiller ${processId} sessions`,
-  });
+  const pool = createPool(
+    { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId} sessions` },
+    GENERIC_PLANS,
+  );
   const channel = inboxChannel(schema, processId);
   const listeners = new Set<(session: string, adopted: boolean) => void>();
   const lostListeners = new Set<(session: string) => void>();
@@ -112,19 +110,17 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
 
   const lockKey = (session: string) => `${schema}:session:${session}`;
 
-  /** One round trip: BEGIN, the session's lock, ACCEPT and COMMIT go in one message. */
+  /** One round trip and one transaction: the session's lock, then the accept (sql.ACCEPT). */
   async function accept(message: InboxMessage): Promise<Acceptance> {
-    const client = await pool.connect();
-    let row: {
+    const { rows } = await pool.query<{
       id: string | null;
       owner: string | null;
       live: boolean | null;
       fence: string | null;
       older: number;
-    };
-    try {
-      const lock = inlined(client, sql.LOCK_SESSION, [lockKey(message.session)]);
-      const statement = inlined(client, sql.ACCEPT, [
+    }>({
+      ...sql.ACCEPT,
+      values: [
         message.session,
         message.messageId,
         message.mode,
@@ -133,15 +129,10 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
         leaseMs,
         inboxChannel(schema, ""),
         JSON.stringify({ wake: message.session }),
-      ]);
-      const results = await queryStatements<typeof row>(client, `BEGIN; ${lock}; ${statement}; COMMIT`, 4);
-      row = results[2]!.rows[0]!;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+        lockKey(message.session),
+      ],
+    });
+    const row = rows[0]!;
     if (row.id === null) return { kind: "duplicate" };
     if (row.fence === null) return { kind: "remote", id: row.id, owner: row.owner! };
     owned.set(message.session, ++takings);
@@ -164,7 +155,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       mode: string;
       body: Record<string, unknown>;
       received_by: string;
-    }>(sql.WAITING, [session, processId]);
+    }>({ ...sql.WAITING, values: [session, processId] });
     return rows.map((row) => ({
       id: row.id,
       session,
@@ -176,20 +167,17 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   }
 
   async function applied(entry: InboxEntry, ack: object): Promise<void> {
-    await pool.query(sql.APPLIED, [
-      entry.id,
-      processId,
-      ack,
-      inboxChannel(schema, ""),
-      JSON.stringify({ ack: entry.id }),
-    ]);
+    await pool.query({
+      ...sql.APPLIED,
+      values: [entry.id, processId, ack, inboxChannel(schema, ""), JSON.stringify({ ack: entry.id })],
+    });
   }
 
   async function ackOf(id: string): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {
-    const { rows } = await pool.query<{ ack: Record<string, unknown> | null; taken_by: string | null }>(
-      sql.ACK_OF,
-      [id],
-    );
+    const { rows } = await pool.query<{ ack: Record<string, unknown> | null; taken_by: string | null }>({
+      ...sql.ACK_OF,
+      values: [id],
+    });
     const row = rows[0];
     return row?.ack && row.taken_by ? { ack: row.ack, by: row.taken_by } : undefined;
   }
@@ -223,21 +211,13 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     }
   }
 
-  /** One round trip: BEGIN, the session's lock, RELEASE_IF_IDLE and COMMIT go in one message. */
+  /** One round trip and one transaction: the session's lock, then the release (sql.RELEASE). */
   async function release(session: string): Promise<boolean> {
-    const client = await pool.connect();
-    let waiting: boolean;
-    try {
-      const lock = inlined(client, sql.LOCK_SESSION, [lockKey(session)]);
-      const statement = inlined(client, sql.RELEASE_IF_IDLE, [session, processId]);
-      const text = `BEGIN; ${lock}; ${statement}; COMMIT`;
-      waiting = (await queryStatements<{ waiting: boolean }>(client, text, 4))[2]!.rows[0]!.waiting;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    const { rows } = await pool.query<{ waiting: boolean }>({
+      ...sql.RELEASE,
+      values: [session, processId, lockKey(session)],
+    });
+    const waiting = rows[0]!.waiting;
     if (waiting) return false;
     owned.delete(session);
     fences.delete(session);
@@ -269,7 +249,10 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
 
   async function heartbeat(): Promise<void> {
     const before = new Map(owned);
-    const { rows } = await pool.query<{ session_key: string }>(sql.RENEW, [processId, leaseMs]);
+    const { rows } = await pool.query<{ session_key: string }>({
+      ...sql.RENEW,
+      values: [processId, leaseMs],
+    });
     const renewed = new Set(rows.map((row) => row.session_key));
     // Owned when the renewal was sent and not renewed by it: the lease had run out.
     for (const [session, taking] of before) {
@@ -289,7 +272,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
 
   async function poll(): Promise<void> {
     if (listeners.size === 0) return;
-    const own = await pool.query<{ session_key: string }>(sql.OWN_WAITING, [processId]);
+    const own = await pool.query<{ session_key: string }>({ ...sql.OWN_WAITING, values: [processId] });
     for (const row of own.rows) wake(row.session_key, false);
     // Just back from an outage, every lease has run out: live owners renew theirs first (their
     // heartbeats come within a lease), so only the sessions of processes really gone are taken.
@@ -297,7 +280,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       const orphans = await pool.query<{ session_key: string }>(sql.ORPHANS);
       for (const row of orphans.rows) if (await takeOver(row.session_key)) wake(row.session_key, true);
     }
-    await pool.query(sql.PRUNE, [dedupeWindowMs]);
+    await pool.query({ ...sql.PRUNE, values: [dedupeWindowMs] });
   }
 
   function loop(every: number, step: () => Promise<void>, what: string): void {
@@ -345,13 +328,16 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     waiting,
     applied,
     async forget(id: string) {
-      await pool.query(sql.FORGET, [id]);
+      await pool.query({ ...sql.FORGET, values: [id] });
     },
     awaitAck,
     release,
     async owners(sessions: readonly string[]) {
       if (sessions.length === 0) return new Map();
-      const { rows } = await pool.query<{ session_key: string; owner: string }>(sql.OWNERS, [sessions]);
+      const { rows } = await pool.query<{ session_key: string; owner: string }>({
+        ...sql.OWNERS,
+        values: [sessions],
+      });
       return new Map(rows.map((row) => [row.session_key, row.owner]));
     },
     async placements(sessions: readonly string[]) {
@@ -363,7 +349,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
         lane: string | null;
         queued: number;
         capacity: number | null;
-      }>(sql.PLACEMENTS, [sessions]);
+      }>({ ...sql.PLACEMENTS, values: [sessions] });
       return new Map(
         rows.map((row): [string, SessionPlacement] => [
           row.session_key,

@@ -140,15 +140,16 @@ export class CommitmentRows {
   async changes(after: string | undefined): Promise<CommitmentChanges> {
     // Two plain statements, not one with `$1 IS NULL OR ...`: that form keeps the planner from using
     // commitments_change. The counter is read by its key (one row, known to the planner), so the plan
-    // of a read of nothing changed stays cheap (no JIT compilation either).
+    // of a read of nothing changed stays cheap (no JIT compilation either). The cursor goes in as a
+    // literal (checked digits): the pool plans parameters generically, and only its value tells the
+    // planner that few rows are past it.
     const since = after === undefined ? null : checkCursor(after);
     const { rows } = await this.pool.query<{ body: string | null; last: string }>(
       `SELECT c.body, h.last_seq AS last
          FROM (SELECT last_seq FROM commitment_changes WHERE id = 1) h
          LEFT JOIN LATERAL (SELECT body, change_seq, stored_order FROM commitments
-                             ${since === null ? "" : "WHERE change_seq > $1::bigint"}) c ON true
+                             ${since === null ? "" : `WHERE change_seq > ${since}::bigint`}) c ON true
         ORDER BY ${since === null ? "" : "c.change_seq, "}c.stored_order`,
-      since === null ? [] : [since],
     );
     const records: StoredCommitment[] = [];
     for (const row of rows) if (row.body !== null) records.push(JSON.parse(row.body) as StoredCommitment);

@@ -18,19 +18,55 @@ export function checkSchema(schema: unknown = DEFAULT_SCHEMA): string {
   return schema;
 }
 
-/** Client settings: every connection resolves unqualified names in the adapter's schema. */
+/** A statement prepared once per connection under its name (`pool.query({ ...named, values })`). */
+export interface Named {
+  name: string;
+  text: string;
+}
+
+/**
+ * The settings of the pools whose hot statements are named (prepared once per connection): their
+ * plans, and those of the statement functions (migration 12), are made once per connection and kept.
+ * PostgreSQL's default would plan them again on every call whenever an array parameter makes a custom
+ * plan look cheaper (the batched saves and appends, by `unnest`), which cost more than running them.
+ * Statements whose plan depends on a value (a range over a large table) send it as a literal.
+ */
+export const GENERIC_PLANS: Settings = { plan_cache_mode: "force_generic_plan" };
+
+/**
+ * Client settings: every connection resolves unqualified names in the adapter's schema. Server
+ * settings given in the URL (`?options=-c name=value`) are kept, before the adapter's own.
+ */
 export function clientConfig(options: PostgresConnectionOptions, settings: Settings = {}): pg.ClientConfig {
   if (typeof options.url !== "string" || options.url.length === 0) {
     throw new ConfigError("url", "a postgres:// connection string", options.url);
   }
   const schema = checkSchema(options.schema);
+  const { url, given } = withoutOptions(options.url);
   return {
-    connectionString: options.url,
-    options: [`-c search_path=${schema}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(
-      " ",
-    ),
+    connectionString: url,
+    options: [
+      ...given,
+      `-c search_path=${schema}`,
+      ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`),
+    ].join(" "),
     application_name: options.applicationName ?? "tiller",
   };
+}
+
+/**
+ * The URL without its `options` parameter, and that parameter: the driver would let it replace the
+ * adapter's options (its search_path with them) rather than add to them.
+ */
+function withoutOptions(url: string): { url: string; given: string[] } {
+  const query = url.indexOf("?");
+  if (query < 0) return { url, given: [] };
+  const params = new URLSearchParams(url.slice(query + 1));
+  const given = params.get("options");
+  if (given === null) return { url, given: [] };
+  params.delete("options");
+  const rest = params.toString();
+  return { url: url.slice(0, query) + (rest ? `?${rest}` : ""), given: [given] };
 }
 
 /**

@@ -1,3 +1,5 @@
+import { STATEMENT_FUNCTIONS } from "./statement-functions.js";
+
 /**
  * The schema, as numbered migrations. Each runs once, in order, inside one transaction, under a
  * database-wide advisory lock (see migrate.ts), and is recorded in `tiller_migrations`. A migration is
@@ -289,4 +291,5 @@ CREATE TABLE delivery_claims (
 );
 CREATE INDEX delivery_claims_settled ON delivery_claims (settled_at) WHERE settled_at IS NOT NULL;`,
   },
+  STATEMENT_FUNCTIONS,
 ];

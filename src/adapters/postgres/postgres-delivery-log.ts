@@ -11,11 +11,10 @@ import {
 } from "../../ports/delivery-log.js";
 import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
-import { checkSchema, clientConfig, createPool, inlined } from "./connection.js";
+import { checkSchema, clientConfig, createPool, GENERIC_PLANS } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
-import { queryStatements } from "./query-statements.js";
 
 /** Options of the PostgreSQL delivery log that keeps the web channel's deliveries for several processes. */
 export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, DeliveryLogOptions {
@@ -38,46 +37,36 @@ interface Row {
 }
 
 const COLUMNS = "message_id, kind, text, run_id, delivery_id, at_ms";
-// Taking the session's head row locks it until commit: appends of one session, from any process,
-// follow one another, so seq is gap-free.
-const NEXT_SEQ = `INSERT INTO web_delivery_heads (session_key, last_seq) VALUES ($1, 1)
-  ON CONFLICT (session_key) DO UPDATE SET last_seq = web_delivery_heads.last_seq + 1`;
 /**
- * The rest of an append, after NEXT_SEQ in the same transaction (a statement of its own, so it reads
- * what committed while NEXT_SEQ waited for the head row): a delivery id already stored for the session
- * answers the stored row, stores nothing and gives the seq back; else the row is inserted with the new
- * seq (its message id "<seq>-$3"), every `$9` appends the rows older than the newest `$8` go (at most
- * 1000 at once: a backlog drains over the next prunes; seq is never renumbered), and the schema's
- * channel (`$10`) is told the session (`$11`), at commit, so every process's streams read it.
+ * An append in one call (web_delivery_store, migration 12), one round trip and one transaction: the
+ * session's head row is taken (appends of one session, from any process, follow one another: seq is
+ * gap-free); a delivery id already stored for the session answers the stored row and stores nothing;
+ * else the row is inserted, the oldest rows past `keep` are pruned every few appends, and the schema's
+ * channel is told the session at commit. Prepared once per connection, as the reads are.
  */
-const STORE = `
-WITH known AS (SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND delivery_id = $2::text),
-head AS (SELECT last_seq FROM web_delivery_heads WHERE session_key = $1),
-ins AS (
-  INSERT INTO web_deliveries (session_key, seq, message_id, delivery_id, kind, text, run_id, at_ms)
-  SELECT $1, h.last_seq, h.last_seq::text || '-' || $3, $2::text, $4, $5, $6::text, $7
-    FROM head h WHERE NOT EXISTS (SELECT 1 FROM known)
-  RETURNING seq, ${COLUMNS}),
-back AS (UPDATE web_delivery_heads SET last_seq = last_seq - 1
-          WHERE session_key = $1 AND EXISTS (SELECT 1 FROM known)),
-pruned AS (DELETE FROM web_deliveries WHERE session_key = $1 AND seq IN (
-  SELECT d.seq FROM web_deliveries d, ins
-   WHERE d.session_key = $1 AND ins.seq % $9::bigint = 0 AND ins.seq > $8::bigint
-     AND d.seq <= ins.seq - $8::bigint
-   ORDER BY d.seq LIMIT 1000)),
-woken AS (SELECT pg_notify($10, $11) FROM ins)
-SELECT r.*, (SELECT count(*) FROM woken) AS woken
-  FROM (SELECT ${COLUMNS} FROM known UNION ALL SELECT ${COLUMNS} FROM ins) r`;
+const STORE = {
+  name: "tiller.webDeliveryStore",
+  text: `SELECT ${COLUMNS} FROM web_delivery_store($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+};
 // Only the newest `keep` ($2, NULL for all) are read: rows past them wait for the next prune.
 const KEPT = "COALESCE((SELECT last_seq FROM web_delivery_heads WHERE session_key = $1) - $2, 0)";
-const ALL = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND seq > ${KEPT} ORDER BY seq`;
+const ALL = {
+  name: "tiller.webDeliveriesAll",
+  text: `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1 AND seq > ${KEPT} ORDER BY seq`,
+};
 // After a known message: the kept rows with a higher seq. An unknown (or pruned) one, or none, gives
 // them all.
-const AFTER = `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1
+const AFTER = {
+  name: "tiller.webDeliveriesAfter",
+  text: `SELECT ${COLUMNS} FROM web_deliveries WHERE session_key = $1
   AND seq > GREATEST(COALESCE((SELECT seq FROM web_deliveries WHERE session_key = $1 AND message_id = $3), 0), ${KEPT})
-  ORDER BY seq`;
+  ORDER BY seq`,
+};
 // The poll: the watched sessions' last seq, one query however many streams are open.
-const HEADS = "SELECT session_key, last_seq FROM web_delivery_heads WHERE session_key = ANY($1::text[])";
+const HEADS = {
+  name: "tiller.webDeliveryHeads",
+  text: "SELECT session_key, last_seq FROM web_delivery_heads WHERE session_key = ANY($1::text[])",
+};
 
 /** The NOTIFY channel of a schema's deliveries (a channel name is at most 63 bytes). */
 export function deliveriesChannel(schema: string): string {
@@ -121,11 +110,10 @@ export class PostgresDeliveryLog implements DeliveryLog {
     const schema = checkSchema(options.schema);
     const keep = keepOption(options);
     const clock = options.clock ?? new SystemClock();
-    const pool = createPool({
-      ...options,
-      schema,
-      applicationName: options.applicationName ?? "tiller deliveries",
-    });
+    const pool = createPool(
+      { ...options, schema, applicationName: options.applicationName ?? "tiller deliveries" },
+      GENERIC_PLANS,
+    );
     try {
       await migrate(pool, schema);
     } catch (error) {
@@ -161,11 +149,12 @@ export class PostgresDeliveryLog implements DeliveryLog {
   }
 
   async read(session: string): Promise<readonly DeliveryRecord[]> {
-    return (await this.pool.query<Row>(ALL, [session, this.keptParam()])).rows.map(toRecord);
+    return (await this.pool.query<Row>({ ...ALL, values: [session, this.keptParam()] })).rows.map(toRecord);
   }
 
   async readAfter(session: string, after: string | undefined): Promise<readonly DeliveryRecord[]> {
-    return (await this.pool.query<Row>(AFTER, [session, this.keptParam(), after ?? null])).rows.map(toRecord);
+    const values = [session, this.keptParam(), after ?? null];
+    return (await this.pool.query<Row>({ ...AFTER, values })).rows.map(toRecord);
   }
 
   watch(session: string, wake: () => void): () => void {
@@ -193,13 +182,12 @@ export class PostgresDeliveryLog implements DeliveryLog {
     await this.pool.end();
   }
 
-  /** One round trip and one commit: BEGIN, NEXT_SEQ, STORE and COMMIT go in one message. */
+  /** One round trip and one commit (see STORE). */
   private async store(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
-    const client = await this.pool.connect();
-    try {
-      const keep = Number.isFinite(this.keep) ? this.keep : null;
-      const next = inlined(client, NEXT_SEQ, [session]);
-      const store = inlined(client, STORE, [
+    const keep = this.keptParam();
+    const { rows } = await this.pool.query<Row>({
+      ...STORE,
+      values: [
         session,
         body.deliveryId ?? null,
         nanoid(8),
@@ -211,17 +199,11 @@ export class PostgresDeliveryLog implements DeliveryLog {
         keep === null ? null : pruneStep(keep),
         deliveriesChannel(this.schema),
         notifyPayload(session),
-      ]);
-      const results = await queryStatements<Row>(client, `BEGIN; ${next}; ${store}; COMMIT`, 4);
-      const row = results[2]!.rows[0];
-      if (!row) throw new Error(`web deliveries: the append to ${session} stored nothing`);
-      return toRecord(row);
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+      ],
+    });
+    const row = rows[0];
+    if (!row) throw new Error(`web deliveries: the append to ${session} stored nothing`);
+    return toRecord(row);
   }
 
   private keptParam(): number | null {
@@ -253,7 +235,9 @@ export class PostgresDeliveryLog implements DeliveryLog {
     if (sessions.length === 0) return;
     let rows: Array<{ session_key: string; last_seq: string }>;
     try {
-      rows = (await this.pool.query<{ session_key: string; last_seq: string }>(HEADS, [sessions])).rows;
+      rows = (
+        await this.pool.query<{ session_key: string; last_seq: string }>({ ...HEADS, values: [sessions] })
+      ).rows;
     } catch {
       if (!this.closed) this.wakeAll();
       return;

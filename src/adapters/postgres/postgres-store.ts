@@ -21,12 +21,13 @@ import { appendLocked } from "./append-at-head.js";
 import { readClusterView } from "./cluster-view.js";
 import type { ClusterView } from "./cluster-view.types.js";
 import { CommitmentRows } from "./commitment-rows.js";
-import { checkSchema, createPool, inTransaction } from "./connection.js";
+import { checkSchema, createPool, GENERIC_PLANS, inTransaction } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
 import { PostgresDeliveryClaims } from "./postgres-delivery-claims.js";
 import { StateSaves } from "./state-saves.js";
+import * as sql from "./store-sql.js";
 import { TranscriptAppends } from "./transcript-appends.js";
 
 /** Options of {@link PostgresStore.connect}: the database, the schema, and the lease of a session's writer. */
@@ -112,7 +113,7 @@ export class PostgresStore implements TranscriptStore {
   /** Connects, applies pending migrations, and returns the store. */
   static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
     const schema = checkSchema(options.schema);
-    const pool = createPool({ ...options, schema });
+    const pool = createPool({ ...options, schema }, GENERIC_PLANS);
     try {
       await migrate(pool, schema);
     } catch (error) {
@@ -143,14 +144,10 @@ export class PostgresStore implements TranscriptStore {
 
   async open(session: string): Promise<TranscriptHead> {
     checkKey(session);
-    const select = "SELECT session_id, revision, last_seq FROM sessions WHERE session_key = $1";
     for (;;) {
-      const inserted = await this.pool.query<HeadRow>(
-        `INSERT INTO sessions (session_key, session_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
-         RETURNING session_id, revision, last_seq`,
-        [session, nanoid()],
-      );
-      const row = inserted.rows[0] ?? (await this.pool.query<HeadRow>(select, [session])).rows[0];
+      const inserted = await this.pool.query<HeadRow>({ ...sql.OPEN, values: [session, nanoid()] });
+      const row =
+        inserted.rows[0] ?? (await this.pool.query<HeadRow>({ ...sql.HEAD, values: [session] })).rows[0];
       if (row) return this.remember(session, headOf(row));
     }
   }
@@ -190,26 +187,13 @@ export class PostgresStore implements TranscriptStore {
 
   async read(session: string): Promise<TranscriptRecord[]> {
     checkKey(session);
-    const { rows } = await this.pool.query<{ body: string }>(
-      "SELECT body FROM transcript WHERE session_key = $1 ORDER BY seq",
-      [session],
-    );
+    const { rows } = await this.pool.query<{ body: string }>({ ...sql.READ, values: [session] });
     return rows.map((row) => parseRecord(row.body));
   }
 
   async readWindow(session: string): Promise<TranscriptRecord[]> {
     checkKey(session);
-    // The window, plus each final whose undelivered marker is in the window while it is not.
-    const { rows } = await this.pool.query<{ body: string }>(
-      `WITH s AS (SELECT window_after_seq AS w FROM sessions WHERE session_key = $1)
-       SELECT t.seq, t.body FROM transcript t, s WHERE t.session_key = $1 AND t.seq > s.w
-       UNION
-       SELECT f.seq, f.body FROM transcript m, s, transcript f
-        WHERE m.session_key = $1 AND m.seq > s.w AND m.marks_seq IS NOT NULL AND m.marks_seq <= s.w
-          AND f.session_key = $1 AND f.seq = m.marks_seq AND f.role = 'assistant'
-       ORDER BY seq`,
-      [session],
-    );
+    const { rows } = await this.pool.query<{ body: string }>({ ...sql.READ_WINDOW, values: [session] });
     return rows.map((row) => parseRecord(row.body));
   }
 
@@ -273,10 +257,7 @@ export class PostgresStore implements TranscriptStore {
 
   async loadState(session: string): Promise<unknown | null> {
     checkKey(session);
-    const { rows } = await this.pool.query<{ state: string }>(
-      "SELECT state FROM session_state WHERE session_key = $1",
-      [session],
-    );
+    const { rows } = await this.pool.query<{ state: string }>({ ...sql.LOAD_STATE, values: [session] });
     return rows[0] ? JSON.parse(rows[0].state) : null;
   }
 
@@ -303,24 +284,15 @@ export class PostgresStore implements TranscriptStore {
 
   async claimMessageId(session: string, messageId: string, at: number, since: number): Promise<boolean> {
     checkKey(session);
-    // The session's ids older than the window go on the way (its rows stay few).
-    const { rows } = await this.pool.query(
-      `WITH gone AS (DELETE FROM dedupe_windows
-                      WHERE session_key = $1 AND message_id <> $2 AND seen_at < to_timestamp($4::float8 / 1000))
-       INSERT INTO dedupe_windows (session_key, message_id, seen_at) VALUES ($1, $2, to_timestamp($3::float8 / 1000))
-       ON CONFLICT (session_key, message_id) DO UPDATE SET seen_at = excluded.seen_at
-        WHERE dedupe_windows.seen_at < to_timestamp($4::float8 / 1000)
-       RETURNING 1`,
-      [session, messageId, at, since],
-    );
+    const { rows } = await this.pool.query({
+      ...sql.CLAIM_MESSAGE_ID,
+      values: [session, messageId, at, since],
+    });
     return rows.length > 0;
   }
 
   async releaseMessageId(session: string, messageId: string): Promise<void> {
-    await this.pool.query("DELETE FROM dedupe_windows WHERE session_key = $1 AND message_id = $2", [
-      session,
-      messageId,
-    ]);
+    await this.pool.query({ ...sql.RELEASE_MESSAGE_ID, values: [session, messageId] });
   }
 
   /** The cluster's lanes, processes and session owners, as the database has them now. */

@@ -1,39 +1,22 @@
 // The SQL of session ownership and the durable inbox (docs/postgres.md). Names are unqualified (the
-// connections' search_path is the adapter's schema); `$lease` parameters are milliseconds.
+// connections' search_path is the adapter's schema); `$lease` parameters are milliseconds. The
+// statements run again and again are named: prepared once per connection, their plans kept.
+
+import type { Named } from "./connection.js";
 
 /** Serializes the accept, release and take-over of one session cluster-wide. */
 export const LOCK_SESSION = "SELECT pg_advisory_xact_lock(hashtext($1))";
 
-/** The message, unless its id is already in the session's inbox (a duplicate, cluster-wide). */
-export const INSERT_INBOX = `
-INSERT INTO inbox (session_key, message_id, mode, body, received_by) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (session_key, message_id) DO NOTHING RETURNING id`;
-
 /**
- * The whole accept after LOCK_SESSION, in one statement: the message goes into the inbox unless its id
- * is there (a duplicate: nothing else happens); then a live owner elsewhere is woken (`$7` || owner:
- * its channel, `$8` the payload), else this process (`$5`) owns the session from now on (TAKE_OWNER,
- * lease `$6` ms). Answers the inbox id, the owner as it was, whether it was live, the token taken and
- * how many older messages of the session wait (the statement does not see its own insert).
+ * The whole accept in one call (inbox_accept, migration 12): the session's lock, then the message into
+ * the inbox unless its id is there (a duplicate), a live owner elsewhere woken, else this process's
+ * ownership taken. Answers the inbox id, the owner as it was, whether it was live, the token taken and
+ * how many older messages wait.
  */
-export const ACCEPT = `
-WITH ins AS (
-  INSERT INTO inbox (session_key, message_id, mode, body, received_by) VALUES ($1, $2, $3, $4::jsonb, $5)
-  ON CONFLICT (session_key, message_id) DO NOTHING RETURNING id),
-o AS (SELECT owner, lease_until > clock_timestamp() AS live FROM session_owners WHERE session_key = $1),
-elsewhere AS (SELECT owner FROM o WHERE live AND owner <> $5),
-woken AS (SELECT pg_notify($7 || e.owner, $8) FROM elsewhere e WHERE EXISTS (SELECT 1 FROM ins)),
-taken AS (
-  INSERT INTO session_owners (session_key, owner, fence, lease_until)
-  SELECT $1, $5, nextval('fence_seq'), clock_timestamp() + $6 * interval '1 millisecond'
-   WHERE EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM elsewhere)
-  ON CONFLICT (session_key) DO UPDATE SET
-    fence = CASE WHEN session_owners.owner = excluded.owner THEN session_owners.fence ELSE excluded.fence END,
-    owner = excluded.owner, lease_until = excluded.lease_until
-  RETURNING fence)
-SELECT (SELECT id FROM ins) AS id, (SELECT owner FROM o) AS owner, (SELECT live FROM o) AS live,
-       (SELECT fence FROM taken) AS fence, (SELECT count(*) FROM woken) AS woken,
-       (SELECT count(*) FROM inbox WHERE session_key = $1 AND taken_at IS NULL)::int AS older`;
+export const ACCEPT: Named = {
+  name: "tiller.inboxAccept",
+  text: "SELECT id, owner, live, fence, older FROM inbox_accept($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+};
 
 export const OWNER_OF = `
 SELECT owner, lease_until > clock_timestamp() AS live FROM session_owners WHERE session_key = $1`;
@@ -47,43 +30,57 @@ ON CONFLICT (session_key) DO UPDATE SET
   owner = excluded.owner, lease_until = excluded.lease_until
 RETURNING fence`;
 
-export const NOTIFY = "SELECT pg_notify($1, $2)";
-
 /** Messages waiting for a session, only for its owner. */
-export const WAITING = `
+export const WAITING: Named = {
+  name: "tiller.inboxWaiting",
+  text: `
 SELECT i.id, i.message_id, i.mode, i.body, i.received_by FROM inbox i
  WHERE i.session_key = $1 AND i.taken_at IS NULL
    AND EXISTS (SELECT 1 FROM session_owners o WHERE o.session_key = $1 AND o.owner = $2)
- ORDER BY i.id`;
+ ORDER BY i.id`,
+};
 
 /**
  * The owner (`$2`) applied row `$1`: its ack (`$3`) is recorded, and the process that received it, if
  * another, is told at commit (its channel `$4` || receiver, payload `$5`), in the same round trip.
  */
-export const APPLIED = `
+export const APPLIED: Named = {
+  name: "tiller.inboxApplied",
+  text: `
 WITH u AS (
   UPDATE inbox SET taken_by = $2, taken_at = clock_timestamp(), ack = $3
    WHERE id = $1 AND taken_at IS NULL RETURNING received_by)
 SELECT received_by, (SELECT count(*) FROM (SELECT pg_notify($4 || received_by, $5) WHERE received_by <> $2) n) AS told
-  FROM u`;
+  FROM u`,
+};
 
-export const FORGET = "DELETE FROM inbox WHERE id = $1";
+export const FORGET: Named = {
+  name: "tiller.inboxForget",
+  text: "DELETE FROM inbox WHERE id = $1",
+};
 
-export const ACK_OF = "SELECT ack, taken_by FROM inbox WHERE id = $1";
+export const ACK_OF: Named = {
+  name: "tiller.inboxAck",
+  text: "SELECT ack, taken_by FROM inbox WHERE id = $1",
+};
 
 /**
- * After LOCK_SESSION: this process (`$2`) gives the session up unless messages wait for it (then it
- * keeps it, to apply them first). Answers whether any wait.
+ * In one call (session_release, migration 12), under the session's lock: this process gives the
+ * session up unless messages wait for it (then it keeps it, to apply them first). Answers whether any
+ * wait.
  */
-export const RELEASE_IF_IDLE = `
-WITH w AS (SELECT 1 FROM inbox WHERE session_key = $1 AND taken_at IS NULL LIMIT 1),
-d AS (DELETE FROM session_owners WHERE session_key = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM w))
-SELECT EXISTS (SELECT 1 FROM w) AS waiting`;
+export const RELEASE: Named = {
+  name: "tiller.sessionRelease",
+  text: "SELECT waiting FROM session_release($1, $2, $3)",
+};
 
 /** Renews this process's ownerships whose lease still runs; the ones missing were lost. */
-export const RENEW = `
+export const RENEW: Named = {
+  name: "tiller.ownersRenew",
+  text: `
 UPDATE session_owners SET lease_until = clock_timestamp() + $2 * interval '1 millisecond'
- WHERE owner = $1 AND lease_until > clock_timestamp() RETURNING session_key`;
+ WHERE owner = $1 AND lease_until > clock_timestamp() RETURNING session_key`,
+};
 
 /**
  * Renews one of this process's ownerships whose lease ran out (the database was away), only if nobody
@@ -95,15 +92,20 @@ UPDATE session_owners SET lease_until = clock_timestamp() + $4 * interval '1 mil
  WHERE session_key = $1 AND owner = $2 AND fence = $3 RETURNING session_key`;
 
 /** Sessions this process owns with messages waiting (a missed wake-up). */
-export const OWN_WAITING = `
+export const OWN_WAITING: Named = {
+  name: "tiller.ownWaiting",
+  text: `
 SELECT DISTINCT i.session_key FROM inbox i JOIN session_owners o ON o.session_key = i.session_key
- WHERE o.owner = $1 AND i.taken_at IS NULL`;
+ WHERE o.owner = $1 AND i.taken_at IS NULL`,
+};
 
 /**
  * Sessions with work and no live owner: messages waiting, or a saved turn or queue. A session with a
  * lane row is left alone (a turn nobody typed runs or waits there; a dead process's rows are reaped).
  */
-export const ORPHANS = `
+export const ORPHANS: Named = {
+  name: "tiller.orphans",
+  text: `
 SELECT c.session_key FROM (
   SELECT session_key FROM inbox WHERE taken_at IS NULL
   UNION
@@ -113,13 +115,16 @@ SELECT c.session_key FROM (
  WHERE NOT EXISTS (SELECT 1 FROM session_owners o
                     WHERE o.session_key = c.session_key AND o.lease_until > clock_timestamp())
    AND NOT EXISTS (SELECT 1 FROM lane_runs r WHERE r.session_key = c.session_key)
- LIMIT 20`;
+ LIMIT 20`,
+};
 
 /**
  * Where each of the given sessions is, cluster-wide: its live owner, the process and lane of its active
  * lane run, how many of its lane runs wait, and that lane's capacity.
  */
-export const PLACEMENTS = `
+export const PLACEMENTS: Named = {
+  name: "tiller.placements",
+  text: `
 SELECT s.key AS session_key, o.owner, a.owner AS running_on, coalesce(a.lane, q.lane) AS lane,
        coalesce(q.queued, 0)::int AS queued, c.capacity
   FROM unnest($1::text[]) AS s(key)
@@ -129,16 +134,23 @@ SELECT s.key AS session_key, o.owner, a.owner AS running_on, coalesce(a.lane, q.
               WHERE state = 'queued' AND session_key = ANY($1::text[]) GROUP BY session_key) q
     ON q.session_key = s.key
   LEFT JOIN lane_capacity c ON c.lane = coalesce(a.lane, q.lane)
- WHERE o.owner IS NOT NULL OR a.owner IS NOT NULL OR q.queued IS NOT NULL`;
+ WHERE o.owner IS NOT NULL OR a.owner IS NOT NULL OR q.queued IS NOT NULL`,
+};
 
 /** Live owners of the given sessions. */
-export const OWNERS = `
+export const OWNERS: Named = {
+  name: "tiller.owners",
+  text: `
 SELECT session_key, owner FROM session_owners
- WHERE session_key = ANY($1::text[]) AND lease_until > clock_timestamp()`;
+ WHERE session_key = ANY($1::text[]) AND lease_until > clock_timestamp()`,
+};
 
 /** Applied messages past the dedupe window go (a redelivery after it runs again, as in one process). */
-export const PRUNE = `
-DELETE FROM inbox WHERE taken_at IS NOT NULL AND taken_at < clock_timestamp() - $1 * interval '1 millisecond'`;
+export const PRUNE: Named = {
+  name: "tiller.inboxPrune",
+  text: `
+DELETE FROM inbox WHERE taken_at IS NOT NULL AND taken_at < clock_timestamp() - $1 * interval '1 millisecond'`,
+};
 
 /** A process that stops gives its sessions up at once (their waiting messages go to whoever takes them). */
 export const LEAVE = "DELETE FROM session_owners WHERE owner = $1";
