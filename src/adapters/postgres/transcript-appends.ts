@@ -16,9 +16,11 @@ export interface HeadAppend {
 
 /**
  * The appends of a batch in one statement (one round trip, one commit). The sessions' rows are locked
- * in key order; a session's records are inserted, and its head moved on, only when its row still is
- * the head its writer knows and its run's token still holds the lease. Answers the places in the batch
- * (1-based) of the appends that went through; the others wrote nothing.
+ * in the batch's order, which the caller sorts by key (every batch locks in one order: no deadlock),
+ * each by its key: a lookup per session, whatever size the plan guesses for the batch (a join would
+ * read the whole table under the generic plan). A session's records are inserted, and its head moved
+ * on, only when its row still is the head its writer knows and its run's token still holds the lease.
+ * Answers the places in the batch (1-based) of the appends that went through; the others wrote nothing.
  */
 const APPEND_ALL_AT_HEAD = `
 WITH v AS (
@@ -27,8 +29,8 @@ WITH v AS (
 h AS (
   SELECT v.ord, v.session_key, v.fence, v.session_id, v.revision, v.last_seq, v.new_seq,
          s.session_id AS head_id, s.revision AS head_revision, s.last_seq AS head_seq
-    FROM v JOIN sessions s ON s.session_key = v.session_key
-   ORDER BY v.session_key FOR UPDATE OF s),
+    FROM v, LATERAL (SELECT session_id, revision, last_seq FROM sessions s
+                      WHERE s.session_key = v.session_key FOR UPDATE) s),
 ok AS (
   SELECT h.ord, h.session_key, h.new_seq FROM h
    WHERE h.head_id = h.session_id AND h.head_revision = h.revision AND h.head_seq = h.last_seq
@@ -59,11 +61,12 @@ export class TranscriptAppends {
   }
 
   /** Runs one batch: whether each append went through, in the batch's order. */
-  private async run(batch: readonly HeadAppend[]): Promise<boolean[]> {
-    if (batch.length === 1) {
-      const only = batch[0]!;
+  private async run(given: readonly HeadAppend[]): Promise<boolean[]> {
+    if (given.length === 1) {
+      const only = given[0]!;
       return [await appendAtHead(this.pool, only.session, only.fence, only.head, only.stamped)];
     }
+    const batch = [...given].sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0));
     const columns: unknown[][] = [[], [], [], [], [], [], []];
     for (const [index, item] of batch.entries()) {
       columns[0]!.push(...item.stamped.map(() => index + 1));
@@ -84,8 +87,8 @@ export class TranscriptAppends {
         ...columns,
       ],
     });
-    const moved = new Set(rows.map((row) => Number(row.ord)));
-    return batch.map((_, index) => moved.has(index + 1));
+    const moved = new Set(rows.map((row) => batch[Number(row.ord) - 1]));
+    return given.map((item) => moved.has(item));
   }
 }
 
