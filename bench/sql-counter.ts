@@ -14,7 +14,10 @@ export interface SqlTally {
 }
 
 type Query = (this: pg.Client, ...args: unknown[]) => unknown;
-const WRITE = /\b(INSERT|UPDATE|DELETE|pg_notify|nextval)\b/i;
+// The statement functions of migration 12 write too (the inbox, session owners, web deliveries).
+const WRITE = /\b(INSERT|UPDATE|DELETE|pg_notify|nextval|inbox_accept|session_release|web_delivery_store)\b/i;
+/** A whole transaction in one message (`BEGIN; …; COMMIT`): one commit. */
+const WHOLE = /^BEGIN\s*;[\s\S]*;\s*COMMIT\s*;?$/i;
 
 export class SqlCounter {
   readonly tally: SqlTally = { statements: 0, commits: 0, durableCommits: 0, byText: new Map() };
@@ -62,7 +65,8 @@ export class SqlCounter {
     ).includes("synchronous_commit=off");
     const transaction = this.open.get(client);
     let commit: boolean | undefined; // undefined: not a commit; else whether it wrote
-    if (head.startsWith("BEGIN")) this.open.set(client, { wrote: false });
+    if (WHOLE.test(text)) commit = WRITE.test(text);
+    else if (head.startsWith("BEGIN")) this.open.set(client, { wrote: false });
     else if (head.startsWith("COMMIT")) {
       commit = transaction?.wrote ?? false;
       this.open.delete(client);
