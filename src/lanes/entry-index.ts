@@ -16,6 +16,8 @@ export class EntryIndex<T extends { readonly id: number }> {
   private readonly pages = new Map<number, Page<T>>();
   private lastNo = -1;
   private last: Page<T> | null = null;
+  /** The highest page number ever added: `firstFrom` looks no further. */
+  private topNo = -1;
 
   add(entry: T): void {
     const no = Math.floor(entry.id / PAGE_SIZE);
@@ -23,6 +25,7 @@ export class EntryIndex<T extends { readonly id: number }> {
     if (!page) {
       page = { live: 0, slots: new Array<T | undefined>(PAGE_SIZE) };
       this.pages.set(no, page);
+      if (no > this.topNo) this.topNo = no;
     }
     page.slots[entry.id - no * PAGE_SIZE] = entry;
     page.live++;
@@ -50,6 +53,19 @@ export class EntryIndex<T extends { readonly id: number }> {
   get(id: number): T | undefined {
     const no = Math.floor(id / PAGE_SIZE);
     return this.pages.get(no)?.slots[id - no * PAGE_SIZE];
+  }
+
+  /** The entry with the lowest id >= `id`, if any: pages that are gone are skipped whole. */
+  firstFrom(id: number): T | undefined {
+    for (let no = Math.floor(Math.max(0, id) / PAGE_SIZE); no <= this.topNo; no++) {
+      const page = this.pages.get(no);
+      if (!page) continue;
+      for (let slot = Math.max(0, id - no * PAGE_SIZE); slot < PAGE_SIZE; slot++) {
+        const entry = page.slots[slot];
+        if (entry !== undefined) return entry;
+      }
+    }
+    return undefined;
   }
 }
 

@@ -1,36 +1,32 @@
 import { AsyncResource } from "node:async_hooks";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import type { TimerHandle } from "../ports/clock.js";
-import { type Aging, PriorityWaitList, type QueueLinks, type Waiting, type WaitList } from "./wait-list.js";
+import { type Aging, PriorityWaitList, type QueueLinks, type Waiting } from "./wait-list.js";
 
 /**
  * One task in the scheduler. Plain mutable fields on purpose: this is the hot path, and the entry's
- * `state` follows `laneEntryMachine` (the graph tests check that it does).
+ * `state` follows `laneEntryMachine` (the graph tests check that it does). A waiting entry is what a
+ * backlog is made of, so it holds only what every entry needs: times are small integers (ms since the
+ * scheduler was made, never a boxed heap number), and what only a task with a deadline or a caller's
+ * signal needs sits in `extras`, made for those tasks only.
  */
 export class Entry implements Waiting {
   qPrev: QueueLinks | null = null;
   qNext: QueueLinks | null = null;
-  qList: WaitList<QueueLinks> | null = null;
-  // Links of the arrival-ordered warn list.
-  aPrev: Entry | null = null;
-  aNext: Entry | null = null;
-  aLinked = false;
+  /** `lane.waitExceeded` was reported for it (or it is no longer watched for it). */
   warned = false;
-  /** When it entered the list it waits in now (aging counts from here). */
+  /** When it entered the list it waits in now (aging counts from here), on the scheduler's time. */
   waitSince = 0;
   state: LaneEntryState = "waitingForSession";
   sessionLane: SessionLane | null = null;
-  controller: AbortController | null = null;
-  timeoutTimer: TimerHandle | null = null;
-  /** After its timeout, how long a running task may take to stop before its slot is freed anyway. */
-  abortGraceMs = 0;
-  onAbort: (() => void) | null = null;
   /**
    * The async context (AsyncLocalStorage: a trace, a request id) of the `run()` call, for a task that
    * had to wait: whichever task frees its slot starts it, from that task's context. Null for a task
    * that started within the call.
    */
   context: AsyncResource | null = null;
+  /** Its deadline and its caller's signal; null for a task with neither. */
+  extras: EntryExtras | null = null;
 
   constructor(
     readonly id: number,
@@ -39,7 +35,27 @@ export class Entry implements Waiting {
     readonly task: (signal: AbortSignal) => unknown,
     readonly resolve: (value: unknown) => void,
     readonly reject: (reason: unknown) => void,
+    /** On the scheduler's time: ms since it was made. */
     readonly enqueuedAt: number,
+  ) {}
+
+  get timeoutMs(): number | undefined {
+    return this.extras?.timeoutMs;
+  }
+
+  get callerSignal(): AbortSignal | undefined {
+    return this.extras?.callerSignal;
+  }
+}
+
+/** What only a task with a deadline or a caller's signal needs, kept off the entries of all others. */
+export class EntryExtras {
+  controller: AbortController | null = null;
+  timeoutTimer: TimerHandle | null = null;
+  /** After its timeout, how long a running task may take to stop before its slot is freed anyway. */
+  abortGraceMs = 0;
+  onAbort: (() => void) | null = null;
+  constructor(
     readonly timeoutMs: number | undefined,
     readonly callerSignal: AbortSignal | undefined,
   ) {}

@@ -14,7 +14,9 @@ import type { WaitWarnings } from "./wait-warnings.js";
  *
  * @example
  * ```ts
- * const warnings = new WaitWarnings(new SystemClock(), 2000, (fields) => console.warn(fields));
+ * const clock = new SystemClock();
+ * const firstFrom = (id: number) => queues.firstFrom(id);
+ * const warnings = new WaitWarnings(clock, () => clock.now(), 2000, firstFrom, (fields) => console.warn(fields));
  * const start = (entry: Entry) => entry.task(new AbortController().signal);
  * const queues = new LaneQueues(new Map([["main", 2]]), warnings, start);
  * queues.workload("main").capacity; // 2
@@ -58,6 +60,11 @@ export class LaneQueues {
   /** Where an entry stands; undefined once it ended or was removed. */
   entryState(entryId: number): LaneEntryState | undefined {
     return this.entries.get(entryId)?.state;
+  }
+
+  /** The entry not yet ended with the lowest id >= `id` (the wait-warning sweep reads them in order). */
+  firstFrom(id: number): Entry | undefined {
+    return this.entries.firstFrom(id);
   }
 
   /** The workload lane `name`, made on first use with its configured capacity (1 if none). */
@@ -184,7 +191,7 @@ export class LaneQueues {
     lane.bound--;
     this.active--;
     this.entries.delete(entry);
-    if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
+    stopListening(entry);
     this.freeSession(entry);
     this.pump(lane);
     this.forgetIfIdle(entry);
@@ -272,7 +279,6 @@ export class LaneQueues {
     if (entry.lane.group !== null) entry.lane.group.active++;
     this.active++;
     this.queued--;
-    this.warnings.forget(entry);
     this.start(entry);
   }
 
@@ -291,11 +297,10 @@ export class LaneQueues {
   private unqueue(entry: Entry): void {
     if (entry.state === "waitingForSession") entry.sessionLane?.waiting.remove(entry);
     else entry.lane.waiting.remove(entry);
-    this.warnings.forget(entry);
     this.queued--;
     entry.lane.bound--;
     this.entries.delete(entry);
-    if (entry.onAbort) entry.callerSignal?.removeEventListener("abort", entry.onAbort);
+    stopListening(entry);
   }
 
   private forgetIfIdle(entry: Entry): void {
@@ -310,4 +315,10 @@ export class LaneQueues {
       this.workloads.delete(lane.name);
     }
   }
+}
+
+/** A long-lived caller signal must not collect one listener per task. */
+function stopListening(entry: Entry): void {
+  const extras = entry.extras;
+  if (extras?.onAbort) extras.callerSignal?.removeEventListener("abort", extras.onAbort);
 }

@@ -6,7 +6,7 @@ import { type LaneEventType, type TillerEventFields, tillerEvent } from "../even
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import { Entry } from "./entry.js";
+import { Entry, EntryExtras } from "./entry.js";
 import { parseLaneGroups } from "./lane-groups.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
@@ -67,11 +67,21 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   for (const [name, capacity] of Object.entries(options.capacity ?? {})) {
     configured.set(name, checkCapacity(`capacity.${name}`, capacity));
   }
-  const warnings = new WaitWarnings(clock, warnAfterMs, (fields) => {
-    emit("lane.waitExceeded", fields);
-    logger.warn(fields, "lane.waitExceeded");
-  });
-  const aging = agingMs > 0 ? { ms: agingMs, now: () => clock.now() } : undefined;
+  // The scheduler's time: ms since it was made. Entries keep their times on it, as small integers
+  // (the clock's own, Date.now() for one, would be a boxed heap number on every waiting entry).
+  const epoch = clock.now();
+  const now = (): number => clock.now() - epoch;
+  const warnings = new WaitWarnings(
+    clock,
+    now,
+    warnAfterMs,
+    (id): Entry | undefined => queues.firstFrom(id),
+    (fields) => {
+      emit("lane.waitExceeded", fields);
+      logger.warn(fields, "lane.waitExceeded");
+    },
+  );
+  const aging = agingMs > 0 ? { ms: agingMs, now } : undefined;
   const queues = new LaneQueues(configured, warnings, start, aging, parseLaneGroups(options.groups));
   let nextId = 1;
   let drainWaiters: Array<() => void> = [];
@@ -113,15 +123,18 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         task as (signal: AbortSignal) => unknown,
         resolve,
         reject,
-        clock.now(),
-        runOptions.timeoutMs,
-        signal,
+        now(),
       );
-      if (runOptions.abortGraceMs) entry.abortGraceMs = runOptions.abortGraceMs;
+      if (signal !== undefined || runOptions.timeoutMs !== undefined) {
+        const extras = new EntryExtras(runOptions.timeoutMs, signal);
+        extras.abortGraceMs = runOptions.abortGraceMs ?? 0;
+        entry.extras = extras;
+      }
       queues.add(entry);
       if (signal) {
-        entry.onAbort = () => abortEntry(entry);
-        signal.addEventListener("abort", entry.onAbort, { once: true });
+        const onAbort = () => abortEntry(entry);
+        entry.extras!.onAbort = onAbort;
+        signal.addEventListener("abort", onAbort, { once: true });
       }
       if (observed()) {
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
@@ -144,23 +157,24 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     const lane = entry.lane;
     entry.state = "running";
     if (observed()) {
-      if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, clock.now()));
+      if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, now()));
       emit("lane.started", {
         lane: lane.name,
         session: entry.sessionLane?.key,
         entryId: entry.id,
-        waitedMs: clock.now() - entry.enqueuedAt,
+        waitedMs: now() - entry.enqueuedAt,
       });
     }
-    let signal = entry.callerSignal ?? NEVER_ABORTED;
-    if (entry.timeoutMs !== undefined) {
+    const extras = entry.extras;
+    let signal = extras?.callerSignal ?? NEVER_ABORTED;
+    if (extras !== null && extras.timeoutMs !== undefined) {
       const controller = new AbortController();
-      entry.controller = controller;
-      // The caller's abort reaches this controller through entry.onAbort (see abortEntry), which
+      extras.controller = controller;
+      // The caller's abort reaches this controller through the entry's onAbort (see abortEntry), which
       // release() removes (LaneQueues.retire): a long-lived caller signal must not collect one listener
       // per task.
       signal = controller.signal;
-      entry.timeoutTimer = clock.setTimeout(() => timeOut(entry), entry.timeoutMs);
+      extras.timeoutTimer = clock.setTimeout(() => timeOut(entry, extras), extras.timeoutMs);
     }
     let result: unknown;
     try {
@@ -186,7 +200,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   function settle(entry: Entry, outcome: "done" | "failed", value: unknown): void {
     // Timed out and stopped within its grace: now its slot is free, and the caller learns of the timeout.
     if (entry.state === "stopping") {
-      if (entry.timeoutTimer) clock.clearTimeout(entry.timeoutTimer);
+      if (entry.extras?.timeoutTimer) clock.clearTimeout(entry.extras.timeoutTimer);
       endTimedOut(entry);
       return;
     }
@@ -201,7 +215,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       return;
     }
     entry.state = outcome;
-    if (entry.timeoutTimer) clock.clearTimeout(entry.timeoutTimer);
+    if (entry.extras?.timeoutTimer) clock.clearTimeout(entry.extras.timeoutTimer);
     // Reported before release() starts the next entry: observers must never see a session's next task
     // start before its previous one ended.
     if (observed()) {
@@ -221,11 +235,11 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
    * The deadline: the task's signal aborts. Without a grace its slot is freed at once; with one, when
    * the task settles (see settle) or the grace runs out (see abortGraceExceeded), whichever comes first.
    */
-  function timeOut(entry: Entry): void {
+  function timeOut(entry: Entry, extras: EntryExtras): void {
     if (entry.state !== "running") return;
-    const grace = entry.abortGraceMs;
+    const grace = extras.abortGraceMs;
     entry.state = grace > 0 ? "stopping" : "timedOut";
-    if (grace > 0) entry.timeoutTimer = clock.setTimeout(() => abortGraceExceeded(entry), grace);
+    if (grace > 0) extras.timeoutTimer = clock.setTimeout(() => abortGraceExceeded(entry, extras), grace);
     // Reported before the abort: what the task does as it stops follows the timeout in the stream.
     emit("lane.timeout", {
       lane: entry.lane.name,
@@ -234,19 +248,19 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       timeoutMs: entry.timeoutMs,
       ...(grace > 0 ? { abortGraceMs: grace } : {}),
     });
-    entry.controller?.abort(new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0));
+    extras.controller?.abort(new LaneTimeoutError(entry.lane.name, entry.timeoutMs ?? 0));
     if (grace === 0) endTimedOut(entry);
   }
 
   /** A timed-out task did not stop within its grace: its slot is freed anyway, and it is reported. */
-  function abortGraceExceeded(entry: Entry): void {
+  function abortGraceExceeded(entry: Entry, extras: EntryExtras): void {
     if (entry.state !== "stopping") return;
     const fields = {
       lane: entry.lane.name,
       session: entry.sessionLane?.key,
       entryId: entry.id,
-      timeoutMs: entry.timeoutMs ?? 0,
-      abortGraceMs: entry.abortGraceMs,
+      timeoutMs: extras.timeoutMs ?? 0,
+      abortGraceMs: extras.abortGraceMs,
     };
     emit("lane.abortGraceExceeded", fields);
     logger.warn(fields, "lane.abortGraceExceeded");
@@ -264,7 +278,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     });
     release(entry);
     // The error the task's signal was aborted with (unless its caller aborted it first).
-    const reason = entry.controller?.signal.reason;
+    const reason = entry.extras?.controller?.signal.reason;
     entry.reject(
       reason instanceof LaneTimeoutError
         ? reason
@@ -280,7 +294,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
 
   function abortEntry(entry: Entry): void {
     if (entry.state === "running") {
-      entry.controller?.abort(entry.callerSignal?.reason);
+      entry.extras?.controller?.abort(entry.callerSignal?.reason);
       return;
     }
     if (entry.state !== "waitingForSession" && entry.state !== "waitingForSlot") return;

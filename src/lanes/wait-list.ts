@@ -1,13 +1,11 @@
 /**
  * Intrusive doubly linked lists: O(1) push, shift and removal of any node, with no copying as the list
- * grows. A node belongs to at most one list per link slot; `queue` links order a lane's waiting entries,
- * `age` links order entries by arrival for the wait-warning sweep.
+ * grows. A node is in at most one list at a time, and it does not record which: the caller knows (an
+ * entry's state says where it waits), and two links are all a waiting entry carries for it.
  */
 export interface QueueLinks {
   qPrev: QueueLinks | null;
   qNext: QueueLinks | null;
-  /** The list the node is in (compared by identity only). */
-  qList: object | null;
 }
 
 export class WaitList<T extends QueueLinks> {
@@ -26,7 +24,6 @@ export class WaitList<T extends QueueLinks> {
   push(node: T): void {
     node.qPrev = this.tail;
     node.qNext = null;
-    node.qList = this;
     if (this.tail) this.tail.qNext = node;
     else this.head = node;
     this.tail = node;
@@ -39,16 +36,18 @@ export class WaitList<T extends QueueLinks> {
     return node;
   }
 
-  /** Removes `node` if it is in this list; returns whether it was. */
+  /**
+   * Removes `node` if it is in this list or in none; returns whether it was in this one. A node in
+   * another list must not be passed (only a head of another list is recognized as not in this one).
+   */
   remove(node: T): boolean {
-    if (node.qList !== this) return false;
+    if (node.qPrev === null && this.head !== node) return false;
     if (node.qPrev) node.qPrev.qNext = node.qNext;
     else this.head = node.qNext as T | null;
     if (node.qNext) node.qNext.qPrev = node.qPrev;
     else this.tail = node.qPrev as T | null;
     node.qPrev = null;
     node.qNext = null;
-    node.qList = null;
     this.count--;
     return true;
   }
@@ -133,6 +132,7 @@ export class PriorityWaitList<T extends Waiting> {
     return node;
   }
 
+  /** Removes `node`, which is in this list or in none (see `WaitList.remove`). */
   remove(node: T): boolean {
     return this.levels[node.priorityLevel as 0 | 1 | 2].remove(node);
   }

@@ -3,68 +3,68 @@ import type { Clock, TimerHandle } from "../ports/clock.js";
 import type { Entry } from "./entry.js";
 import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";
-import { WarnList } from "./warn-list.js";
 
 /**
  * `lane.waitExceeded` for entries that wait longer than `warnAfterMs`: one timer, for the oldest entry
- * not warned about yet. Entries arrive in time order, so the list is sorted by arrival and each entry is
- * looked at once.
+ * not warned about yet. Ids are handed out in arrival order, so the entries not yet ended, read by id
+ * from a cursor, are sorted by wait deadline: each id is looked at once, and an entry carries no links
+ * for this (a list of its own cost three fields on every waiting entry).
  */
 export class WaitWarnings {
-  private readonly list = new WarnList();
+  /** Every entry with a lower id has started, ended, or been warned about. */
+  private cursor = 0;
   private timer: TimerHandle | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly clock: Clock,
+    /** The scheduler's time (the one entries' `enqueuedAt` is on). */
+    private readonly now: () => number,
     private readonly warnAfterMs: number,
+    /** The entry not yet ended with the lowest id >= `id`, if any. */
+    private readonly firstFrom: (id: number) => Entry | undefined,
     /** Told about each entry still waiting once its time is up, with the event's fields. */
     private readonly exceeded: (fields: LaneWait) => void,
   ) {}
 
-  /** A waiting entry to watch (once: an entry warned about or watched already is left alone). */
+  /** A waiting entry to watch (an entry warned about already is left alone). */
   track(entry: Entry): void {
-    if (entry.warned || entry.aLinked) return;
-    this.list.push(entry);
-    this.arm();
+    if (!entry.warned && entry.id >= this.cursor) this.arm(entry);
   }
 
-  /** The entry stopped waiting (started, cleared or aborted). */
-  forget(entry: Entry): void {
-    this.list.remove(entry);
-  }
-
-  private arm(): void {
-    const oldest = this.list.first;
-    if (!oldest) return;
+  private arm(oldest: Entry): void {
     const due = oldest.enqueuedAt + this.warnAfterMs;
     if (this.timer && this.timerAt <= due) return;
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.timerAt = due;
-    this.timer = this.clock.setTimeout(() => this.fire(), Math.max(0, due - this.clock.now()));
+    this.timer = this.clock.setTimeout(() => this.fire(), Math.max(0, due - this.now()));
   }
 
   private fire(): void {
     this.timer = null;
     this.timerAt = Number.POSITIVE_INFINITY;
-    const now = this.clock.now();
+    const now = this.now();
     // All fields are computed before any event goes out (a listener may clear or enqueue), sharing one
     // memo of queue positions: counting each entry's queue from scratch made a sweep over a large
     // backlog quadratic (40,000 waiting entries blocked the event loop for 15 s).
     const memo = new Map<QueueLinks, number>();
     const due: Array<[Entry, LaneWait]> = [];
-    for (
-      let entry = this.list.first;
-      entry && entry.enqueuedAt + this.warnAfterMs <= now;
-      entry = this.list.first
-    ) {
-      this.list.remove(entry);
+    let next: Entry | undefined;
+    for (let entry = this.firstFrom(this.cursor); entry; entry = this.firstFrom(entry.id + 1)) {
+      this.cursor = entry.id + 1;
+      if (entry.warned || !isWaiting(entry)) continue;
+      if (entry.enqueuedAt + this.warnAfterMs > now) {
+        next = entry;
+        this.cursor = entry.id;
+        break;
+      }
       entry.warned = true;
       due.push([entry, waitFields(entry, false, now, memo)]);
     }
-    for (const [entry, fields] of due) {
-      if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") this.exceeded(fields);
-    }
-    this.arm();
+    for (const [entry, fields] of due) if (isWaiting(entry)) this.exceeded(fields);
+    if (next) this.arm(next);
   }
 }
+
+const isWaiting = (entry: Entry): boolean =>
+  entry.state === "waitingForSession" || entry.state === "waitingForSlot";

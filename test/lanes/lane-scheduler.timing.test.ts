@@ -292,6 +292,28 @@ describe("wait diagnostics", () => {
     ]);
   });
 
+  it("entries enqueued over time are each reported once, warnAfterMs after their enqueue", async () => {
+    const { hold, clock, ofType } = harness({ capacity: { main: 1 }, warnAfterMs: 100 });
+    const running = hold("running");
+    const a = hold("a", { session: "S" });
+    await clock.advance(30);
+    const b = hold("b", { session: "S" });
+    const quick = hold("quick");
+    await clock.advance(30);
+    const c = hold("c");
+    await clock.advance(50);
+    running.gate.resolve("x");
+    await clock.advance(100);
+    const reports = ofType("lane.waitExceeded").map((event) => [event.entryId, event.at, event.starting]);
+    expect(reports).toEqual([
+      [a.id, 100, false],
+      [a.id, 110, true],
+      [b.id, 130, false],
+      [quick.id, 130, false],
+      [c.id, 160, false],
+    ]);
+  });
+
   it("warnAfterMs defaults to 2000 ms, and an entry that starts sooner reports nothing", async () => {
     const { hold, clock, ofType } = harness({ capacity: { main: 1 } });
     const first = hold("first");
