@@ -69,6 +69,43 @@ export async function alternate(
   return times.map(median);
 }
 
+/**
+ * Median CPU time in ms of one run of each of `setups`, each charged for collecting its own garbage. The
+ * set-ups take turns: an unmeasured run (it warms up and sizes the young generation), then a measured
+ * one; every run ends with two full collections (the second completes the sweeping the first left), and
+ * for the measured run they are inside the measured time. The same two collections on a clean heap are
+ * measured every round and subtracted. For runs whose waiting objects get promoted this is the sound
+ * way to take turns: otherwise the old-generation garbage of one run is marked and swept in whichever
+ * later run the collector picks (a heap of 130 MB built up over a series with no full collection).
+ */
+export async function alternateCollected(
+  setups: Array<() => Promise<void>>,
+  rounds: number,
+  gc: () => void,
+): Promise<number[]> {
+  const times = setups.map(() => [] as number[]);
+  const collections: number[] = [];
+  const collect = (): void => {
+    gc();
+    gc();
+  };
+  for (let round = 0; round < rounds; round++) {
+    let c0 = cpuMicros();
+    collect();
+    collections.push((cpuMicros() - c0) / 1000);
+    for (const [k, once] of setups.entries()) {
+      await once();
+      collect();
+      c0 = cpuMicros();
+      await once();
+      collect();
+      times[k]!.push((cpuMicros() - c0) / 1000);
+    }
+  }
+  const base = median(collections);
+  return times.map((samples) => median(samples) - base);
+}
+
 /** A channel that commits every send and keeps nothing, so the bench holds no per-session data. */
 export class NullChannel implements Channel {
   private counter = 0;

@@ -10,8 +10,11 @@
  *    same tasks (target ≤ 8).
  * 2. Scaling: n entries queued on a paused lane (capacity 0), then released (capacity 8), for n = 10k,
  *    20k, 40k, 80k: µs per entry and the ratio work(2n) / work(n) (target ≤ 2.2). Every sample runs
- *    80k entries in all (8 backlogs of 10k, ..., 1 of 80k), so each size pays for the garbage it makes
- *    rather than leaving it to the next. The same series on a floor (n bare promises held in an array,
+ *    80k entries in all (8 backlogs of 10k, ..., 1 of 80k) and ends with full collections inside its
+ *    measured time (`alternateCollected`): each sample pays for collecting the garbage it made, the
+ *    old generation's included, rather than leaving it to a later sample (with only an unmeasured run
+ *    between samples, a series ran with no full collection while the heap grew to 130 MB, and the one
+ *    that came was charged to whichever sample it fell in). Median of 7. The same series on a floor (n bare promises held in an array,
  *    released by 8 workers: what any queue of n waiting callers costs V8) is measured alongside: a
  *    waiting backlog outgrows the young generation between 10k and 40k entries and the collector then
  *    copies and promotes every waiting caller, so the floor's own ratios show how much of the scaling
@@ -22,7 +25,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { createLaneScheduler } from "../src/lanes/lane-scheduler.js";
-import { alternate, round } from "./bench-support.js";
+import { alternate, alternateCollected, ensureGc, round } from "./bench-support.js";
 
 const TASKS = 10_000;
 const SESSIONS = 100;
@@ -31,7 +34,7 @@ const RUNS_PER_BLOCK = 5;
 const SCALING = [10_000, 20_000, 40_000, 80_000] as const;
 /** Entries per scaling sample, whatever the backlog size. */
 const SCALING_TOTAL = 80_000;
-const SCALING_ROUNDS = 5;
+const SCALING_ROUNDS = 7;
 
 const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
 const sessionKeys = Array.from({ length: SESSIONS }, (_, i) => `s${i}`);
@@ -110,7 +113,10 @@ export async function benchLanes(): Promise<Record<string, number | string>> {
     "roundRobin.timesBareChain.target": "<= 8",
   };
   const sizes = SCALING.flatMap((n) => [backlogs(pausedThenReleased, n), backlogs(pausedFloor, n)]);
-  const medians = await alternate(sizes, SCALING_ROUNDS, 1);
+  const collect = ensureGc();
+  const medians = collect
+    ? await alternateCollected(sizes, SCALING_ROUNDS, collect)
+    : await alternate(sizes, SCALING_ROUNDS, 1);
   // Per entry, in µs: [scheduler, floor] for each size.
   const perEntry = SCALING.map((_, k) =>
     [medians[2 * k]!, medians[2 * k + 1]!].map((ms) => (ms * 1000) / SCALING_TOTAL),
@@ -128,6 +134,7 @@ export async function benchLanes(): Promise<Record<string, number | string>> {
     figures[`paused.ratio.${step}.target`] = "<= 2.2";
     figures[`paused.floor.ratio.${step}`] = round((2 * floor!) / floorBefore!);
   }
+  figures["paused.measurement"] = collect ? "each sample collects its own garbage" : "approximate (no gc())";
   figures["heap.bytesPerWaitingEntry"] = Math.round(await heapPerWaitingEntry());
   figures["heap.measurement"] = gc ? "after gc()" : "approximate (run with --expose-gc)";
   return figures;
