@@ -11,6 +11,7 @@ import { parseLaneGroups } from "./lane-groups.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, checkWorkloadLane, defaultMainCapacity } from "./run-options.js";
+import { SettlePool } from "./settle-pool.js";
 import { waitFields } from "./wait-fields.js";
 import { WaitWarnings } from "./wait-warnings.js";
 
@@ -84,6 +85,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   const aging = agingMs > 0 ? { ms: agingMs, now } : undefined;
   const queues = new LaneQueues(configured, warnings, start, aging, parseLaneGroups(options.groups));
   let nextId = 1;
+  const settlers = new SettlePool<Entry>(settle);
   let drainWaiters: Array<() => void> = [];
 
   const actor = createActor(laneSchedulerMachine, options.inspect ? { inspect: options.inspect } : {});
@@ -190,10 +192,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       result instanceof Promise ||
       (result !== null && typeof (result as PromiseLike<unknown>)?.then === "function")
     ) {
-      (result as PromiseLike<unknown>).then(
-        (value) => settle(entry, "done", value),
-        (error) => settle(entry, "failed", error),
-      );
+      settlers.watch(entry, result as PromiseLike<unknown>);
     } else queueMicrotask(() => settle(entry, "done", result));
   }
 

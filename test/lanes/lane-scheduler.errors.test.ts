@@ -213,6 +213,26 @@ describe("synchronous tasks", () => {
     expect(results[9_999]).toBe(9_999);
   });
 
+  it("a thenable that calls back again later settles nothing else: the task running then keeps its slot", async () => {
+    const lanes = createLaneScheduler({ clock: new SimulatedClock(), capacity: { main: 1 } });
+    let callBack: ((value: unknown) => void) | undefined;
+    const thenable = {
+      // biome-ignore lint/suspicious/noThenProperty: a task may return any thenable, this one misbehaves
+      then(done: (value: unknown) => void) {
+        callBack = done;
+      },
+    };
+    const first = lanes.run({}, () => thenable as unknown as Promise<string>);
+    callBack!("first");
+    expect(await first).toBe("first");
+    let heldSettled = false;
+    void lanes.run({}, () => new Promise<string>(() => {})).finally(() => (heldSettled = true));
+    callBack!("again");
+    await Promise.resolve();
+    expect(lanes.activeCount).toBe(1);
+    expect(heldSettled).toBe(false);
+  });
+
   it("an observer that throws as a task is enqueued rejects that call's promise; run() itself does not throw", async () => {
     const failure = new Error("observer failed");
     const onEvent = (event: { type: string }) => {
