@@ -14,8 +14,9 @@
  *    measured time (`alternateCollected`): each sample pays for collecting the garbage it made, the
  *    old generation's included, rather than leaving it to a later sample (with only an unmeasured run
  *    between samples, a series ran with no full collection while the heap grew to 130 MB, and the one
- *    that came was charged to whichever sample it fell in). Median of 7. The same series on a floor (n bare promises held in an array,
- *    released by 8 workers: what any queue of n waiting callers costs V8) is measured alongside: a
+ *    that came was charged to whichever sample it fell in). Median of 7. The same series on a floor
+ *    (n bare promises held in an array, released by 8 workers: what any queue of n waiting callers
+ *    costs V8) is measured alongside: a
  *    waiting backlog outgrows the young generation between 10k and 40k entries and the collector then
  *    copies and promotes every waiting caller, so the floor's own ratios show how much of the scaling
  *    is the engine's; `paused.<n>.overFloor` is what the scheduler adds per entry.
