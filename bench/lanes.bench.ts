@@ -21,12 +21,16 @@
  *    copies and promotes every waiting caller, so the floor's own ratios show how much of the scaling
  *    is the engine's; `paused.<n>.overFloor` is what the scheduler adds per entry.
  * 3. Heap used per waiting entry (exact with `node --expose-gc`, approximate otherwise).
+ * 4. With `TILLER_BENCH_OPENCLAW_DIR` set (see bench/peer-queue.ts): workload 1 on the seed system's
+ *    own lane queue, taking turns with the scheduler in blocks; the ratio is how many times less CPU
+ *    the scheduler takes (target ≥ 20).
  *
  * Run alone with `npx tsx --expose-gc bench/lanes.bench.ts`.
  */
 import { pathToFileURL } from "node:url";
 import { createLaneScheduler } from "../src/lanes/lane-scheduler.js";
 import { alternate, alternateCollected, ensureGc, round } from "./bench-support.js";
+import { loadPeerQueue } from "./peer-queue.js";
 
 const TASKS = 10_000;
 const SESSIONS = 100;
@@ -138,6 +142,17 @@ export async function benchLanes(): Promise<Record<string, number | string>> {
   figures["paused.measurement"] = collect ? "each sample collects its own garbage" : "approximate (no gc())";
   figures["heap.bytesPerWaitingEntry"] = Math.round(await heapPerWaitingEntry());
   figures["heap.measurement"] = gc ? "after gc()" : "approximate (run with --expose-gc)";
+  const peer = await loadPeerQueue();
+  if (typeof peer === "string") {
+    figures["roundRobin.timesFasterThanOpenClaw"] = peer;
+  } else {
+    const peerRun = () => peer.run(TASKS, sessionKeys);
+    const [oursMs, peerMs] = await alternate([sessionRoundRobin, peerRun], ROUNDS, RUNS_PER_BLOCK);
+    figures["openclaw.version"] = peer.version;
+    figures["openclaw.roundRobin.usPerTask"] = round((peerMs! * 1000) / TASKS);
+    figures["roundRobin.timesFasterThanOpenClaw"] = round(peerMs! / oursMs!, 1);
+    figures["roundRobin.timesFasterThanOpenClaw.target"] = ">= 20";
+  }
   return figures;
 }
 
