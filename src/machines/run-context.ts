@@ -79,8 +79,8 @@ export function callModelInput(context: RunContext): CallModelInput {
     recheck: context.recheckPending,
     recovery: context.input.kind === "recovery",
     // One copy of the window per call (the model may keep it; the history array is shared by turns).
-    context: context.history.concat(journalToModel(context.journal)),
-    turnStart: context.input.historyTurnStart ?? context.history.length,
+    context: context.input.history.concat(journalToModel(context.journal)),
+    turnStart: context.input.historyTurnStart ?? context.input.history.length,
     tools: context.input.tools,
     unpersisted: context.journal.slice(context.persisted),
     journalOffset: context.persisted,

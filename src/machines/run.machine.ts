@@ -30,7 +30,6 @@ export const runMachine = runSetup.createMachine({
   // replaced, never changed in place).
   context: ({ input }) => ({
     input,
-    history: input.history,
     journal: startJournal(input),
     persisted: 0,
     owned: input.messages,

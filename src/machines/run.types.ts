@@ -146,8 +146,8 @@ export interface RunVerdict {
 }
 
 export interface RunContext {
-  input: Omit<RunInput, "history">;
-  history: ModelMessage[];
+  /** Fixed for the turn (the history window included), kept by reference: `assign` never copies it. */
+  input: RunInput;
   journal: TurnItem[];
   persisted: number;
   owned: OwnedMessage[];
