@@ -142,9 +142,23 @@ export function attributedText(sender: Sender | undefined, text: string): string
 export function attributeSenders<M extends { role: string; text?: string; sender?: Sender | undefined }>(
   context: readonly M[],
 ): M[] {
-  const who = new Set<string | undefined>();
-  for (const message of context) if (message.role === "user") who.add(message.sender?.id);
-  if (who.size < 2) return context as M[];
+  // Compared with the first user message's sender, no Set: most windows have one sender, and this runs
+  // over the whole window before every model call.
+  let first: string | undefined;
+  let seen = false;
+  let several = false;
+  for (const message of context) {
+    if (message.role !== "user") continue;
+    const id = message.sender?.id;
+    if (!seen) {
+      seen = true;
+      first = id;
+    } else if (id !== first) {
+      several = true;
+      break;
+    }
+  }
+  if (!several) return context as M[];
   return context.map((message) =>
     message.role === "user"
       ? { ...message, text: attributedText(message.sender, message.text ?? "") }
