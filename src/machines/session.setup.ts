@@ -107,11 +107,12 @@ export const sessionSetup = setup({
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
       event.setting.mode === "reject",
+    // The queue is checked first: a message to an idle session usually finds it empty.
     isRejectWhileQueued: ({ event, context }) =>
+      context.queue.length > 0 &&
       event.type === "session.message" &&
       isTypedTrigger(event.message.trigger) &&
-      event.setting.mode === "reject" &&
-      context.queue.length > 0,
+      event.setting.mode === "reject",
     // A message may only join a turn its own sender owns, unless steering across senders is on.
     isOtherSender: ({ event, context }) => isOtherSender(event, context),
     joinsPendingTurn: ({ event, context }) =>
@@ -122,7 +123,7 @@ export const sessionSetup = setup({
     // A heartbeat never waits and never queues: it runs in an idle session or not at all.
     isHeartbeat: ({ event }) => event.type === "session.message" && event.message.trigger === "heartbeat",
     isHeartbeatWhileQueued: ({ event, context }) =>
-      event.type === "session.message" && event.message.trigger === "heartbeat" && context.queue.length > 0,
+      context.queue.length > 0 && event.type === "session.message" && event.message.trigger === "heartbeat",
     preemptsHeartbeat: ({ event, context }) =>
       event.type === "session.message" && preempts(event.message, context.pending),
     // A typed message waiting for its own turn while a background turn runs: that turn must see it.
@@ -134,6 +135,7 @@ export const sessionSetup = setup({
     // Edits: the message it replaces still waits (queue), is in the turn about to start, or is in the
     // running turn. Otherwise (answered, unknown) the edit is routed like any message: a new turn.
     editsQueued: ({ event, context }) =>
+      context.queue.length > 0 &&
       event.type === "session.message" &&
       event.message.editOf !== undefined &&
       context.queue.some(
