@@ -70,16 +70,32 @@ interface Serve {
   forwarded: number;
   adopted: number;
   onFinal: (() => void) | undefined;
-  stop(): void;
+  stop(): Promise<void>;
 }
 
 /** Starts `tiller serve --port 0 ARGS` (the compiled CLI, or the sources under tsx) and follows its events. */
 async function startServe(args: string[]): Promise<Serve> {
   const compiled = import.meta.url.endsWith(".js");
   const cli = fileURLToPath(new URL(`../src/cli.${compiled ? "js" : "ts"}`, import.meta.url));
+  // TILLER_BENCH_CPU_PROF=DIR: each process writes a V8 CPU profile there (node --cpu-prof) when it exits.
+  const profile = process.env.TILLER_BENCH_CPU_PROF;
   const child = spawn(
     process.execPath,
-    [...(compiled ? [] : ["--import", "tsx"]), cli, "serve", "--port", "0", ...args],
+    [
+      ...(profile
+        ? [
+            "--cpu-prof",
+            `--cpu-prof-dir=${profile}`,
+            `--cpu-prof-interval=${process.env.TILLER_BENCH_CPU_PROF_INTERVAL ?? 1000}`,
+          ]
+        : []),
+      ...(compiled ? [] : ["--import", "tsx"]),
+      cli,
+      "serve",
+      "--port",
+      "0",
+      ...args,
+    ],
     // TILLER_DATABASE_URL (which names the bench's database) would make the one process a PostgreSQL
     // one too, on the default schema, where the next run's message ids are duplicates of this run's.
     {
@@ -109,9 +125,19 @@ async function startServe(args: string[]): Promise<Serve> {
     forwarded: 0,
     adopted: 0,
     onFinal: undefined,
-    stop() {
+    async stop() {
       abort.abort();
-      child.kill("SIGKILL");
+      if (child.exitCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      // A profiled process drains on SIGTERM so that its profile is written; others are killed at once.
+      if (!profile) child.kill("SIGKILL");
+      else {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await exited;
     },
   };
   let opened: () => void = () => {};
@@ -221,6 +247,11 @@ interface Side {
   dbCpuMs: number;
   refused: number;
   twice: number;
+  windows: Array<{ pids: number[]; from: number; to: number }>;
+}
+
+function newSide(): Side {
+  return { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0, windows: [] };
 }
 
 async function measure(
@@ -238,7 +269,10 @@ async function measure(
   const cpuBefore = await processCpuMs(pids);
   const moved = () => members.reduce((n, m) => [n[0]! + m.forwarded, n[1]! + m.adopted], [0, 0]);
   const [forwardedBefore, adoptedBefore] = moved();
+  const from = process.hrtime.bigint();
   const played = await playRound(members, prefix, messages);
+  // With profiles: the measured windows (µs, the monotonic clock the profiles' timestamps use).
+  side.windows.push({ pids, from: Number(from / 1000n), to: Number(process.hrtime.bigint() / 1000n) });
   const [forwardedAfter, adoptedAfter] = moved();
   side.forwarded += forwardedAfter! - forwardedBefore!;
   side.adopted += adoptedAfter! - adoptedBefore!;
@@ -283,19 +317,27 @@ export async function benchServeThroughput(): Promise<Figures> {
       started.push(member);
       three.push(member);
     }
-    const cluster: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0 };
-    const single: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0 };
-    const warm: Side = { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0 };
-    // Warm-up: one message per session (JIT, connections, prepared plans, the model's sockets).
-    await measure(three, "warm3", undefined, warm, 1);
-    await measure([one], "warm1", undefined, warm, 1);
-    await measure(three, "warm3b", undefined, warm, 1);
-    await measure([one], "warm1b", undefined, warm, 1);
+    const cluster = newSide();
+    const single = newSide();
+    const warm = newSide();
+    // Warm-up: one message per session (JIT, connections, prepared plans, the model's sockets);
+    // TILLER_BENCH_SERVE_WARMUP=N sends N (each process's JIT is still compiling after one).
+    const warmup = Number(process.env.TILLER_BENCH_SERVE_WARMUP ?? 1);
+    await measure(three, "warm3", undefined, warm, warmup);
+    await measure([one], "warm1", undefined, warm, warmup);
+    await measure(three, "warm3b", undefined, warm, warmup);
+    await measure([one], "warm1b", undefined, warm, warmup);
     await measure(three, "r0c", admin, cluster);
     await measure([one], "r0j", undefined, single);
     await measure([one], "r1j", undefined, single);
     await measure(three, "r1c", admin, cluster);
     const turns = 2 * TURNS;
+    const profile = process.env.TILLER_BENCH_CPU_PROF;
+    if (profile)
+      await writeFile(
+        join(profile, "windows.json"),
+        JSON.stringify({ cluster: cluster.windows, jsonl: single.windows, turnsPerSide: turns }),
+      );
     const perSecond = (side: Side) => turns / (side.ms / 1000);
     return {
       "serve.cluster3.perSecond": Math.round(perSecond(cluster)),
@@ -315,7 +357,7 @@ export async function benchServeThroughput(): Promise<Figures> {
       "serve.answeredTwice.target": "<= 0",
     };
   } finally {
-    for (const serve of started) serve.stop();
+    await Promise.all(started.map((serve) => serve.stop()));
     await model.close();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
     await admin.end();
