@@ -11,6 +11,7 @@ import type {
 import { SystemClock } from "../system-clock.js";
 import { checkSchema, clientConfig, createPool, GENERIC_PLANS, inTransaction } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
+import { inboxPruneDue } from "./inbox-prune.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
 import * as sql from "./session-sql.js";
@@ -74,6 +75,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   const ackWaitMs = options.ackWaitMs ?? 2000;
   const dedupeWindowMs = options.dedupeWindowMs ?? 600_000;
   const clock = options.clock ?? new SystemClock();
+  const pruneDue = inboxPruneDue(clock, dedupeWindowMs);
   const logger = options.logger ?? silentLogger;
   const pool = createPool(
     { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId} sessions` },
@@ -280,7 +282,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       const orphans = await pool.query<{ session_key: string }>(sql.ORPHANS);
       for (const row of orphans.rows) if (await takeOver(row.session_key)) wake(row.session_key, true);
     }
-    await pool.query({ ...sql.PRUNE, values: [dedupeWindowMs] });
+    if (pruneDue()) await pool.query({ ...sql.PRUNE, values: [dedupeWindowMs] });
   }
 
   function loop(every: number, step: () => Promise<void>, what: string): void {

@@ -169,6 +169,39 @@ describe("createClusterSessions", () => {
     expect((await b.owners(["web:w"])).get("web:w")).toBe("wa");
   });
 
+  it("prunes applied messages past the dedupe window once a tenth of the window, not on every poll", async () => {
+    const clock = new SimulatedClock();
+    const a = await createClusterSessions({
+      ...{ url: db.url, schema: db.schema, processId: "da", clock },
+      ...{ leaseMs: 900, heartbeatMs: 250, pollMs: 100, dedupeWindowMs: 10_000 },
+    });
+    open.push(a);
+    a.onWake(() => {});
+    const stepped = () =>
+      eventually("the step to end", () => clock.pendingTimers === 2 && clock.nextTimerAt() !== clock.now());
+    const applyAged = async (messageId: string) => {
+      await a.accept({ session: "web:d", messageId, mode: "default", body: body(messageId) });
+      for (const entry of await a.waiting("web:d")) await a.applied(entry, { disposition: "started" });
+      // Applied an hour ago: past the window.
+      await db.pool.query(
+        `UPDATE ${db.schema}.inbox SET taken_at = taken_at - interval '1 hour' WHERE message_id = $1`,
+        [messageId],
+      );
+    };
+    const again = (messageId: string) =>
+      a.accept({ session: "web:d", messageId, mode: "default", body: body(messageId) });
+    await stepped();
+    await clock.advance(100);
+    await stepped(); // the first poll pruned (nothing yet)
+    await applyAged("m1");
+    await clock.advance(100);
+    await stepped(); // 100 ms later: no prune, m1 is still known
+    expect(await again("m1")).toEqual({ kind: "duplicate" });
+    await clock.advance(900);
+    await stepped(); // a tenth of the window after the first prune: m1 is gone and may run again
+    expect(await again("m1")).toMatchObject({ kind: "local" });
+  });
+
   it("keeps a session whose lease ran out when nobody took it meanwhile (the database was away)", async () => {
     const a = await member("ka");
     const lost: string[] = [];
