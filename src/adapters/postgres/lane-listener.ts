@@ -28,8 +28,12 @@ export class LaneListener {
   private client: pg.Client | undefined;
   private closed = false;
   private retry: TimerHandle | undefined;
+  /** The channels listened on now, and again after a reconnect. */
+  private readonly channels: Set<string>;
 
-  constructor(private readonly options: LaneListenerOptions) {}
+  constructor(private readonly options: LaneListenerOptions) {
+    this.channels = new Set(options.channels);
+  }
 
   async start(): Promise<void> {
     await this.connect();
@@ -42,7 +46,24 @@ export class LaneListener {
     client.on("end", () => this.lost(client));
     this.client = client;
     await client.connect();
-    for (const channel of this.options.channels) await client.query(`LISTEN "${channel}"`);
+    // A channel given up meanwhile is not listened on again (statements on one client run in order).
+    for (const channel of [...this.channels])
+      if (this.channels.has(channel)) await client.query(`LISTEN "${channel}"`);
+  }
+
+  /**
+   * Listens on one more channel from now on. Resolves once the LISTEN is in effect, or once it failed
+   * with the connection (the reconnect listens again, then calls `onReconnect`).
+   */
+  async listen(channel: string): Promise<void> {
+    this.channels.add(channel);
+    await this.client?.query(`LISTEN "${channel}"`).catch(() => {});
+  }
+
+  /** Stops listening on a channel (its notifications are no longer sent to this connection). */
+  async unlisten(channel: string): Promise<void> {
+    this.channels.delete(channel);
+    await this.client?.query(`UNLISTEN "${channel}"`).catch(() => {});
   }
 
   private lost(client: pg.Client): void {

@@ -78,8 +78,8 @@ export function deliveriesChannel(schema: string): string {
  * process of the schema: a delivery whose turn ran on one process is streamed by all of them. An
  * append is acknowledged once its transaction has committed; a `deliveryId` already stored for the
  * session returns the stored record and stores nothing, whichever process stored it. Each insert
- * NOTIFYs the schema's channel with the session key, waking the streams on every process; the
- * streams also wake on a poll, so a lost NOTIFY costs latency only.
+ * NOTIFYs the schema's channel with the session key, waking the streams on every process that has
+ * one open (only those listen); the streams also wake on a poll, so a lost NOTIFY costs latency only.
  *
  * @example
  * ```ts
@@ -127,7 +127,8 @@ export class PostgresDeliveryLog implements DeliveryLog {
         schema,
         applicationName: `${options.applicationName ?? "tiller"} deliveries`,
       }),
-      channels: [deliveriesChannel(schema)],
+      // Listened on only while a stream here watches a session (see watch).
+      channels: [],
       clock,
       onNotify: (_channel, session) => (session === "" ? log?.wakeAll() : log?.wake(session)),
       onReconnect: () => log?.wakeAll(),
@@ -157,7 +158,14 @@ export class PostgresDeliveryLog implements DeliveryLog {
     return (await this.pool.query<Row>({ ...AFTER, values })).rows.map(toRecord);
   }
 
+  /**
+   * Wakes `wake` when the session gets a delivery. The schema's channel is listened on only while some
+   * session is watched here: a process without streams is not told every delivery of the cluster. Once
+   * the first watch's LISTEN is in effect the heads are polled, so a delivery stored before it is read.
+   */
   watch(session: string, wake: () => void): () => void {
+    if (this.watchers.size === 0 && !this.closed)
+      void this.listener.listen(deliveriesChannel(this.schema)).then(() => this.pollHeads());
     let set = this.watchers.get(session);
     if (!set) {
       set = new Set();
@@ -169,6 +177,8 @@ export class PostgresDeliveryLog implements DeliveryLog {
       if (set.size === 0 && this.watchers.get(session) === set) {
         this.watchers.delete(session);
         this.heads.delete(session);
+        if (this.watchers.size === 0 && !this.closed)
+          void this.listener.unlisten(deliveriesChannel(this.schema));
       }
     };
   }
