@@ -4,8 +4,8 @@
  * sessions × 5 follow-ups, `POST /v1/sessions/{key}/messages` (mode `followup`), posted round-robin to
  * the three processes (all to the one), a model server that answers at once (OpenAI's streaming wire
  * format), `lanes.main: 16`. A round's time runs from its first POST until every message was answered
- * (`final.delivered` on the processes' `GET /v1/events` streams). Each side is warmed up first (one
- * message per session); then the sides take turns (cluster, one, one, cluster), each round half the
+ * (`final.delivered` on the processes' `GET /v1/events` streams). Each side is warmed up first (as many
+ * messages per session as a round measures); then the sides take turns (cluster, one, one, cluster), each round half the
  * sessions, so that the rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their database
  * backends, and POSTs refused (anything but 200).
  */
@@ -320,9 +320,11 @@ export async function benchServeThroughput(): Promise<Figures> {
     const cluster = newSide();
     const single = newSide();
     const warm = newSide();
-    // Warm-up: one message per session (JIT, connections, prepared plans, the model's sockets);
-    // TILLER_BENCH_SERVE_WARMUP=N sends N (each process's JIT is still compiling after one).
-    const warmup = Number(process.env.TILLER_BENCH_SERVE_WARMUP ?? 1);
+    // Warm-up: as many messages per session as a round measures (JIT, connections, prepared plans,
+    // the model's sockets), so both sides are measured in their steady state: each of the three
+    // processes sees a third of the turns, and after one message per session its JIT was still
+    // compiling. TILLER_BENCH_SERVE_WARMUP=N sends N.
+    const warmup = Number(process.env.TILLER_BENCH_SERVE_WARMUP ?? MESSAGES);
     await measure(three, "warm3", undefined, warm, warmup);
     await measure([one], "warm1", undefined, warm, warmup);
     await measure(three, "warm3b", undefined, warm, warmup);
