@@ -1,3 +1,4 @@
+import { CLAIM_QUICK_FUNCTION } from "./claim-quick-function.js";
 import { STATEMENT_FUNCTIONS } from "./statement-functions.js";
 
 /**
@@ -290,6 +291,12 @@ CREATE TABLE delivery_claims (
   PRIMARY KEY (session_key, delivery_id)
 );
 CREATE INDEX delivery_claims_settled ON delivery_claims (settled_at) WHERE settled_at IS NOT NULL;`,
+  },
+  {
+    version: 11,
+    name: "the lanes' quick claim as a function",
+    // One statement per claim whose inner plans each connection keeps (see claim-quick-function.ts).
+    sql: CLAIM_QUICK_FUNCTION,
   },
   STATEMENT_FUNCTIONS,
 ];

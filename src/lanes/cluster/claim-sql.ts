@@ -80,69 +80,18 @@ UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at 
  WHERE id IN (SELECT id FROM pick)
 RETURNING id, owner, local_id, fence, session_key`;
 
-/** The oldest `$4` waiting rows of one priority class of lane `$1` (read through lane_runs_queued_class). */
-const CLASS_WINDOW = (priority: number) =>
-  `(SELECT id, session_key, owner, priority, enqueued_at FROM lane_runs
-     WHERE lane = $1 AND state = 'queued' AND priority = ${priority} ORDER BY id LIMIT $4)`;
-
 /**
- * The claim's quick path (CLAIM chooses the same rows, reading every waiting row of the lane): only
- * the oldest `$4` rows of each priority class are candidates, read through an index, and checked as
- * CLAIM checks heads (the session's best waiting row in any lane, no run of the session active, its
- * process alive). Within a class a row's aged level never beats an older row's, so the class's later
- * rows all rank after its last candidate (`edges`): the choice is proven the lane's best when no
- * class's window was full, or when it fills every free slot with rows ranking before the last
- * candidate of every full one. Proven, the rows are granted in this statement (one round trip);
- * else nothing is, and the caller runs CLAIM. Answers one row with `proven` and no grant, or one per
- * grant. `$3`: the aging period (ms); `$5`: the lease (ms); `$6`, `$7`: this process and how far ahead
- * another's renewal must reach (RUNNABLE); `$8`: the lease of a grant to another (GRANT_LEASE).
+ * The claim's quick path, with the ends of the lane's runs and the lane's lock, in one statement: the
+ * function claim_quick (migration 11, src/adapters/postgres/claim-quick-function.ts) chooses as CLAIM
+ * does, reading only the oldest `$7` waiting rows of each priority class, and grants only when it can
+ * prove its choice (else the caller runs CLAIM). `$1`: the lock key (LOCK_LANE); `$2`, `$3`: the
+ * ended runs' rows and tokens; `$4`: the lane; `$5`: its capacity when none is stored; `$6`: the aging
+ * period (ms); `$8`: the lease (ms); `$9`, `$10`: this process and how far ahead another's renewal must
+ * reach (RUNNABLE); `$11`: the lease of a grant to another (GRANT_LEASE); `$12`: the channel name up
+ * to the process id (grantChannel).
  */
-export const CLAIM_QUICK = `
-WITH ${FREE_SLOTS},
-cand AS (${CLASS_WINDOW(0)} UNION ALL ${CLASS_WINDOW(1)} UNION ALL ${CLASS_WINDOW(2)}),
-leveled AS (SELECT c.id, c.session_key, c.owner, c.priority, ${LEVEL("$3::float8", "c")} AS level FROM cand c),
-eligible AS (
-  SELECT l.id, l.level FROM leveled l
-   WHERE NOT EXISTS (SELECT 1 FROM lane_runs o
-                      WHERE o.session_key = l.session_key AND o.state = 'queued' AND o.id <> l.id
-                        AND (${LEVEL("$3::float8", "o")}, o.id) < (l.level, l.id))
-     AND ${RUNNABLE("l", "$6", "$7")}
-   ORDER BY l.level, l.id
-   LIMIT (SELECT free FROM cap)),
-full_edges AS (
-  SELECT level, id FROM (
-    SELECT DISTINCT ON (priority) priority, level, id, count(*) OVER (PARTITION BY priority) AS n
-      FROM leveled ORDER BY priority, id DESC) edges
-   WHERE n >= $4),
-last AS (SELECT level, id FROM eligible ORDER BY level DESC, id DESC LIMIT 1),
-decision AS (
-  SELECT (SELECT free FROM cap) = 0
-      OR NOT EXISTS (SELECT 1 FROM full_edges)
-      OR ((SELECT count(*) FROM eligible) >= (SELECT free FROM cap)
-          AND NOT EXISTS (SELECT 1 FROM full_edges e, last l WHERE (l.level, l.id) >= (e.level, e.id)))
-       AS proven),
-granted AS (
-  UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-         lease_until = ${GRANT_LEASE("$6", "$5", "$8")}
-   WHERE id IN (SELECT id FROM eligible) AND state = 'queued' AND (SELECT proven FROM decision)
-  RETURNING id, owner, local_id, fence, session_key)
-SELECT d.proven, g.id, g.owner, g.local_id, g.fence, g.session_key FROM decision d LEFT JOIN granted g ON true`;
-
-/**
- * CLAIM_QUICK that also wakes the other processes it granted to, in the same statement, each with its
- * grants in the payload (id, local id, token), so the woken process starts them without asking; a
- * payload too long for NOTIFY is sent empty (the process then asks). `$9`: the channel name up to the
- * process id (grantChannel).
- */
-export const CLAIM_QUICK_TELL = CLAIM_QUICK.replace(
-  "session_key)\nSELECT d.proven, g.id,",
-  `session_key),
-told AS (
-  SELECT pg_notify($9 || t.owner, CASE WHEN length(t.grants) < 7000 THEN t.grants ELSE '' END)
-    FROM (SELECT owner, json_agg(json_build_array(id::text, local_id::text, fence::text))::text AS grants
-            FROM granted WHERE owner <> $6 GROUP BY owner) t)
-SELECT (SELECT count(*) FROM told) AS told, d.proven, g.id,`,
-);
+export const CLAIM_QUICK_CALL = `SELECT told, proven, id, owner, local_id, fence, session_key
+  FROM claim_quick($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
 
 /** Wakes the processes whose tasks a claim granted (delivered when the claim commits). */
 export const NOTIFY_OWNERS = "SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c";

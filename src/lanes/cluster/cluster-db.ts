@@ -1,6 +1,4 @@
 import type pg from "pg";
-import { inlined } from "../../adapters/postgres/connection.js";
-import { queryStatements } from "../../adapters/postgres/query-statements.js";
 import type { LaneGroupSpec } from "../lane-groups.js";
 import { CLAIM_GROUP, LOCK_GROUP } from "./claim-group-sql.js";
 import * as sql from "./claim-sql.js";
@@ -107,7 +105,7 @@ export class ClusterDb {
 
   /** Enqueues in order; returns each task's row id by its local id. */
   async enqueue(tasks: Array<{ id: number; lane: string; sessionKey: string; priorityLevel: number }>) {
-    const { rows } = await this.pool.query<{ id: string; local_id: string }>(sql.ENQUEUE, [
+    const { rows } = await this.query<{ id: string; local_id: string }>("enqueue", sql.ENQUEUE, [
       tasks.map((t) => t.lane),
       tasks.map((t) => t.sessionKey),
       tasks.map((t) => t.priorityLevel),
@@ -120,18 +118,18 @@ export class ClusterDb {
   /** Where the given waiting rows stand in their lanes (rows no longer waiting are left out). */
   /** How many tasks run now in these lanes, all processes together (a capacity group's count). */
   async activeIn(lanes: readonly string[]): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(sql.ACTIVE_IN, [lanes]);
+    const { rows } = await this.query<{ n: number }>("activeIn", sql.ACTIVE_IN, [lanes]);
     return rows[0]?.n ?? 0;
   }
 
   async waitPositions(rowIds: string[]): Promise<Map<string, WaitPosition>> {
-    const { rows } = await this.pool.query<{
+    const { rows } = await this.query<{
       id: string;
       ahead: string;
       behind: string;
       active_now: string;
       session_busy: boolean;
-    }>(sql.WAIT_POSITIONS, [rowIds, this.agingMs]);
+    }>("waitPositions", sql.WAIT_POSITIONS, [rowIds, this.agingMs]);
     return new Map(
       rows.map((row) => [
         row.id,
@@ -149,8 +147,9 @@ export class ClusterDb {
    * One claim pass on a lane: under the lane's advisory lock, grants its free slots (to any process),
    * and wakes the other processes it granted to. Undefined when another lane's pass granted the same
    * session first (the unique index refused it): then the pass should simply run again. The quick
-   * path goes in one round trip (BEGIN, the lock, the claim that also wakes, COMMIT in one message);
-   * when it cannot prove its choice it grants nothing and the full pass runs.
+   * path goes in one round trip: one call of claim_quick (CLAIM_QUICK_CALL), in autocommit, takes the
+   * lock, ends `ends`, claims and wakes in one transaction; when it cannot prove its choice it grants
+   * nothing and the full pass runs.
    */
   async claim(
     lane: string,
@@ -159,27 +158,26 @@ export class ClusterDb {
   ): Promise<Grant[] | undefined> {
     return this.inClaim(async (client) => {
       const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
-      const quick = inlined(client, sql.CLAIM_QUICK_TELL, [
-        lane,
-        defaultCapacity,
-        this.agingMs,
-        window,
-        this.leaseMs,
-        this.processId,
-        this.grantAheadMs,
-        this.remoteGrantMs,
-        grantChannel(this.schema, ""),
-      ]);
-      const lock = inlined(client, sql.LOCK_LANE, [this.lockKey(lane)]);
       // Runs of this lane that ended here go in the same transaction, before the claim counts the
       // active rows: their slots are granted again in the same round trip.
-      const end = ends.length > 0 ? `${completeAll(ends)}; ` : "";
-      const results = await queryStatements<GrantRow & { proven: boolean }>(
-        client,
-        `BEGIN; ${lock}; ${end}${quick}; COMMIT`,
-        end ? 5 : 4,
-      );
-      const rows = results[end ? 3 : 2]!.rows;
+      const { rows } = await client.query<GrantRow & { proven: boolean }>({
+        name: "tiller.claimQuick",
+        text: sql.CLAIM_QUICK_CALL,
+        values: [
+          this.lockKey(lane),
+          ends.map((end) => end.rowId),
+          ends.map((end) => end.fence),
+          lane,
+          defaultCapacity,
+          this.agingMs,
+          window,
+          this.leaseMs,
+          this.processId,
+          this.grantAheadMs,
+          this.remoteGrantMs,
+          grantChannel(this.schema, ""),
+        ],
+      });
       if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
       return this.grants(await this.fullPass(client, lane, defaultCapacity));
     });
@@ -213,6 +211,14 @@ export class ClusterDb {
     const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
     if (others.length > 0)
       await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
+  }
+
+  /**
+   * Runs a statement on the pool, prepared once per connection (named): its plan is kept, not made
+   * again on every call (see docs/postgres.md, "What a turn costs the database").
+   */
+  private query<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[] = []) {
+    return this.pool.query<R>({ name: `tiller.lanes.${name}`, text, values });
   }
 
   private lockKey(lane: string): string {
@@ -292,13 +298,13 @@ export class ClusterDb {
 
   /** This process's grants (after a wake-up, or on the poll). */
   async myGrants(): Promise<Grant[]> {
-    const { rows } = await this.pool.query<{
+    const { rows } = await this.query<{
       id: string;
       local_id: string;
       fence: string;
       session_key: string;
       remaining: number;
-    }>(sql.MY_GRANTS, [this.processId]);
+    }>("myGrants", sql.MY_GRANTS, [this.processId]);
     return rows.map((row) => ({
       id: row.id,
       owner: this.processId,
@@ -311,13 +317,14 @@ export class ClusterDb {
 
   /** Ends a run; returns its lane when this token still held it. */
   async complete(rowId: string, fence: number): Promise<string | undefined> {
-    const { rows } = await this.pool.query<{ lane: string }>(sql.COMPLETE, [rowId, fence]);
+    const { rows } = await this.query<{ lane: string }>("complete", sql.COMPLETE, [rowId, fence]);
     return rows[0]?.lane;
   }
 
   /** Which of these rows still exist (a reaper may have dropped a waiting row during an outage). */
   async existing(rowIds: string[]): Promise<Set<string>> {
-    const { rows } = await this.pool.query<{ id: string }>(
+    const { rows } = await this.query<{ id: string }>(
+      "existing",
       "SELECT id FROM lane_runs WHERE id = ANY($1::bigint[])",
       [rowIds],
     );
@@ -325,17 +332,17 @@ export class ClusterDb {
   }
 
   async dequeue(rowIds: string[]): Promise<void> {
-    await this.pool.query(sql.DEQUEUE, [rowIds]);
+    await this.query("dequeue", sql.DEQUEUE, [rowIds]);
   }
 
   /** Keeps this process alive; renews the grants of rows `live` (still running or waiting here). */
   async heartbeat(live: string[]): Promise<Grant[]> {
-    const { rows } = await this.pool.query<{
+    const { rows } = await this.query<{
       id: string;
       fence: string;
       local_id: string;
       session_key: string;
-    }>(sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }, live]);
+    }>("heartbeat", sql.HEARTBEAT, [this.processId, this.leaseMs, { pid: process.pid }, live]);
     return rows.map((row) => ({
       id: row.id,
       owner: this.processId,
@@ -349,7 +356,7 @@ export class ClusterDb {
   async reap(): Promise<
     Array<{ kind: "expired" | "orphan"; lane: string; session: string | null; owner: string | null }>
   > {
-    const { rows } = await this.pool.query(sql.REAP);
+    const { rows } = await this.query("reap", sql.REAP);
     return rows.map((row) => ({
       kind: row.kind,
       lane: row.lane,
@@ -359,7 +366,7 @@ export class ClusterDb {
   }
 
   async laneCounts(): Promise<Array<{ lane: string; capacity: number; active: number; queued: number }>> {
-    const { rows } = await this.pool.query(sql.LANE_COUNTS);
+    const { rows } = await this.query("laneCounts", sql.LANE_COUNTS);
     return rows.map((row) => ({
       lane: row.lane,
       capacity: row.capacity,
@@ -369,12 +376,12 @@ export class ClusterDb {
   }
 
   async setCapacity(lane: string, capacity: number): Promise<void> {
-    await this.pool.query(sql.SET_CAPACITY, [lane, capacity]);
+    await this.query("setCapacity", sql.SET_CAPACITY, [lane, capacity]);
   }
 
   /** Leaves the cluster: this process's rows, then its membership. */
   async leave(): Promise<void> {
-    await this.pool.query(sql.LEAVE, [this.processId]);
+    await this.query("leave", sql.LEAVE, [this.processId]);
   }
 }
 
@@ -382,14 +389,4 @@ export class ClusterDb {
 export interface RunEnd {
   rowId: string;
   fence: number;
-}
-
-/** COMPLETE for several runs, written out (row ids and tokens are checked to be integers). */
-function completeAll(ends: readonly RunEnd[]): string {
-  const values = ends.map(({ rowId, fence }) => {
-    if (!/^\d+$/.test(rowId) || !Number.isSafeInteger(fence))
-      throw new TypeError(`not a run: ${rowId}/${fence}`);
-    return `(${rowId}::bigint, ${fence}::bigint)`;
-  });
-  return `DELETE FROM lane_runs WHERE (id, fence) IN (VALUES ${values.join(", ")})`;
 }

@@ -68,7 +68,10 @@ async function choices(rows: Row[], ages: number[], capacity: number, window: nu
       60_000,
     ]);
     await client.query("ROLLBACK TO SAVEPOINT before");
-    const quick = await client.query<{ proven: boolean; id: string | null }>(sql.CLAIM_QUICK, [
+    const quick = await client.query<{ proven: boolean; id: string | null }>(sql.CLAIM_QUICK_CALL, [
+      "claimwindow:main",
+      [],
+      [],
       "main",
       1,
       AGING_MS,
@@ -77,6 +80,7 @@ async function choices(rows: Row[], ages: number[], capacity: number, window: nu
       "pa",
       0,
       60_000,
+      "claimwindow_grant_",
     ]);
     return {
       full: full.rows.map((row) => row.id).sort(),
