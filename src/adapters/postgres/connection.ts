@@ -83,10 +83,19 @@ export function isBusyAtConnect(error: unknown): boolean {
 
 /**
  * A pool whose idle-client errors (a server restart, a terminated backend) do not crash the process,
- * and whose new connections refused by a busy server are tried again (`connectRetryMs`).
+ * and whose new connections refused by a busy server are tried again (`connectRetryMs`). `idleMs`:
+ * how long an idle connection is kept (0: until the pool ends; default 10 s).
  */
-export function createPool(options: PostgresConnectionOptions, settings: Settings = {}): pg.Pool {
-  const pool = new pg.Pool({ ...clientConfig(options, settings), max: options.poolSize ?? 10 });
+export function createPool(
+  options: PostgresConnectionOptions,
+  settings: Settings = {},
+  idleMs = 10_000,
+): pg.Pool {
+  const pool = new pg.Pool({
+    ...clientConfig(options, settings),
+    max: options.poolSize ?? 10,
+    idleTimeoutMillis: idleMs,
+  });
   retryBusyConnects(pool, options.connectRetryMs ?? 5000);
   pool.on("error", () => {});
   // A connection lost while a client is checked out (between two statements of a transaction) must not

@@ -48,10 +48,12 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   // Checked before connecting, as the other options are.
   const groupOf = parseLaneGroups(options.groups);
   // Lane rows are scheduling state, not acknowledged data: their commits need not wait for the disk
-  // (a claim, a renewal or an end costs no fsync). The store's writes stay synchronous.
+  // (a claim, a renewal or an end costs no fsync). The store's writes stay synchronous. Lane statements
+  // are prepared and their generic plans are the custom ones: a connection, kept, plans each once.
   const pool = createPool(
     { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId}` },
-    { synchronous_commit: "off" },
+    { synchronous_commit: "off", plan_cache_mode: "force_generic_plan" },
+    0,
   );
   const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs, undefined, { heartbeatMs, pollMs });
   const fences = new FenceRegistry<ClusterEntry>();
