@@ -186,7 +186,7 @@ export class ClusterDb {
   /** The claim over every waiting row of the lane, in its own transaction under the lane's lock. */
   private async fullPass(client: pg.PoolClient, lane: string, defaultCapacity: number): Promise<GrantRow[]> {
     await client.query("BEGIN");
-    await client.query(sql.LOCK_LANE, [this.lockKey(lane)]);
+    await client.query({ name: "tiller.lanes.lockLane", text: sql.LOCK_LANE, values: [this.lockKey(lane)] });
     // Named: prepared once per connection, so the planner does not run on every pass.
     const { rows } = await client.query<GrantRow>({
       name: "tiller.claim",
@@ -210,7 +210,11 @@ export class ClusterDb {
   private async wakeGranted(client: pg.PoolClient, rows: GrantRow[]): Promise<void> {
     const others = [...new Set(rows.map((r) => r.owner).filter((owner) => owner !== this.processId))];
     if (others.length > 0)
-      await client.query(sql.NOTIFY_OWNERS, [others.map((owner) => grantChannel(this.schema, owner))]);
+      await client.query({
+        name: "tiller.lanes.notifyOwners",
+        text: sql.NOTIFY_OWNERS,
+        values: [others.map((owner) => grantChannel(this.schema, owner))],
+      });
   }
 
   /**
@@ -247,7 +251,11 @@ export class ClusterDb {
   async claimGroup(group: LaneGroupSpec, capacityOf: (lane: string) => number): Promise<Grant[] | undefined> {
     return this.inClaim(async (client) => {
       await client.query("BEGIN");
-      await client.query(LOCK_GROUP, [`${this.schema}:group:${group.name}`]);
+      await client.query({
+        name: "tiller.lanes.lockGroup",
+        text: LOCK_GROUP,
+        values: [`${this.schema}:group:${group.name}`],
+      });
       const { rows } = await client.query<GrantRow>({
         name: "tiller.claimGroup",
         text: CLAIM_GROUP,
