@@ -117,6 +117,44 @@ describe("cluster lanes (one process, several instances)", () => {
     }
   });
 
+  it("ends the runs a claim is given, each only with its token, and grants their slots in the same call", async () => {
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.processes (process_id, alive_until) VALUES ('pe', now() + interval '1 minute')`,
+    );
+    const { rows: running } = await db.pool.query<{ id: string }>(
+      `INSERT INTO ${db.schema}.lane_runs (lane, session_key, priority, state, owner, local_id, fence, lease_until)
+       VALUES ('ends', 'e1', 1, 'active', 'pe', 1, 101, now() + interval '1 minute'),
+              ('ends', 'e2', 1, 'active', 'pe', 2, 102, now() + interval '1 minute') RETURNING id`,
+    );
+    await db.pool.query(
+      `INSERT INTO ${db.schema}.lane_runs (lane, session_key, priority, state, owner, local_id)
+       VALUES ('ends', 'e3', 1, 'queued', 'pe', 3), ('ends', 'e4', 1, 'queued', 'pe', 4)`,
+    );
+    const pool = createPool({ url: db.url, schema: db.schema, poolSize: 1 });
+    try {
+      const me = new ClusterDb(pool, db.schema, "pe", 10_000);
+      // e1 ends with its token; e2's end carries a token it no longer holds: its row stays.
+      const ends = [
+        { rowId: running[0]!.id, fence: 101 },
+        { rowId: running[1]!.id, fence: 7 },
+      ];
+      const grants = (await me.claim("ends", 2, ends)) ?? [];
+      expect(grants.map((g) => g.session)).toEqual(["e3"]);
+      const { rows } = await db.pool.query<{ session_key: string; state: string }>(
+        `SELECT session_key, state FROM ${db.schema}.lane_runs WHERE lane = 'ends' ORDER BY id`,
+      );
+      expect(rows).toEqual([
+        { session_key: "e2", state: "active" },
+        { session_key: "e3", state: "active" },
+        { session_key: "e4", state: "queued" },
+      ]);
+    } finally {
+      await pool.end();
+      await db.pool.query(`DELETE FROM ${db.schema}.lane_runs WHERE lane = 'ends'`);
+      await db.pool.query(`DELETE FROM ${db.schema}.processes WHERE process_id = 'pe'`);
+    }
+  });
+
   it("runs a task, returns its value, passes its error, and leaves no row behind", async () => {
     const a = await lanes();
     expect(await a.run({ session: "s1" }, async () => 42)).toBe(42);
