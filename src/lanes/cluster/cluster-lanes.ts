@@ -49,10 +49,11 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   const groupOf = parseLaneGroups(options.groups);
   // Lane rows are scheduling state, not acknowledged data: their commits need not wait for the disk
   // (a claim, a renewal or an end costs no fsync). The store's writes stay synchronous. Lane statements
-  // are prepared and their generic plans are the custom ones: a connection, kept, plans each once.
+  // are prepared: connections are kept, so their plans too. No forced generic plans: a lane's share of
+  // the rows varies, and a generic plan that misjudges it was 13 times slower (docs/postgres.md).
   const pool = createPool(
     { ...options, schema, applicationName: options.applicationName ?? `tiller ${processId}` },
-    { synchronous_commit: "off", plan_cache_mode: "force_generic_plan" },
+    { synchronous_commit: "off" },
     0,
   );
   const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs, undefined, { heartbeatMs, pollMs });
