@@ -14,8 +14,10 @@ export interface SqlTally {
 }
 
 type Query = (this: pg.Client, ...args: unknown[]) => unknown;
-// The statement functions of migration 12 write too (the inbox, session owners, web deliveries).
-const WRITE = /\b(INSERT|UPDATE|DELETE|pg_notify|nextval|inbox_accept|session_release|web_delivery_store)\b/i;
+// The statement functions of migrations 11 and 12 write too (lane rows, the inbox, session owners,
+// web deliveries).
+const WRITE =
+  /\b(INSERT|UPDATE|DELETE|pg_notify|nextval|inbox_accept|session_release|web_delivery_store|claim_quick)\b/i;
 /** A whole transaction in one message (`BEGIN; …; COMMIT`): one commit. */
 const WHOLE = /^BEGIN\s*;[\s\S]*;\s*COMMIT\s*;?$/i;
 
