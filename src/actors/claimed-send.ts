@@ -15,6 +15,8 @@ export interface ClaimedSendOptions {
   deliveryId: string;
   kind: DeliveryKind;
   runId?: string | undefined;
+  /** The channel the send goes out on, when not the session's own (`send`'s `via`). */
+  via?: string | undefined;
   /** The session left this process: a send not yet started here is left to its new owner. */
   signal?: AbortSignal | undefined;
 }
@@ -26,7 +28,8 @@ export interface ClaimedSendOptions {
  * already sent is not sent again (its receipt is handed back, as if sent here); one it may have sent
  * (`unknown`) is not resent blindly; one it is sending now is waited for (its outcome, or the end of its
  * claim's lease: it died). While the send runs the claim is renewed, and its outcome is stored after it,
- * so whoever asks next learns it even when this process's own records of the session are refused.
+ * so whoever asks next learns it even when this process's own records of the session are refused. A
+ * channel that declares `dedupesDeliveryIds` is called without a claim: it shows a delivery once itself.
  */
 export async function claimedSend(
   deps: ActorDeps,
@@ -36,6 +39,9 @@ export async function claimedSend(
   const claims = deps.writer.store.deliveryClaims;
   if (!claims) return send();
   const { session, deliveryId, kind, runId, signal } = options;
+  // A channel that stores a deliveryId once for every process (the web channel on the shared
+  // PostgreSQL log) answers a repeat with the first receipt itself: a claim would add two statements.
+  if (deps.channelFor(session, options.via).channel.dedupesDeliveryIds === true) return send();
   const key = `${session}\u0000${deliveryId}`;
   // This process's last outcome of the same delivery lands before it is claimed again.
   await outcomes(claims).get(key);

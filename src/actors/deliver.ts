@@ -269,7 +269,7 @@ async function resendUnrecorded(
     const { deliveryId, threading, parts } = sent;
     const again = await claimedSend(
       deps,
-      { session, deliveryId, kind: "recovery", runId: output.runId, signal },
+      { session, deliveryId, kind: "recovery", runId: output.runId, via: output.channel, signal },
       () =>
         sendWithOutcome(deps, session, output.final, "recovery", {
           deliveryId,

@@ -191,15 +191,21 @@ export async function sendDurably(
     if (signal?.aborted && kind !== "notice") return { deliveryId, messageId: undefined };
   }
   // Under this process's claim of the delivery (in a cluster): never while another process sends it.
-  const result = await claimedSend(deps, { session, deliveryId, kind, runId: options.runId, signal }, () =>
-    sendWithOutcome(deps, session, text, kind, {
-      ...options,
-      deliveryId,
-      // Each part's receipt is durable as it lands: a restart sends only the parts that never did.
-      ...(durable
-        ? { onPart: (partId, messageId) => writeReceipt(deps, session, partId, messageId, undefined, signal) }
-        : {}),
-    }),
+  const result = await claimedSend(
+    deps,
+    { session, deliveryId, kind, runId: options.runId, via: options.via, signal },
+    () =>
+      sendWithOutcome(deps, session, text, kind, {
+        ...options,
+        deliveryId,
+        // Each part's receipt is durable as it lands: a restart sends only the parts that never did.
+        ...(durable
+          ? {
+              onPart: (partId, messageId) =>
+                writeReceipt(deps, session, partId, messageId, undefined, signal),
+            }
+          : {}),
+      }),
   );
   const { messageId, failure, parts } = result;
   if (durable && options.receipt !== false)

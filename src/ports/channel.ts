@@ -43,6 +43,16 @@ export interface Channel {
    * throws, a send of unknown outcome is never resent.
    */
   reconcile?(deliveryId: string): Promise<ReconcileResult>;
+  /**
+   * True only for a channel that stores each `deliveryId` of a session at most once, atomically, for
+   * every process that may send to the session (not per process: a store they all share), and answers a
+   * repeat with the first receipt. A store shared by several processes then calls it without a claim of
+   * the send (two statements fewer per send; docs/postgres.md): two processes sending the same delivery
+   * at once show it once, and a send of unknown outcome may be repeated. It covers every delivery made
+   * under a `deliveryId`, the final's `edit` of its preview included. The `web` channel on the shared
+   * PostgreSQL delivery log declares it; on a file or memory log (one process's) it does not.
+   */
+  readonly dedupesDeliveryIds?: boolean;
 }
 
 /** The second argument of `send` and `edit`. */
@@ -132,12 +142,13 @@ export const ACK_REACTIONS: Readonly<Record<string, string>> = {
 
 /**
  * `inner` with its `send` replaced by `send` and every optional capability passed through as it is, so a
- * wrapper that observes sends (metrics, traces) never hides `edit`, `typing`, `react`, `reconcile` or
- * `maxLength` from the gateway.
+ * wrapper that observes sends (metrics, traces) never hides `edit`, `typing`, `react`, `reconcile`,
+ * `maxLength` or `dedupesDeliveryIds` from the gateway.
  */
 export function withSend(inner: Channel, send: Channel["send"]): Channel {
   const wrapped: { -readonly [K in keyof Channel]: Channel[K] } = { send };
   if (inner.maxLength !== undefined) wrapped.maxLength = inner.maxLength;
+  if (inner.dedupesDeliveryIds !== undefined) wrapped.dedupesDeliveryIds = inner.dedupesDeliveryIds;
   if (inner.edit)
     wrapped.edit = (target, text, options) =>
       (inner.edit as NonNullable<Channel["edit"]>).call(inner, target, text, options);

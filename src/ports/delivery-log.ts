@@ -49,6 +49,12 @@ export interface DeliveryLog {
    * channel that appends wakes its own readers. Returns the unsubscribe.
    */
   watch?(session: string, wake: () => void): () => void;
+  /**
+   * True only for a log shared by every process that may send to its sessions, whose `append` looks a
+   * `deliveryId` up and stores it in one atomic step across all of them; the `web` channel on it then
+   * declares `dedupesDeliveryIds` (its sends need no claim). A log of one process leaves it out.
+   */
+  readonly dedupesDeliveryIds?: boolean;
   close(): Promise<void>;
 }
 

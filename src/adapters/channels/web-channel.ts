@@ -18,8 +18,12 @@ type DeliveryListener = (record: DeliveryRecord) => void;
  */
 export class WebChannel implements Channel {
   private readonly listeners = new Map<string, Set<DeliveryListener>>();
+  /** The log's own: only a log every process shares stores a deliveryId once across them. */
+  readonly dedupesDeliveryIds: boolean;
 
-  constructor(readonly log: DeliveryLog) {}
+  constructor(readonly log: DeliveryLog) {
+    this.dedupesDeliveryIds = log.dedupesDeliveryIds === true;
+  }
 
   async send(message: OutboundMessage): Promise<DeliveryReceipt> {
     const deliveryId = (message as OutboundMessage & { deliveryId?: unknown }).deliveryId;

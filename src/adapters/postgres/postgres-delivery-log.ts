@@ -96,6 +96,8 @@ export class PostgresDeliveryLog implements DeliveryLog {
   private readonly appends = new KeyedQueue();
   private poll: TimerHandle | undefined;
   private closed = false;
+  /** Every process of the schema appends here, a deliveryId once (web_delivery_store's head lock). */
+  readonly dedupesDeliveryIds = true;
 
   private constructor(
     private readonly pool: pg.Pool,
