@@ -56,6 +56,8 @@ export interface DeliveryEventMap {
    * In a cluster, another process holds the claim of this send: `sent` (it reached the platform from
    * there: not sent again, it counts as delivered), `unknown` (it may have arrived: not resent), or
    * `waiting` (that process is sending it now: asked again once its send ends or its claim runs out).
+   * Never for a channel that declares `dedupesDeliveryIds` (the `web` channel on PostgreSQL): its sends
+   * take no claim, and a repeat of a delivery stored elsewhere is answered the stored receipt, silently.
    */
   "delivery.claimedElsewhere": InSession & {
     runId?: string | undefined;

@@ -7,7 +7,9 @@ type DeliveryListener = (record: DeliveryRecord) => void;
  * The HTTP server's own channel: a send is committed (its receipt carries the `messageId`) once the
  * delivery is durably stored for the session's clients, who read it over the deliveries stream
  * (`GET /v1/sessions/{key}/deliveries`). A send that repeats a stored `deliveryId` returns the stored
- * receipt and stores nothing, so a resend after a restart never shows the user a reply twice.
+ * receipt and stores nothing, so a resend after a restart never shows the user a reply twice. On a log
+ * every process shares (PostgreSQL) that holds across the cluster: the channel then declares
+ * `dedupesDeliveryIds`, and its sends take no claim.
  *
  * @example
  * ```ts
