@@ -102,6 +102,7 @@ SELECT DISTINCT i.session_key FROM inbox i JOIN session_owners o ON o.session_ke
 /**
  * Sessions with work and no live owner: messages waiting, or a saved turn or queue. A session with a
  * lane row is left alone (a turn nobody typed runs or waits there; a dead process's rows are reaped).
+ * Whether a state holds work is its `has_work` column (migration 13), indexed for the few that do.
  */
 export const ORPHANS: Named = {
   name: "tiller.orphans",
@@ -109,9 +110,7 @@ export const ORPHANS: Named = {
 SELECT c.session_key FROM (
   SELECT session_key FROM inbox WHERE taken_at IS NULL
   UNION
-  SELECT session_key FROM session_state
-   WHERE coalesce(state::jsonb -> 'pending', 'null'::jsonb) <> 'null'::jsonb
-      OR jsonb_array_length(coalesce(state::jsonb -> 'queue', '[]'::jsonb)) > 0) c
+  SELECT session_key FROM session_state WHERE has_work) c
  WHERE NOT EXISTS (SELECT 1 FROM session_owners o
                     WHERE o.session_key = c.session_key AND o.lease_until > clock_timestamp())
    AND NOT EXISTS (SELECT 1 FROM lane_runs r WHERE r.session_key = c.session_key)
