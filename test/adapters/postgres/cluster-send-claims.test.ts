@@ -6,6 +6,7 @@ import type { Channel } from "../../../src/ports/channel.js";
 import type { ModelProvider } from "../../../src/ports/model.js";
 import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { deferred } from "../../support/deferred.js";
+import { leaseRunsOut, STARVED, TAKER } from "../../support/lease-races.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually } from "../../support/serve-cluster.js";
 
@@ -19,10 +20,6 @@ import { eventually } from "../../support/serve-cluster.js";
 const db = usePostgresSchema("sendclaims");
 const clusteredGateway = useClusteredGateways(db);
 const REPLY = { reply: { text: "Answer to: {{latestUser}}" } };
-// The first process renews nothing by itself (its heartbeat is starved): its lease ends when the test
-// says. The second polls quickly for sessions left without a live owner.
-const STARVED = { leaseMs: 60_000, heartbeatMs: 600_000, pollMs: 600_000, ackWaitMs: 1000 };
-const TAKER = { leaseMs: 2000, heartbeatMs: 500, pollMs: 100, ackWaitMs: 1000 };
 
 /** A channel whose sends wait for `open` before they reach the loopback one. */
 function heldChannel(open: Promise<void>, started: () => void) {
@@ -33,14 +30,6 @@ function heldChannel(open: Promise<void>, started: () => void) {
       return web.send(message, options);
     },
   });
-}
-
-/** Ends the first process's ownership of `session` now, as a lease not renewed in time would. */
-async function leaseRunsOut(session: string) {
-  await db.pool.query(
-    `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() WHERE session_key = $1`,
-    [session],
-  );
 }
 
 function deliveries(webs: LoopbackChannel[], text: string) {
@@ -72,7 +61,7 @@ describe("a reply whose session changes hands mid-send", () => {
     await a.gateway.receive({ session: "web:c1", channel: "web", text: "hello", id: "c1-m1" });
     // The intent is durable and the channel called: the send is in flight when the lease runs out.
     await started.promise;
-    await leaseRunsOut("web:c1");
+    await leaseRunsOut(db, "web:c1");
     // The new owner finds the open intent and resends it, under the old owner's claim: it waits.
     await eventually("the new owner to resend the open intent", () =>
       bEvents.some(
@@ -118,7 +107,7 @@ describe("a reply whose session changes hands mid-send", () => {
     await a.gateway.receive({ session: "web:c2", channel: "web", text: "again", id: "c2-m1" });
     // The old owner's model call hangs (a starved process) and its lease runs out.
     await called.promise;
-    await leaseRunsOut("web:c2");
+    await leaseRunsOut(db, "web:c2");
     // The new owner runs the cut-off turn again and answers it.
     await eventually("the new owner to answer", () => b.web.sent.length === 1);
     // The old owner wakes and finishes the same turn: the same answer, under the same deliveryId,

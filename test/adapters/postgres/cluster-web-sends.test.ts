@@ -11,6 +11,7 @@ import { MemoryDeliveryLog } from "../../../src/ports/delivery-log.js";
 import type { ModelProvider } from "../../../src/ports/model.js";
 import { useClusteredGateways } from "../../support/clustered-gateway.js";
 import { deferred } from "../../support/deferred.js";
+import { leaseRunsOut, STARVED, TAKER } from "../../support/lease-races.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 import { eventually } from "../../support/serve-cluster.js";
 
@@ -23,8 +24,6 @@ import { eventually } from "../../support/serve-cluster.js";
 const db = usePostgresSchema("websends");
 const clusteredGateway = useClusteredGateways(db);
 const REPLY = { reply: { text: "Answer to: {{latestUser}}" } };
-const STARVED = { leaseMs: 60_000, heartbeatMs: 600_000, pollMs: 600_000, ackWaitMs: 1000 };
-const TAKER = { leaseMs: 2000, heartbeatMs: 500, pollMs: 100, ackWaitMs: 1000 };
 
 const logs: PostgresDeliveryLog[] = [];
 afterEach(async () => {
@@ -47,13 +46,6 @@ function held(open: Promise<void>, started: () => void) {
       await open;
       return web.send(message, options);
     });
-}
-
-async function leaseRunsOut(session: string) {
-  await db.pool.query(
-    `UPDATE ${db.schema}.session_owners SET lease_until = clock_timestamp() WHERE session_key = $1`,
-    [session],
-  );
 }
 
 async function stored(session: string, text: string): Promise<string[]> {
@@ -116,7 +108,7 @@ describe("the web channel on the shared delivery log", () => {
     // The old owner's send is in flight when its lease runs out; the new owner resends the open
     // intent, with no claim to wait for: it stores the reply.
     await started.promise;
-    await leaseRunsOut("web:w1");
+    await leaseRunsOut(db, "web:w1");
     await eventually("the new owner to resend the open intent", () =>
       bEvents.some((e) => e.type === "final.delivered" && e.session === "web:w1"),
     );
@@ -160,7 +152,7 @@ describe("the web channel on the shared delivery log", () => {
     await b.gateway.start();
     await a.gateway.receive({ session: "web:w2", channel: "web", text: "again", id: "w2-m1" });
     await called.promise;
-    await leaseRunsOut("web:w2");
+    await leaseRunsOut(db, "web:w2");
     await eventually("the new owner to answer", () => deliveredId(bEvents, "web:w2") !== undefined);
     // The old owner finishes the same turn: the same deliveryId, already stored from the other process.
     release.resolve();
