@@ -78,6 +78,12 @@ export async function actorChainFloor(
   turns: number,
   warmup: number,
 ): Promise<{ median: number; p95: number }> {
+  const wall = (await actorChainFloorSamples(turns, warmup)).sort((a, b) => a - b);
+  return { median: wall[wall.length >> 1]!, p95: wall[Math.floor(wall.length * 0.95)]! };
+}
+
+/** The wall µs of each of `turns` turns (after `warmup` unmeasured ones), in order. */
+export async function actorChainFloorSamples(turns: number, warmup: number): Promise<number[]> {
   let enteredAt = Number.NaN;
   let waiter: (() => void) | null = null;
   const model: FloorModel = {
@@ -106,6 +112,5 @@ export async function actorChainFloor(
     await new Promise((resolve) => setImmediate(resolve));
   }
   for (const session of sessions) session.stop();
-  wall.sort((a, b) => a - b);
-  return { median: wall[wall.length >> 1]!, p95: wall[Math.floor(wall.length * 0.95)]! };
+  return wall;
 }
