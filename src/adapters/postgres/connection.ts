@@ -156,22 +156,3 @@ function retryBusyConnects(pool: pg.Pool, budgetMs: number): void {
   };
   (pool as unknown as { connect: typeof patched }).connect = patched;
 }
-
-/**
- * `text` with its parameters `$1`, `$2` … written in as literals (quoted by the driver; numbers must be
- * finite; null is NULL, so cast it where its type matters: `$2::text`), so that several statements go
- * in one message of the simple protocol: one round trip.
- */
-export function inlined(
-  client: pg.ClientBase,
-  text: string,
-  values: ReadonlyArray<string | number | null>,
-): string {
-  return text.replace(/\$(\d+)/g, (_, n: string) => {
-    const value = values[Number(n) - 1];
-    if (value === null) return "NULL";
-    if (typeof value === "string") return client.escapeLiteral(value);
-    if (typeof value === "number" && Number.isFinite(value)) return `(${value})`;
-    throw new TypeError(`parameter $${n}: expected a string or a finite number`);
-  });
-}

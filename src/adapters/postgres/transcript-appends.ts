@@ -60,13 +60,12 @@ export class TranscriptAppends {
     return this.batches.submit(item);
   }
 
-  /** Runs one batch: whether each append went through, in the batch's order. */
-  private async run(given: readonly HeadAppend[]): Promise<boolean[]> {
-    if (given.length === 1) {
-      const only = given[0]!;
+  /** Runs one batch (GroupCommit hands it over sorted by key): whether each append went through, in order. */
+  private async run(batch: readonly HeadAppend[]): Promise<boolean[]> {
+    if (batch.length === 1) {
+      const only = batch[0]!;
       return [await appendAtHead(this.pool, only.session, only.fence, only.head, only.stamped)];
     }
-    const batch = [...given].sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0));
     const columns: unknown[][] = [[], [], [], [], [], [], []];
     for (const [index, item] of batch.entries()) {
       columns[0]!.push(...item.stamped.map(() => index + 1));
@@ -87,8 +86,8 @@ export class TranscriptAppends {
         ...columns,
       ],
     });
-    const moved = new Set(rows.map((row) => batch[Number(row.ord) - 1]));
-    return given.map((item) => moved.has(item));
+    const moved = new Set(rows.map((row) => Number(row.ord) - 1));
+    return batch.map((_, index) => moved.has(index));
   }
 }
 

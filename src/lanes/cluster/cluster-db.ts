@@ -115,13 +115,13 @@ export class ClusterDb {
     return rows.map((row) => ({ rowId: row.id, localId: Number(row.local_id) }));
   }
 
-  /** Where the given waiting rows stand in their lanes (rows no longer waiting are left out). */
   /** How many tasks run now in these lanes, all processes together (a capacity group's count). */
   async activeIn(lanes: readonly string[]): Promise<number> {
     const { rows } = await this.query<{ n: number }>("activeIn", sql.ACTIVE_IN, [lanes]);
     return rows[0]?.n ?? 0;
   }
 
+  /** Where the given waiting rows stand in their lanes (rows no longer waiting are left out). */
   async waitPositions(rowIds: string[]): Promise<Map<string, WaitPosition>> {
     const { rows } = await this.query<{
       id: string;
