@@ -1,5 +1,9 @@
-/** At most this many batch statements in flight; items arriving meanwhile form the next batch. */
-const IN_FLIGHT = 2;
+/**
+ * One batch statement in flight; items arriving meanwhile form the next batch. Two in flight halve the
+ * batches under load (each statement costs the process and the database CPU), for no gain in latency
+ * on a machine whose cores are busy anyway.
+ */
+const IN_FLIGHT = 1;
 
 interface Waiting<T> {
   item: T;
@@ -13,9 +17,9 @@ interface Waiting<T> {
  * commit), so a busy process pays one wait for the disk for many of them. A write resolves only once its
  * batch has committed, with `run`'s answer for it (false: refused, nothing written). A session has at
  * most one write waiting here (the store runs a session's writes one after another), so its writes stay
- * in call order. When a batch of several fails and `retryAlone(error)` says trying again cannot write
- * twice, each write is tried once more alone, so one bad row fails only its own write; otherwise every
- * write of the batch is rejected.
+ * in call order. When a batch of several fails, each write for which `retryAlone(error, item)` says
+ * trying again cannot write twice is tried once more alone, so one bad row fails only its own write;
+ * the others are rejected.
  */
 export class GroupCommit<T extends { session: string }> {
   private waiting: Waiting<T>[] = [];
@@ -23,7 +27,7 @@ export class GroupCommit<T extends { session: string }> {
 
   constructor(
     private readonly run: (batch: readonly T[]) => Promise<boolean[]>,
-    private readonly retryAlone: (error: unknown) => boolean,
+    private readonly retryAlone: (error: unknown, item: T) => boolean,
   ) {}
 
   submit(item: T): Promise<boolean> {
@@ -51,8 +55,9 @@ export class GroupCommit<T extends { session: string }> {
           for (const [index, write] of batch.entries()) write.resolve(done[index]!);
         },
         (error: unknown) => {
-          if (batch.length > 1 && this.retryAlone(error)) for (const write of batch) this.alone(write);
-          else for (const write of batch) write.reject(error);
+          for (const write of batch)
+            if (batch.length > 1 && this.retryAlone(error, write.item)) this.alone(write);
+            else write.reject(error);
         },
       )
       .finally(() => {

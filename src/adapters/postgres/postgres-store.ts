@@ -26,9 +26,8 @@ import type { PostgresConnectionOptions } from "./connection-options.js";
 import { type FenceSource, fenceHolds, NO_FENCES } from "./fences.js";
 import { migrate } from "./migrate.js";
 import { PostgresDeliveryClaims } from "./postgres-delivery-claims.js";
-import { StateSaves } from "./state-saves.js";
 import * as sql from "./store-sql.js";
-import { TranscriptAppends } from "./transcript-appends.js";
+import { StoreWrites } from "./store-writes.js";
 
 /** Options of {@link PostgresStore.connect}: the database, the schema, and the lease of a session's writer. */
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -91,9 +90,8 @@ export class PostgresStore implements TranscriptStore {
    * (which checks it is still the head); another process's write since then costs the longer path.
    */
   private readonly heads = new Map<string, TranscriptHead>();
-  /** State saves, and appends at known heads, of many sessions: each kind committed together. */
-  private readonly states: StateSaves;
-  private readonly appends: TranscriptAppends;
+  /** State saves, and appends at known heads, of many sessions: committed together. */
+  private readonly writes: StoreWrites;
 
   private constructor(pool: pg.Pool, options: PostgresStoreOptions) {
     this.pool = pool;
@@ -105,8 +103,7 @@ export class PostgresStore implements TranscriptStore {
       throw new ConfigError("commitmentLeaseMs", "a positive number of ms", lease);
     this.processId = options.processId ?? `s${nanoid(10)}`;
     this.commitments = new CommitmentRows(pool, this.processId, lease, this.schema);
-    this.states = new StateSaves(pool);
-    this.appends = new TranscriptAppends(pool);
+    this.writes = new StoreWrites(pool);
     this.deliveryClaims = new PostgresDeliveryClaims(pool, this.processId, options.deliveryLeaseMs ?? 10_000);
   }
 
@@ -161,7 +158,7 @@ export class PostgresStore implements TranscriptStore {
         const stamped = stampRecords(records, known, this.now(), nanoid);
         if (stamped.length === 0) return [];
         const fence = this.fences.fenceFor(session) ?? null;
-        const write = this.appends.append({ session, fence, head: known, stamped });
+        const write = this.writes.append({ session, fence, head: known, stamped });
         if (fence !== null) this.fences.using?.(session, write);
         if (
           await write.catch((error: unknown) => {
@@ -249,7 +246,7 @@ export class PostgresStore implements TranscriptStore {
       const fence = this.fences.fenceFor(session) ?? null;
       // Between turns no run fences the save: the session's ownership does (in a cluster).
       const owner = fence === null ? this.fences.ownerFenceFor?.(session) : undefined;
-      const query = this.states.save({ session, fence, owner, json });
+      const query = this.writes.save({ session, fence, owner, json });
       if (fence !== null) this.fences.using?.(session, query);
       if (!(await query)) throw new LeaseLostError(session, fence ?? owner!.fence);
     });

@@ -4,10 +4,11 @@ import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js"
 import type { TranscriptHead, TranscriptRecord } from "../../../src/ports/store.js";
 import { usePostgresSchema } from "../../support/postgres.js";
 
-// Appends of different sessions made at once by one process go to the database in one statement (one
-// round trip, one commit); a session whose head moved on or whose run lost its lease is refused alone.
+// Appends and state saves of different sessions made at once by one process go to the database in one
+// statement (one round trip, one commit); a session whose head moved on or whose run lost its lease is
+// refused alone.
 
-const db = usePostgresSchema("appends");
+const db = usePostgresSchema("writes");
 const open: PostgresStore[] = [];
 
 afterEach(async () => {
@@ -103,5 +104,69 @@ describe("appends of several sessions at once", () => {
     expect(appends.map((x) => x.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect((appends[1] as PromiseRejectedResult).reason).toMatchObject({ code: "STALE_WRITER" });
     expect((await store.read("web:s1")).map(textOf)).toEqual(["current"]);
+  });
+});
+
+describe("saves and appends of several sessions at once", () => {
+  it("share one round trip, and each lands", async () => {
+    const store = await connect();
+    const sessions = ["web:m0", "web:m1", "web:m2", "web:m3"];
+    const heads = await Promise.all(sessions.map((session) => store.open(session)));
+    await Promise.all(sessions.map((session, i) => store.append(session, say(`${session} 1`), heads[i]!)));
+
+    const { statements } = await statementsOf(() =>
+      Promise.all(
+        sessions.map((session, i) =>
+          i % 2 === 0
+            ? store.append(session, say(`${session} 2`), heads[i]!)
+            : store.saveState(session, { turn: i }),
+        ),
+      ),
+    );
+    expect(statements).toBe(1);
+    for (const [i, session] of sessions.entries()) {
+      const texts = (await store.read(session)).map(textOf);
+      if (i % 2 === 0) expect(texts).toEqual([`${session} 1`, `${session} 2`]);
+      else {
+        expect(texts).toEqual([`${session} 1`]);
+        expect(await store.loadState(session)).toEqual({ turn: i });
+      }
+    }
+  });
+
+  it("refuses a save whose run lost its lease without refusing the appends beside it", async () => {
+    const store = await connect((session) => (session === "web:gone" ? 987_654_321 : undefined));
+    const heads = await Promise.all(["web:p0", "web:p1"].map((session) => store.open(session)));
+    await Promise.all(heads.map((head, i) => store.append(`web:p${i}`, say(`p${i} 1`), head)));
+
+    const writes = await Promise.allSettled([
+      store.append("web:p0", say("p0 2"), heads[0]!),
+      store.saveState("web:gone", { lost: true }),
+      store.append("web:p1", say("p1 2"), heads[1]!),
+      store.saveState("web:kept", { kept: true }),
+    ]);
+    expect(writes.map((w) => w.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect((writes[1] as PromiseRejectedResult).reason).toMatchObject({
+      code: "LEASE_LOST",
+      session: "web:gone",
+    });
+    expect(await store.loadState("web:gone")).toBeNull();
+    expect(await store.loadState("web:kept")).toEqual({ kept: true });
+    expect((await store.read("web:p1")).map(textOf)).toEqual(["p1 1", "p1 2"]);
+  });
+
+  it("tries each write alone when the database refuses the batch, so only the bad one fails", async () => {
+    const store = await connect();
+    const heads = await Promise.all(["web:q0", "web:q1"].map((session) => store.open(session)));
+    await Promise.all(heads.map((head, i) => store.append(`web:q${i}`, say(`q${i} 1`), head)));
+    // A state holding a NUL character: PostgreSQL refuses it in text, and rolls the whole statement back.
+    const writes = await Promise.allSettled([
+      store.append("web:q0", say("q0 2"), heads[0]!),
+      store.saveState("web:bad", { text: "\u0000" }),
+      store.append("web:q1", say("q1 2"), heads[1]!),
+    ]);
+    expect(writes.map((w) => w.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((await store.read("web:q0")).map(textOf)).toEqual(["q0 1", "q0 2"]);
+    expect((await store.read("web:q1")).map(textOf)).toEqual(["q1 1", "q1 2"]);
   });
 });
