@@ -28,6 +28,12 @@ export interface SessionCluster {
   awaitAck(id: string, timeoutMs: number): Promise<{ ack: object; by: string } | undefined>;
   /** Gives a session up; false (and kept) while messages wait for it: apply them first. */
   release(session: string): Promise<boolean>;
+  /**
+   * How long an idle session stays this process's before it is given up (ms; 0 or absent: at once). A
+   * message that comes meanwhile is applied to the live state here, with no release and no reading
+   * back of the stored session; a message sent to another process is forwarded here.
+   */
+  readonly idleHoldMs?: number;
   /** The live owner of each of these sessions (sessions nobody owns are left out). */
   owners(sessions: readonly string[]): Promise<Map<string, string>>;
   /**

@@ -14,7 +14,7 @@ export interface ClusteredGatewayOptions {
   model: (clock: SystemClock) => ModelProvider;
   tools?: ToolDefinition[];
   /** The ownership's lease, renewal, poll and ack wait (ms); the lease is the claims' of sends too. */
-  timing: { leaseMs: number; heartbeatMs: number; pollMs: number; ackWaitMs: number };
+  timing: { leaseMs: number; heartbeatMs: number; pollMs: number; ackWaitMs: number; idleHoldMs?: number };
   /** The `web` channel, wrapped around the loopback one the test reads (a send held in flight, say). */
   channel?: (web: LoopbackChannel) => Channel;
 }

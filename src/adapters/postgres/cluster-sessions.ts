@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { ConfigError } from "../../errors.js";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { Clock, TimerHandle } from "../../ports/clock.js";
 import type {
@@ -28,6 +29,11 @@ export interface ClusterSessionsOptions extends PostgresConnectionOptions {
   pollMs?: number;
   /** How long a process that forwarded a message waits for the owner's ack. @default 2000 */
   ackWaitMs?: number;
+  /**
+   * How long an idle session stays this process's before it is given up: a follow-up within it costs
+   * no release and no reading back of the session. @default 2000
+   */
+  idleHoldMs?: number;
   /** Applied messages stay this long for cluster-wide dedupe. @default 600000 */
   dedupeWindowMs?: number;
   /** @default a `SystemClock` */
@@ -73,6 +79,9 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   const heartbeatMs = options.heartbeatMs ?? Math.floor(leaseMs / 3);
   const pollMs = options.pollMs ?? 500;
   const ackWaitMs = options.ackWaitMs ?? 2000;
+  const idleHoldMs = options.idleHoldMs ?? 2000;
+  if (typeof idleHoldMs !== "number" || !(idleHoldMs >= 0))
+    throw new ConfigError("idleHoldMs", "a number of ms, 0 or more", idleHoldMs);
   const dedupeWindowMs = options.dedupeWindowMs ?? 600_000;
   const clock = options.clock ?? new SystemClock();
   const pruneDue = inboxPruneDue(clock, dedupeWindowMs);
@@ -326,6 +335,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     },
     processId,
     ackWaitMs,
+    idleHoldMs,
     accept,
     waiting,
     applied,

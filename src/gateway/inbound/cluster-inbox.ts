@@ -129,8 +129,31 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
 
   const applyOne = (entry: InboxEntry) => applyInboxEntry(entry, deps, children);
 
-  /** Gives the session up once nothing runs here and its state is durable; applies late arrivals. */
-  async function releaseIfIdle(session: string): Promise<void> {
+  const holdMs = cluster.idleHoldMs ?? 0;
+  /** Idle sessions kept owned here for a while (`cluster.idleHoldMs`): the timer that gives each up. */
+  const holds = new Map<string, NodeJS.Timeout>();
+
+  /**
+   * Gives the session up once nothing runs here and its state is durable; applies late arrivals.
+   * With a hold, the session is kept until it has been idle that long (`held`: the hold has run out):
+   * a follow-up soon after a turn, the common case, then costs no release and no adoption.
+   */
+  async function releaseIfIdle(session: string, held = false): Promise<void> {
+    clearTimeout(holds.get(session));
+    holds.delete(session);
+    if (holdMs > 0 && !held) {
+      if (stopped || deps.isDraining() || !deps.isIdle(session) || forgotten.has(session)) return;
+      const timer = setTimeout(() => {
+        holds.delete(session);
+        serial(session, () => releaseIfIdle(session, true)).catch((error: unknown) => {
+          deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed");
+          retryLater(session);
+        });
+      }, holdMs);
+      timer.unref?.();
+      holds.set(session, timer);
+      return;
+    }
     for (;;) {
       // A draining process keeps its sessions until it stops (stopping gives them all up).
       if (deps.isDraining() || !deps.isIdle(session)) return;
@@ -385,6 +408,8 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     stop() {
       stopped = true;
       for (const off of unsubscribe.splice(0)) off();
+      for (const timer of holds.values()) clearTimeout(timer);
+      holds.clear();
     },
   };
 }
