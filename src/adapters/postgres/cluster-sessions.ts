@@ -12,6 +12,7 @@ import type {
 import { SystemClock } from "../system-clock.js";
 import { checkSchema, clientConfig, createPool, GENERIC_PLANS, inTransaction } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
+import { InboxMarks } from "./inbox-marks.js";
 import { inboxPruneDue } from "./inbox-prune.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
@@ -177,12 +178,8 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     }));
   }
 
-  async function applied(entry: InboxEntry, ack: object): Promise<void> {
-    await pool.query({
-      ...sql.APPLIED,
-      values: [entry.id, processId, ack, inboxChannel(schema, ""), JSON.stringify({ ack: entry.id })],
-    });
-  }
+  const marks = new InboxMarks(pool, processId, inboxChannel(schema, ""));
+  const applied = (entry: InboxEntry, ack: object) => marks.applied(entry.session, entry.id, ack);
 
   async function ackOf(id: string): Promise<{ ack: Record<string, unknown>; by: string } | undefined> {
     const { rows } = await pool.query<{ ack: Record<string, unknown> | null; taken_by: string | null }>({

@@ -44,14 +44,20 @@ SELECT i.id, i.message_id, i.mode, i.body, i.received_by FROM inbox i
  * The owner (`$2`) applied row `$1`: its ack (`$3`) is recorded, and the process that received it, if
  * another, is told at commit (its channel `$4` || receiver, payload `$5`), in the same round trip.
  */
-export const APPLIED: Named = {
-  name: "tiller.inboxApplied",
+/**
+ * Marks a batch of rows applied (ids and acks by place), each only once, and wakes each row's receiver
+ * elsewhere with `{"ack": id}` on its channel (`$4` + its process id).
+ */
+export const APPLIED_ALL: Named = {
+  name: "tiller.inboxAppliedAll",
   text: `
-WITH u AS (
-  UPDATE inbox SET taken_by = $2, taken_at = clock_timestamp(), ack = $3
-   WHERE id = $1 AND taken_at IS NULL RETURNING received_by)
-SELECT received_by, (SELECT count(*) FROM (SELECT pg_notify($4 || received_by, $5) WHERE received_by <> $2) n) AS told
-  FROM u`,
+WITH v AS (SELECT * FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, ack)),
+u AS (
+  UPDATE inbox i SET taken_by = $3, taken_at = clock_timestamp(), ack = v.ack
+    FROM v WHERE i.id = v.id AND i.taken_at IS NULL RETURNING i.id, i.received_by)
+SELECT count(*) AS told
+  FROM (SELECT pg_notify($4 || received_by, json_build_object('ack', id::text)::text) FROM u
+         WHERE received_by <> $3) n`,
 };
 
 export const FORGET: Named = {
