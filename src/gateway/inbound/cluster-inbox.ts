@@ -1,13 +1,13 @@
 import { KeyedQueue } from "../../adapters/keyed-queue.js";
-import { type GatewayConfig, queueLayers } from "../../config.js";
-import type { EmitEvent } from "../../events.js";
-import type { Logger } from "../../logger.js";
+import { queueLayers } from "../../config.js";
 import { parseControl } from "../../policy/control.js";
 import { parseQueueMode, resolveQueueSetting } from "../../policy/queue-mode.js";
-import type { InboxEntry, InboxMessage, SessionCluster } from "../../ports/session-cluster.js";
+import type { InboxEntry, InboxMessage } from "../../ports/session-cluster.js";
 import { AppliedAcks } from "./applied-acks.js";
 import { applyInboxEntry, TRIGGER_MODE } from "./apply-inbox-entry.js";
+import type { ClusterInbox, ClusterInboxDeps } from "./cluster-inbox.types.js";
 import type { Ack } from "./compose-ack.js";
+import { IdleHolds } from "./idle-holds.js";
 import {
   checkTrigger,
   type TriggerAck,
@@ -17,52 +17,7 @@ import {
 } from "./trigger.js";
 import { type InboundMessage, validateInbound } from "./validate-inbound.js";
 
-export interface ClusterInboxDeps {
-  cluster: SessionCluster;
-  config: GatewayConfig;
-  channelNames: readonly string[];
-  /**
-   * The one-process receive: applies a message to the session here, as a local message; `arrivedAt`:
-   * when the process that received it took it in (its clock), kept as the user record's `arrivedAt`.
-   */
-  local(inbound: InboundMessage, arrivedAt?: number): Promise<Ack>;
-  /** The one-process `trigger()`: starts a turn nobody typed in the session here. */
-  localTrigger(request: TriggerRequest, extras?: TriggerExtras): Promise<TriggerAck>;
-  /** Makes the session's stored state (turn, queue, settings) this process's, before its messages. */
-  adopt(session: string): Promise<void>;
-  /** Nothing runs or waits for the session here: its ownership may go. */
-  isIdle(session: string): boolean;
-  /** Resolves once the session's newest state is durable. */
-  settle(session: string): Promise<void>;
-  /** Another process may own the session now: its live state here goes (the store is the truth). */
-  forgetLive(session: string): void;
-  isDraining(): boolean;
-  /** The gateway's clock: the time a message arrived here, which its inbox row carries to the owner. */
-  now(): number;
-  emit: EmitEvent;
-  logger: Logger;
-}
-
-export interface ClusterInbox {
-  receive(inbound: InboundMessage): Promise<Ack>;
-  /**
-   * `trigger()` for a gateway of several processes: the turn is a row of the session's inbox, like a
-   * message, so it runs where the session is owned (a steer sent to any process reaches it there) and
-   * an id triggered on several processes (a schedule's slot, which every process fires) runs once.
-   */
-  trigger(request: TriggerRequest): Promise<TriggerAck>;
-  /**
-   * Starts a subagent's task in its child session here, the parent's process: the child's key becomes
-   * this process's (with a fence) through the inbox, so messages sent to it on any process reach it
-   * here, and it is given up once the child is idle. A child key another process owns is refused.
-   */
-  startChild(request: TriggerRequest, extras: TriggerExtras): Promise<TriggerAck>;
-  /** The session went idle here: give it up (or apply what waits for it first). */
-  idle(session: string): void;
-  /** Starts applying forwarded messages and taking sessions over. */
-  start(): void;
-  stop(): void;
-}
+export type { ClusterInbox, ClusterInboxDeps } from "./cluster-inbox.types.js";
 
 /**
  * `receive()` for a gateway of several processes (docs/postgres.md): the message is committed to the
@@ -129,29 +84,17 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
 
   const applyOne = (entry: InboxEntry) => applyInboxEntry(entry, deps, children);
 
-  const holdMs = cluster.idleHoldMs ?? 0;
-  /** Idle sessions kept owned here for a while (`cluster.idleHoldMs`): the timer that gives each up. */
-  const holds = new Map<string, NodeJS.Timeout>();
+  const holds = new IdleHolds(cluster.idleHoldMs ?? 0);
 
   /**
-   * Gives the session up once nothing runs here and its state is durable; applies late arrivals.
-   * With a hold, the session is kept until it has been idle that long (`held`: the hold has run out):
-   * a follow-up soon after a turn, the common case, then costs no release and no adoption.
+   * Gives the session up once nothing runs here and its state is durable (and, with a hold, once it
+   * has been idle that long: `held`); applies late arrivals.
    */
   async function releaseIfIdle(session: string, held = false): Promise<void> {
-    clearTimeout(holds.get(session));
-    holds.delete(session);
-    if (holdMs > 0 && !held) {
+    holds.cancel(session);
+    if (holds.holdMs > 0 && !held) {
       if (stopped || deps.isDraining() || !deps.isIdle(session) || forgotten.has(session)) return;
-      const timer = setTimeout(() => {
-        holds.delete(session);
-        serial(session, () => releaseIfIdle(session, true)).catch((error: unknown) => {
-          deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed");
-          retryLater(session);
-        });
-      }, holdMs);
-      timer.unref?.();
-      holds.set(session, timer);
+      holds.hold(session, () => step(session, "giving a session up", () => releaseIfIdle(session, true)));
       return;
     }
     for (;;) {
@@ -174,10 +117,9 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   /** Sessions taken over here whose adoption has not completed yet (it failed: tried again). */
   const toAdopt = new Set<string>();
   /**
-   * Sessions whose live state here may be behind the store: their ownership was lost (the actor
-   * stopped, its queue with it) or given up. Before this process applies anything to one again, it
-   * adopts the stored state, else a message would start a blank session and its save would overwrite
-   * the stored turn and queue (those messages acked and never answered).
+   * Sessions whose live state here may be behind the store (ownership lost or given up): adopted
+   * before anything is applied to one again, else a blank session's save would overwrite the stored
+   * turn and queue (those messages acked and never answered).
    */
   const forgotten = new Set<string>();
   async function adopt(session: string): Promise<void> {
@@ -196,7 +138,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
 
   function wake(session: string, adopted: boolean): void {
     if (adopted) toAdopt.add(session);
-    serial(session, async () => {
+    step(session, "applying waiting messages", async () => {
       if (deps.isDraining()) return;
       if (toAdopt.has(session)) {
         await adopt(session);
@@ -205,16 +147,20 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       await drainNow(session);
       await releaseIfIdle(session);
       retrying.delete(session);
-    }).catch((error: unknown) => {
-      deps.logger.warn({ session, error: String(error) }, "cluster: applying waiting messages failed");
+    });
+  }
+
+  /** Runs a step of the session's in order; one that fails is logged and tried again later. */
+  function step(session: string, what: string, work: () => Promise<void>): void {
+    serial(session, work).catch((error: unknown) => {
+      deps.logger.warn({ session, error: String(error) }, `cluster: ${what} failed`);
       retryLater(session);
     });
   }
 
   /**
-   * A failed step (adopt, apply, give up) is tried again with backoff until it goes through, so a
-   * session this process owns is never left adopted halfway, with rows taken and not answered, or
-   * owned with nothing running (which would keep its ownership renewed for good).
+   * A failed step (adopt, apply, give up) is tried again with backoff until it goes through: an owned
+   * session is never left adopted halfway, or owned with nothing running (renewed for good).
    */
   function retryLater(session: string): void {
     if (stopped) return;
@@ -388,10 +334,7 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     trigger: (request) => trigger(request),
     startChild: (request, extras) => trigger(request, extras),
     idle(session) {
-      serial(session, () => releaseIfIdle(session)).catch((error: unknown) => {
-        deps.logger.warn({ session, error: String(error) }, "cluster: giving a session up failed");
-        retryLater(session);
-      });
+      step(session, "giving a session up", () => releaseIfIdle(session));
     },
     start() {
       if (unsubscribe.length > 0) return;
@@ -408,7 +351,6 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     stop() {
       stopped = true;
       for (const off of unsubscribe.splice(0)) off();
-      for (const timer of holds.values()) clearTimeout(timer);
       holds.clear();
     },
   };
