@@ -134,6 +134,9 @@ async function throughOutage(prefix: string, names: string[], kill: boolean) {
     );
     throw new Error(`${String(error)}; not settled: ${JSON.stringify(left)}`);
   });
+  console.info(
+    `outage (${kill ? "an owner killed -9 meanwhile" : "no kill"}): every acknowledged message settled ${Date.now() - back} ms after the database was back`,
+  );
   // Nothing twice: no reply and no notice reached a session more than once.
   const seen = new Map<string, number>();
   for (const row of await webDeliveries(db)) {
