@@ -5,9 +5,9 @@
  */
 const IN_FLIGHT = 1;
 
-interface Waiting<T> {
+interface Waiting<T, R> {
   item: T;
-  resolve(done: boolean): void;
+  resolve(done: R): void;
   reject(error: unknown): void;
 }
 
@@ -15,29 +15,28 @@ interface Waiting<T> {
  * Group commit of one kind of write: the writes of different sessions that arrive while earlier
  * batches are in flight go to the database together, through `run` (one statement: one round trip, one
  * commit), so a busy process pays one wait for the disk for many of them. A write resolves only once its
- * batch has committed, with `run`'s answer for it (false: refused, nothing written). A session has at
- * most one write waiting here (the store runs a session's writes one after another), so its writes stay
- * in call order. When a batch of several fails, each write for which `retryAlone(error, item)` says
+ * batch has committed, with `run`'s answer for it (the store's: false, refused, nothing written). A
+ * caller that submits a session's writes one after another (the store does) keeps them in call order. When a batch of several fails, each write for which `retryAlone(error, item)` says
  * trying again cannot write twice is tried once more alone, so one bad row fails only its own write;
  * the others are rejected.
  */
-export class GroupCommit<T extends { session: string }> {
-  private waiting: Waiting<T>[] = [];
+export class GroupCommit<T extends { session: string }, R = boolean> {
+  private waiting: Waiting<T, R>[] = [];
   private inFlight = 0;
 
   constructor(
-    private readonly run: (batch: readonly T[]) => Promise<boolean[]>,
+    private readonly run: (batch: readonly T[]) => Promise<R[]>,
     private readonly retryAlone: (error: unknown, item: T) => boolean,
   ) {}
 
-  submit(item: T): Promise<boolean> {
+  submit(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
       if (this.waiting.length === 1) queueMicrotask(() => this.next());
     });
   }
 
-  private alone(write: Waiting<T>): void {
+  private alone(write: Waiting<T, R>): void {
     this.run([write.item]).then(
       (done) => write.resolve(done[0]!),
       (error: unknown) => write.reject(error),
