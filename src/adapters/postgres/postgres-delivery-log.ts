@@ -13,8 +13,10 @@ import { KeyedQueue } from "../keyed-queue.js";
 import { SystemClock } from "../system-clock.js";
 import { checkSchema, clientConfig, createPool, GENERIC_PLANS } from "./connection.js";
 import type { PostgresConnectionOptions } from "./connection-options.js";
+import { GroupCommit } from "./group-commit.js";
 import { LaneListener } from "./lane-listener.js";
 import { migrate } from "./migrate.js";
+import { rolledBack } from "./transcript-appends.js";
 
 /** Options of the PostgreSQL delivery log that keeps the web channel's deliveries for several processes. */
 export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, DeliveryLogOptions {
@@ -25,6 +27,12 @@ export interface PostgresDeliveryLogOptions extends PostgresConnectionOptions, D
   pollMs?: number;
   /** @default a `SystemClock` */
   clock?: Clock;
+}
+
+/** One append waiting for its batch. */
+interface Storing {
+  session: string;
+  body: DeliveryBody;
 }
 
 interface Row {
@@ -38,15 +46,20 @@ interface Row {
 
 const COLUMNS = "message_id, kind, text, run_id, delivery_id, at_ms";
 /**
- * An append in one call (web_delivery_store, migration 12), one round trip and one transaction: the
- * session's head row is taken (appends of one session, from any process, follow one another: seq is
+ * The appends of a batch in one statement, one call each (web_delivery_store, migration 12), in one
+ * transaction, sessions in key order (every batch takes head rows in one order): each session's head row is taken (appends of one session, from any process, follow one another: seq is
  * gap-free); a delivery id already stored for the session answers the stored row and stores nothing;
  * else the row is inserted, the oldest rows past `keep` are pruned every few appends, and the schema's
  * channel is told the session at commit. Prepared once per connection, as the reads are.
  */
-const STORE = {
-  name: "tiller.webDeliveryStore",
-  text: `SELECT ${COLUMNS} FROM web_delivery_store($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+const STORE_ALL = {
+  name: "tiller.webDeliveryStoreAll",
+  text: `SELECT v.ord, r.${COLUMNS.split(", ").join(", r.")}
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+              $7::double precision[], $8::text[])
+         WITH ORDINALITY AS v(session_key, delivery_id, tail, kind, text, run_id, at_ms, payload, ord)
+  CROSS JOIN LATERAL web_delivery_store(v.session_key, v.delivery_id, v.tail, v.kind, v.text, v.run_id,
+                                        v.at_ms, $9, $10, $11, v.payload) r`,
 };
 // Only the newest `keep` ($2, NULL for all) are read: rows past them wait for the next prune.
 const KEPT = "COALESCE((SELECT last_seq FROM web_delivery_heads WHERE session_key = $1) - $2, 0)";
@@ -94,6 +107,15 @@ export class PostgresDeliveryLog implements DeliveryLog {
   private readonly heads = new Map<string, number>();
   /** Appends of one session from this process, in the order they were made. */
   private readonly appends = new KeyedQueue();
+  /**
+   * Appends of different sessions made while a batch is in flight, committed together. A batch that
+   * failed is tried again append by append when that cannot store one twice: the database rolled it
+   * back, or the append has a delivery id (stored already, it answers the stored row).
+   */
+  private readonly batches = new GroupCommit<Storing, DeliveryRecord>(
+    (batch) => this.storeAll(batch),
+    (error, storing) => storing.body.deliveryId !== undefined || rolledBack(error),
+  );
   private poll: TimerHandle | undefined;
   private closed = false;
   /** Every process of the schema appends here, a deliveryId once (web_delivery_store's head lock). */
@@ -148,7 +170,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
   }
 
   append(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
-    return this.appends.run(session, () => this.store(session, body));
+    return this.appends.run(session, () => this.batches.submit({ session, body }));
   }
 
   async read(session: string): Promise<readonly DeliveryRecord[]> {
@@ -194,28 +216,31 @@ export class PostgresDeliveryLog implements DeliveryLog {
     await this.pool.end();
   }
 
-  /** One round trip and one commit (see STORE). */
-  private async store(session: string, body: DeliveryBody): Promise<DeliveryRecord> {
+  /** One round trip and one commit for the batch (see STORE_ALL). */
+  private async storeAll(batch: readonly Storing[]): Promise<DeliveryRecord[]> {
     const keep = this.keptParam();
-    const { rows } = await this.pool.query<Row>({
-      ...STORE,
+    const { rows } = await this.pool.query<Row & { ord: string }>({
+      ...STORE_ALL,
       values: [
-        session,
-        body.deliveryId ?? null,
-        nanoid(8),
-        body.kind,
-        body.text,
-        body.runId ?? null,
-        Date.now(),
+        batch.map((s) => s.session),
+        batch.map((s) => s.body.deliveryId ?? null),
+        batch.map(() => nanoid(8)),
+        batch.map((s) => s.body.kind),
+        batch.map((s) => s.body.text),
+        batch.map((s) => s.body.runId ?? null),
+        batch.map(() => Date.now()),
+        batch.map((s) => notifyPayload(s.session)),
         keep,
         keep === null ? null : pruneStep(keep),
         deliveriesChannel(this.schema),
-        notifyPayload(session),
       ],
     });
-    const row = rows[0];
-    if (!row) throw new Error(`web deliveries: the append to ${session} stored nothing`);
-    return toRecord(row);
+    const byPlace = new Map(rows.map((row) => [Number(row.ord) - 1, row]));
+    return batch.map((storing, index) => {
+      const row = byPlace.get(index);
+      if (!row) throw new Error(`web deliveries: the append to ${storing.session} stored nothing`);
+      return toRecord(row);
+    });
   }
 
   private keptParam(): number | null {

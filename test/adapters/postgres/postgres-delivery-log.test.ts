@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import pg from "pg";
+import { describe, expect, it, vi } from "vitest";
 import { PostgresDeliveryLog } from "../../../src/adapters/postgres/postgres-delivery-log.js";
 import { deliveryLogContract } from "../../support/delivery-log-contract.js";
 import { usePostgresSchema } from "../../support/postgres.js";
@@ -193,5 +194,34 @@ describe("pruning web_deliveries", () => {
     newest.sort((a, b) => Number.parseInt(a.messageId, 10) - Number.parseInt(b.messageId, 10));
     for (const log of logs) expect(await log.read(session)).toEqual(newest);
     await Promise.all(logs.map((log) => log.close()));
+  });
+});
+
+describe("appends of several sessions at once", () => {
+  it("share one statement, each session's seq its own, a stored delivery id answered as stored", async () => {
+    const log = await open();
+    const first = await log.append("web:b1", { kind: "reply", text: "one", deliveryId: "b1-d1" });
+    let statements = 0;
+    const query = pg.Client.prototype.query;
+    vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      if ((args[0] as { name?: string } | undefined)?.name === "tiller.webDeliveryStoreAll") statements++;
+      return (query as (...a: unknown[]) => unknown).apply(this, args) as never;
+    });
+    const records = await Promise.all([
+      log.append("web:b0", { kind: "reply", text: "zero" }),
+      log.append("web:b1", { kind: "reply", text: "one again", deliveryId: "b1-d1" }),
+      log.append("web:b2", { kind: "notice", text: "two" }),
+    ]);
+    vi.restoreAllMocks();
+    expect(statements).toBe(1);
+    expect(records[1]).toEqual(first);
+    expect(records.map((r) => [r.kind, r.text])).toEqual([
+      ["reply", "zero"],
+      ["reply", "one"],
+      ["notice", "two"],
+    ]);
+    expect((await log.read("web:b1")).map((r) => r.text)).toEqual(["one"]);
+    expect((await log.read("web:b2")).map((r) => r.messageId)).toEqual([records[2]!.messageId]);
+    await log.close();
   });
 });
