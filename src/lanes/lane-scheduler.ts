@@ -71,7 +71,12 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   // The scheduler's time: ms since it was made. Entries keep their times on it, as small integers
   // (the clock's own, Date.now() for one, would be a boxed heap number on every waiting entry).
   const epoch = clock.now();
-  const now = (): number => clock.now() - epoch;
+  const now = (): number => {
+    const ms = clock.now() - epoch;
+    // A whole number goes out as a small integer: a difference of two Date.now() values is a boxed
+    // number even when whole, and one stored in an entry's field made every entry box it (16 B each).
+    return (ms | 0) === ms ? ms | 0 : ms;
+  };
   const warnings = new WaitWarnings(
     clock,
     now,
@@ -133,11 +138,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         entry.extras = extras;
       }
       queues.add(entry);
-      if (signal) {
-        const onAbort = () => abortEntry(entry);
-        entry.extras!.onAbort = onAbort;
-        signal.addEventListener("abort", onAbort, { once: true });
-      }
+      if (signal) listenForAbort(entry, signal);
       if (observed()) {
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
       }
@@ -176,7 +177,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       // release() removes (LaneQueues.retire): a long-lived caller signal must not collect one listener
       // per task.
       signal = controller.signal;
-      extras.timeoutTimer = clock.setTimeout(() => timeOut(entry, extras), extras.timeoutMs);
+      armTimeout(entry, extras, extras.timeoutMs);
     }
     let result: unknown;
     try {
@@ -185,7 +186,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     } catch (error) {
       // Settled in a microtask, never synchronously: a backlog of synchronous tasks would otherwise
       // recurse start → settle → release → start once per task and overflow the stack.
-      queueMicrotask(() => settle(entry, "failed", error));
+      settleLater(entry, "failed", error);
       return;
     }
     if (
@@ -193,7 +194,24 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       (result !== null && typeof (result as PromiseLike<unknown>)?.then === "function")
     ) {
       settlers.watch(entry, result as PromiseLike<unknown>);
-    } else queueMicrotask(() => settle(entry, "done", result));
+    } else settleLater(entry, "done", result);
+  }
+
+  // The closures a task may need are made in functions of their own: a closure made in `run` or `start`
+  // over their entry made every call allocate a context for it (40–56 B a task), needed or not.
+
+  function listenForAbort(entry: Entry, signal: AbortSignal): void {
+    const onAbort = () => abortEntry(entry);
+    entry.extras!.onAbort = onAbort;
+    signal.addEventListener("abort", onAbort, { once: true });
+  }
+
+  function armTimeout(entry: Entry, extras: EntryExtras, timeoutMs: number): void {
+    extras.timeoutTimer = clock.setTimeout(() => timeOut(entry, extras), timeoutMs);
+  }
+
+  function settleLater(entry: Entry, outcome: "done" | "failed", value: unknown): void {
+    queueMicrotask(() => settle(entry, outcome, value));
   }
 
   function settle(entry: Entry, outcome: "done" | "failed", value: unknown): void {

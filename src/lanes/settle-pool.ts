@@ -20,15 +20,20 @@ export class SettlePool<E> {
   /** Calls `settle` with `entry` once `result` settles. */
   watch(entry: E, result: PromiseLike<unknown>): void {
     if (!(result instanceof Promise && result.constructor === Promise)) {
-      result.then(
-        (value) => this.settle(entry, "done", value),
-        (error) => this.settle(entry, "failed", error),
-      );
+      this.watchThenable(entry, result);
       return;
     }
     const settler = this.idle.pop() ?? this.make();
     settler.entry = entry;
     promiseThen.call(result, settler.done, settler.failed);
+  }
+
+  /** Apart from `watch`: its closures, made there, made every call allocate a context for them. */
+  private watchThenable(entry: E, result: PromiseLike<unknown>): void {
+    result.then(
+      (value) => this.settle(entry, "done", value),
+      (error) => this.settle(entry, "failed", error),
+    );
   }
 
   private make(): Settler<E> {
