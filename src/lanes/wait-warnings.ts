@@ -14,9 +14,11 @@ export class WaitWarnings {
   /** Every entry with a lower id has started, ended, or been warned about. */
   private cursor = 0;
   private timer: TimerHandle | null = null;
-  /** When the timer is due, on the scheduler's time (read only while `timer` is set). A small integer, never
-   * Infinity: a field that ever held a non-integer is boxed, and code not yet optimized allocates a number
-   * on every read of it (once per waiting entry). */
+  /**
+   * When the timer is due, on the scheduler's time (read only while `timer` is set): a small integer,
+   * never Infinity. A field that ever held a non-integer is boxed, and code not yet optimized allocates a
+   * number on every read of it (once per waiting entry).
+   */
   private timerAt = 0;
 
   constructor(
