@@ -128,7 +128,7 @@ describe("tiller serve with channels.telegram", () => {
     await api.waitFor(() => api.chat(42).length === 1, 20_000, "the answer reaching Telegram");
     first.running.proc.kill("SIGKILL");
     await first.running.exited;
-    const second = await serveTelegram("crash");
+    await serveTelegram("crash"); // the restart, on the same fake Telegram
     // The restart finds the intent without a receipt; the channel's ledger knows the send began and
     // Telegram cannot be asked, so the reply is not posted again: the user is told it is unconfirmed.
     await api.waitFor(() => api.chat(42).length >= 2, 30_000, "the restart's notice");
