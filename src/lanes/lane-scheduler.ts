@@ -138,7 +138,10 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         entry.extras = extras;
       }
       queues.add(entry);
-      if (signal) listenForAbort(entry, signal);
+      // The caller's abort takes back a waiting entry, and reaches a running one only through its
+      // timeout's controller: with a timeout it is followed from the start; without one, only if the
+      // entry has to wait (one listener and its removal less for a task that starts at once).
+      if (signal && runOptions.timeoutMs !== undefined) followAbort(entry, signal);
       if (observed()) {
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
       }
@@ -147,12 +150,20 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       // A task that has to wait is started later by whichever task frees its slot: it keeps the async
       // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
       if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
+        if (signal && runOptions.timeoutMs === undefined) followAbort(entry, signal);
         entry.context = new AsyncResource("tiller.lane");
       }
     } catch (error) {
       reject(error);
     }
     return promise;
+  }
+
+  /** The caller's abort reaches the entry (the listener goes when the entry is released). */
+  function followAbort(entry: Entry, signal: AbortSignal): void {
+    const onAbort = () => abortEntry(entry);
+    entry.extras!.onAbort = onAbort;
+    signal.addEventListener("abort", onAbort, { once: true });
   }
 
   /** `queues` gave the entry a slot: run its task, and settle the entry once the task ends. */
@@ -199,12 +210,6 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
 
   // The closures a task may need are made in functions of their own: a closure made in `run` or `start`
   // over their entry made every call allocate a context for it (40–56 B a task), needed or not.
-
-  function listenForAbort(entry: Entry, signal: AbortSignal): void {
-    const onAbort = () => abortEntry(entry);
-    entry.extras!.onAbort = onAbort;
-    signal.addEventListener("abort", onAbort, { once: true });
-  }
 
   function armTimeout(entry: Entry, extras: EntryExtras, timeoutMs: number): void {
     extras.timeoutTimer = clock.setTimeout(() => timeOut(entry, extras), timeoutMs);

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { GatewayDrainingError, LaneTimeoutError } from "../../src/errors.js";
 import { laneHarness as harness, track } from "../support/lanes.js";
@@ -173,6 +174,25 @@ describe("abort", () => {
     }) as typeof remove;
     for (let i = 0; i < 20; i++) await lanes.run({ signal, timeoutMs: 1_000, session: "A" }, async () => i);
     expect(listeners).toBe(0);
+  });
+
+  it("a task without a timeout that starts at once adds no listener; one that waits does, until it ends", async () => {
+    const { lanes, hold, flush } = harness({ capacity: { main: 1 } });
+    const controller = new AbortController();
+    const abortListeners = () => getEventListeners(controller.signal, "abort").length;
+    const first = hold("first", { signal: controller.signal });
+    expect(lanes.entryState(first.id!)).toBe("running");
+    expect(abortListeners()).toBe(0);
+    const second = hold("second", { signal: controller.signal });
+    expect(lanes.entryState(second.id!)).toBe("waitingForSlot");
+    expect(abortListeners()).toBe(1);
+    first.gate.resolve("1");
+    await flush();
+    expect(lanes.entryState(second.id!)).toBe("running");
+    second.gate.resolve("2");
+    await flush();
+    expect(abortListeners()).toBe(0);
+    expect([first.caller.value, second.caller.value]).toEqual(["1", "2"]);
   });
 });
 
