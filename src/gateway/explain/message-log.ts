@@ -60,22 +60,39 @@ export class MessageLog {
    */
   private readonly unacked = new WeakSet<Entry>();
 
+  /** `turn.started` events not noted yet, in order (see `observe`). */
+  private starts: Array<TillerEventOf<"turn.started">> = [];
+
   constructor(private readonly maxMessages = 20_000) {}
+
+  private readonly noteStarts = (): void => {
+    const starts = this.starts;
+    if (starts.length === 0) return;
+    this.starts = [];
+    for (const event of starts) {
+      for (const id of event.messageIds) {
+        this.claim(event.runId, id);
+        this.note(event.session, id, event.at, `turn ${event.runId} started with it`, (entry) =>
+          closeWait(entry, event.at),
+        );
+      }
+    }
+  };
 
   observe(event: TillerEvent): void {
     const session = event.session;
     if (!session) return;
+    // A turn starts in the step that calls the model: it is noted just after (at the end of the step,
+    // or before the next event or read, whichever comes first), not on the way to the call.
+    if (event.type === "turn.started") {
+      if (this.starts.length === 0) queueMicrotask(this.noteStarts);
+      this.starts.push(event);
+      return;
+    }
+    if (this.starts.length > 0) this.noteStarts();
     switch (event.type) {
       case "message.acked":
         this.acked(session, event);
-        return;
-      case "turn.started":
-        for (const id of event.messageIds) {
-          this.claim(event.runId, id);
-          this.note(session, id, event.at, `turn ${event.runId} started with it`, (entry) =>
-            closeWait(entry, event.at),
-          );
-        }
         return;
       case "steer.injected":
         for (const id of event.messageIds) {
@@ -198,6 +215,7 @@ export class MessageLog {
    * user message, which final answered it and whether the user got it. Messages it knows are kept.
    */
   seed(session: string, records: readonly TranscriptRecord[]): void {
+    this.noteStarts();
     const stories = storyFromTranscript(records);
     if (stories.size === 0) return;
     const messages = this.touch(session);
@@ -229,6 +247,7 @@ export class MessageLog {
   }
 
   explain(session: string, messageId: string): MessageExplanation | undefined {
+    this.noteStarts();
     const entry = this.bySession.get(session)?.get(messageId);
     if (!entry || this.unacked.has(entry)) return undefined;
     return structuredClone(entry);
