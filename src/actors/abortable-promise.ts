@@ -1,4 +1,4 @@
-import { type AnyActorRef, fromPromise, type PromiseActorLogic } from "xstate";
+import { type ActorSystem, type AnyActorRef, fromPromise, type PromiseActorLogic } from "xstate";
 
 /** What the work of {@link fromAbortablePromise} is given besides its input. */
 export interface AbortableWork<TInput> {
@@ -74,7 +74,7 @@ export function fromAbortablePromise<TOutput, TInput>(
       const settled = (type: string, data: unknown) => {
         if (self.getSnapshot().status !== "active") return;
         running.delete(self);
-        (system as unknown as Relay)._relay(self, self, { type, data });
+        (system as ActorSystem<never> & Relay)._relay(self, self, { type, data });
       };
       Promise.resolve(
         work({
