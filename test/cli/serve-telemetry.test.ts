@@ -9,6 +9,7 @@ import {
 } from "../support/fake-openai-server.js";
 import { startOtlpReceiver } from "../support/otlp-receiver.js";
 import { parsePrometheus } from "../support/prometheus.js";
+import { eventually } from "../support/serve-cluster.js";
 import { startServe, useServeProcesses, waitForOutput } from "../support/serve-process.js";
 import { SseRecorder } from "../support/sse-recorder.js";
 
@@ -152,10 +153,16 @@ describe("tiller serve with OpenTelemetry and Prometheus", { timeout: 60_000 }, 
     expect(running.stdout()).toContain("traces:  off");
     await oneTurn(running.url, fake);
     expect((await fetch(`${running.url}/metrics`)).status).toBe(401);
-    const response = await fetch(`${running.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toContain("text/plain");
-    const metrics = parsePrometheus(await response.text());
+    // The reply reaches the stream before the turn gives its lane slot back: read once it has.
+    const metrics = await eventually("the turn's lane slot given back", async () => {
+      const response = await fetch(`${running.url}/metrics`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toContain("text/plain");
+      const read = parsePrometheus(await response.text());
+      return read.value("tiller_lane_active", { lane: "main" }) === 0 && read;
+    });
     expect(metrics.value("tiller_messages_total", { disposition: "started" })).toBe(1);
     expect(metrics.value("tiller_turns_total", { status: "done", trigger: "user" })).toBe(1);
     expect(metrics.value("tiller_model_calls_total", { status: "done" })).toBe(2);
