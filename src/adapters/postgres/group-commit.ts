@@ -16,9 +16,10 @@ interface Waiting<T, R> {
  * batches are in flight go to the database together, through `run` (one statement: one round trip, one
  * commit), so a busy process pays one wait for the disk for many of them. A write resolves only once its
  * batch has committed, with `run`'s answer for it (the store's: false, refused, nothing written). A
- * caller that submits a session's writes one after another (the store does) keeps them in call order. When a batch of several fails, each write for which `retryAlone(error, item)` says
- * trying again cannot write twice is tried once more alone, so one bad row fails only its own write;
- * the others are rejected.
+ * caller that submits a session's writes one after another (the store does) keeps them in call order.
+ * When a batch of several fails, each write for which `retryAlone(error, item)` says trying again
+ * cannot write twice is tried once more alone, so one bad row fails only its own write; the others are
+ * rejected.
  */
 export class GroupCommit<T extends { session: string }, R = boolean> {
   private waiting: Waiting<T, R>[] = [];

@@ -47,14 +47,15 @@ interface Row {
 const COLUMNS = "message_id, kind, text, run_id, delivery_id, at_ms";
 /**
  * The appends of a batch in one statement, one call each (web_delivery_store, migration 12), in one
- * transaction, sessions in key order (every batch takes head rows in one order): each session's head row is taken (appends of one session, from any process, follow one another: seq is
- * gap-free); a delivery id already stored for the session answers the stored row and stores nothing;
- * else the row is inserted, the oldest rows past `keep` are pruned every few appends, and the schema's
- * channel is told the session at commit. Prepared once per connection, as the reads are.
+ * transaction, sessions in key order (every batch takes head rows in one order): each session's head
+ * row is taken (appends of one session, from any process, follow one another: seq is gap-free); a
+ * delivery id already stored for the session answers the stored row and stores nothing; else the row
+ * is inserted, the oldest rows past `keep` are pruned every few appends, and the schema's channel is
+ * told the session at commit. Prepared once per connection, as the reads are.
  */
 const STORE_ALL = {
   name: "tiller.webDeliveryStoreAll",
-  text: `SELECT v.ord, r.${COLUMNS.split(", ").join(", r.")}
+  text: `SELECT v.ord, r.*
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
               $7::double precision[], $8::text[])
          WITH ORDINALITY AS v(session_key, delivery_id, tail, kind, text, run_id, at_ms, payload, ord)

@@ -41,12 +41,9 @@ SELECT i.id, i.message_id, i.mode, i.body, i.received_by FROM inbox i
 };
 
 /**
- * The owner (`$2`) applied row `$1`: its ack (`$3`) is recorded, and the process that received it, if
- * another, is told at commit (its channel `$4` || receiver, payload `$5`), in the same round trip.
- */
-/**
- * Marks a batch of rows applied (ids and acks by place), each only once, and wakes each row's receiver
- * elsewhere with `{"ack": id}` on its channel (`$4` + its process id).
+ * The owner (`$3`) applied a batch of rows (ids `$1` and acks `$2` by place): each ack is recorded once,
+ * and each row's receiver, if another process, is told at commit (`{"ack": id}` on its channel, `$4` ||
+ * receiver), in the same round trip.
  */
 export const APPLIED_ALL: Named = {
   name: "tiller.inboxAppliedAll",

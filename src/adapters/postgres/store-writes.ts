@@ -91,21 +91,21 @@ export class StoreWrites {
       const only = appends[0]!;
       return [await appendAtHead(this.pool, only.session, only.fence, only.head, only.stamped)];
     }
-    const { rows } = await this.pool.query<{ ord: string; ok: boolean }>({
+    const { rows } = await this.pool.query<{ ord: string }>({
       name: "tiller.appendAllAtHead",
       text: APPEND_ALL_AT_HEAD,
       values: appendValues(appends),
     });
-    return answers(
-      appends.length,
-      rows.map((row) => ({ ord: row.ord, ok: true })),
-    );
+    return answers(appends.length, rows);
   }
 }
 
-/** Whether each of `count` writes went through, from the rows that answer by place (`ord`, 1-based). */
-function answers(count: number, rows: readonly { ord: string; ok: boolean }[]): boolean[] {
+/**
+ * Whether each of `count` writes went through, from the rows that answer by place (`ord`, 1-based):
+ * a row without `ok` names a write that went through.
+ */
+function answers(count: number, rows: readonly { ord: string; ok?: boolean }[]): boolean[] {
   const done = new Array<boolean>(count).fill(false);
-  for (const row of rows) if (row.ok) done[Number(row.ord) - 1] = true;
+  for (const row of rows) if (row.ok !== false) done[Number(row.ord) - 1] = true;
   return done;
 }

@@ -1,7 +1,7 @@
-import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import { usePostgresSchema } from "../../support/postgres.js";
+import { countStatements } from "../../support/statement-count.js";
 
 // The claims and settles of sends one process makes at once go to the database in one statement each;
 // every claim is still judged alone (a send another process holds is refused, with how long it holds).
@@ -10,7 +10,6 @@ const db = usePostgresSchema("claimbatch");
 const open: PostgresStore[] = [];
 
 afterEach(async () => {
-  vi.restoreAllMocks();
   for (const store of open.splice(0)) await store.close();
 });
 
@@ -25,19 +24,6 @@ async function connect(processId: string) {
   return store;
 }
 
-/** Counts the statements named `name` that every connection sends while `work` runs. */
-async function countOf<T>(name: string, work: () => Promise<T>): Promise<{ result: T; count: number }> {
-  let count = 0;
-  const query = pg.Client.prototype.query;
-  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    if ((args[0] as { name?: string } | undefined)?.name === name) count++;
-    return (query as (...a: unknown[]) => unknown).apply(this, args) as never;
-  });
-  const result = await work();
-  vi.restoreAllMocks();
-  return { result, count };
-}
-
 describe("send claims of several sessions at once", () => {
   it("share one statement to claim and one to settle, each judged alone", async () => {
     const here = await connect("claims-here");
@@ -46,12 +32,14 @@ describe("send claims of several sessions at once", () => {
     await here.deliveryClaims.claim("web:c2", "d2");
     await here.deliveryClaims.settle("web:c2", "d2", { kind: "sent", messageId: "out-2" });
 
-    const claims = await countOf("tiller.claimSends", () =>
-      Promise.all(
-        ["web:c0", "web:c1", "web:c2", "web:c3"].map((session, i) =>
-          here.deliveryClaims.claim(session, `d${i}`),
+    const claims = await countStatements(
+      () =>
+        Promise.all(
+          ["web:c0", "web:c1", "web:c2", "web:c3"].map((session, i) =>
+            here.deliveryClaims.claim(session, `d${i}`),
+          ),
         ),
-      ),
+      "tiller.claimSends",
     );
     expect(claims.count).toBe(1);
     expect(claims.result[0]).toEqual({ kind: "claimed" });
@@ -62,13 +50,15 @@ describe("send claims of several sessions at once", () => {
     expect(claims.result[2]).toEqual({ kind: "sent", messageId: "out-2" });
     expect(claims.result[3]).toEqual({ kind: "claimed" });
 
-    const settles = await countOf("tiller.settleSends", () =>
-      Promise.all([
-        here.deliveryClaims.settle("web:c0", "d0", { kind: "sent", messageId: "out-0" }),
-        here.deliveryClaims.settle("web:c3", "d3", { kind: "failed" }),
-        // Not this process's claim: left as it is.
-        here.deliveryClaims.settle("web:c1", "d1", { kind: "sent", messageId: "stolen" }),
-      ]),
+    const settles = await countStatements(
+      () =>
+        Promise.all([
+          here.deliveryClaims.settle("web:c0", "d0", { kind: "sent", messageId: "out-0" }),
+          here.deliveryClaims.settle("web:c3", "d3", { kind: "failed" }),
+          // Not this process's claim: left as it is.
+          here.deliveryClaims.settle("web:c1", "d1", { kind: "sent", messageId: "stolen" }),
+        ]),
+      "tiller.settleSends",
     );
     expect(settles.count).toBe(1);
     const { rows } = await db.pool.query(

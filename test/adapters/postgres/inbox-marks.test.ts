@@ -1,11 +1,11 @@
-import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import {
   type ClusterSessions,
   createClusterSessions,
 } from "../../../src/adapters/postgres/cluster-sessions.js";
 import type { InboxEntry } from "../../../src/ports/session-cluster.js";
 import { usePostgresSchema } from "../../support/postgres.js";
+import { countStatements } from "../../support/statement-count.js";
 
 // The rows that an owner applies for several sessions at once are marked in one statement, and each
 // receiver elsewhere still gets its own ack, once.
@@ -21,7 +21,6 @@ async function member(processId: string): Promise<ClusterSessions> {
 }
 
 afterEach(async () => {
-  vi.restoreAllMocks();
   for (const handle of open.splice(0)) await handle.close();
 });
 
@@ -50,15 +49,12 @@ describe("applied marks of several sessions at once", () => {
     expect(waiting).toHaveLength(6);
     const acks = forwarded.map((id) => receiver.awaitAck(id, 10_000));
 
-    let statements = 0;
-    const query = pg.Client.prototype.query;
-    vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-      // Only the marks: the receiver's reads of its acks go meanwhile.
-      if ((args[0] as { name?: string } | undefined)?.name === "tiller.inboxAppliedAll") statements++;
-      return (query as (...a: unknown[]) => unknown).apply(this, args) as never;
-    });
-    await Promise.all(waiting.map((entry) => owner.applied(entry, { disposition: "started", n: entry.id })));
-    vi.restoreAllMocks();
+    // Only the marks count: the receiver's reads of its acks go meanwhile.
+    const { count: statements } = await countStatements(
+      () =>
+        Promise.all(waiting.map((entry) => owner.applied(entry, { disposition: "started", n: entry.id }))),
+      "tiller.inboxAppliedAll",
+    );
     // Marked in the same tick: one batch.
     expect(statements).toBe(1);
 

@@ -1,8 +1,8 @@
-import pg from "pg";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PostgresDeliveryLog } from "../../../src/adapters/postgres/postgres-delivery-log.js";
 import { deliveryLogContract } from "../../support/delivery-log-contract.js";
 import { usePostgresSchema } from "../../support/postgres.js";
+import { countStatements } from "../../support/statement-count.js";
 
 const db = usePostgresSchema("deliveries");
 const open = (options: { keep?: number } = {}) =>
@@ -201,18 +201,15 @@ describe("appends of several sessions at once", () => {
   it("share one statement, each session's seq its own, a stored delivery id answered as stored", async () => {
     const log = await open();
     const first = await log.append("web:b1", { kind: "reply", text: "one", deliveryId: "b1-d1" });
-    let statements = 0;
-    const query = pg.Client.prototype.query;
-    vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-      if ((args[0] as { name?: string } | undefined)?.name === "tiller.webDeliveryStoreAll") statements++;
-      return (query as (...a: unknown[]) => unknown).apply(this, args) as never;
-    });
-    const records = await Promise.all([
-      log.append("web:b0", { kind: "reply", text: "zero" }),
-      log.append("web:b1", { kind: "reply", text: "one again", deliveryId: "b1-d1" }),
-      log.append("web:b2", { kind: "notice", text: "two" }),
-    ]);
-    vi.restoreAllMocks();
+    const { result: records, count: statements } = await countStatements(
+      () =>
+        Promise.all([
+          log.append("web:b0", { kind: "reply", text: "zero" }),
+          log.append("web:b1", { kind: "reply", text: "one again", deliveryId: "b1-d1" }),
+          log.append("web:b2", { kind: "notice", text: "two" }),
+        ]),
+      "tiller.webDeliveryStoreAll",
+    );
     expect(statements).toBe(1);
     expect(records[1]).toEqual(first);
     expect(records.map((r) => [r.kind, r.text])).toEqual([

@@ -1,8 +1,8 @@
-import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../../src/adapters/postgres/postgres-store.js";
 import type { TranscriptHead, TranscriptRecord } from "../../../src/ports/store.js";
 import { usePostgresSchema } from "../../support/postgres.js";
+import { countStatements } from "../../support/statement-count.js";
 
 // Appends and state saves of different sessions made at once by one process go to the database in one
 // statement (one round trip, one commit); a session whose head moved on or whose run lost its lease is
@@ -12,7 +12,6 @@ const db = usePostgresSchema("writes");
 const open: PostgresStore[] = [];
 
 afterEach(async () => {
-  vi.restoreAllMocks();
   for (const store of open.splice(0)) await store.close();
 });
 
@@ -20,19 +19,6 @@ async function connect(fenceFor: (session: string) => number | undefined = () =>
   const store = await PostgresStore.connect({ url: db.url, schema: db.schema, fences: { fenceFor } });
   open.push(store);
   return store;
-}
-
-/** Counts the statements every connection sends while `work` runs. */
-async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: number }> {
-  let statements = 0;
-  const query = pg.Client.prototype.query;
-  vi.spyOn(pg.Client.prototype, "query").mockImplementation(function (this: pg.Client, ...args: unknown[]) {
-    statements++;
-    return (query as (...a: unknown[]) => unknown).apply(this, args) as never;
-  });
-  const result = await work();
-  vi.restoreAllMocks();
-  return { result, statements };
 }
 
 const say = (text: string) => [{ role: "user" as const, text, messageId: text }];
@@ -46,7 +32,7 @@ describe("appends of several sessions at once", () => {
     // Warm: each append below runs from the head this process knows.
     await Promise.all(sessions.map((session, i) => store.append(session, say(`${session} 1`), heads[i]!)));
 
-    const { result, statements } = await statementsOf(() =>
+    const { result, count: statements } = await countStatements(() =>
       Promise.all(
         sessions.map((session, i) =>
           Promise.all([
@@ -114,7 +100,7 @@ describe("saves and appends of several sessions at once", () => {
     const heads = await Promise.all(sessions.map((session) => store.open(session)));
     await Promise.all(sessions.map((session, i) => store.append(session, say(`${session} 1`), heads[i]!)));
 
-    const { statements } = await statementsOf(() =>
+    const { count: statements } = await countStatements(() =>
       Promise.all(
         sessions.map((session, i) =>
           i % 2 === 0
