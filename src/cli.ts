@@ -3,6 +3,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { chat } from "./cli/chat.js";
 import { COMMITMENTS_USAGE, commitmentsCommand } from "./cli/commitments.js";
+import { reportStall } from "./cli/report-stall.js";
 import { SCHEDULES_USAGE, schedulesCommand } from "./cli/schedules.js";
 import { serve } from "./cli/serve.js";
 import { loadToolsFile, UsageError as ServeUsageError } from "./cli/serve-setup.js";
@@ -187,7 +188,9 @@ async function scenarioFiles(target: string): Promise<string[]> {
   return names.map((name) => join(target, name));
 }
 
-main(process.argv.slice(2)).then(
+const work = main(process.argv.slice(2));
+reportStall(work);
+work.then(
   (code) => {
     process.exitCode = code;
   },

@@ -67,6 +67,11 @@ export class TranscriptWriter {
     }
   }
 
+  /** The stored sessions' keys (those starting with `prefix`); counted as I/O in flight. */
+  storedSessions(prefix?: string): Promise<string[]> {
+    return this.track(() => this.store.sessions(prefix));
+  }
+
   /** The session's current context window; the records are shared and must not be changed. */
   async readWindow(session: string): Promise<readonly TranscriptRecord[]> {
     const cached = this.windows.get(session);
@@ -210,7 +215,9 @@ export class TranscriptWriter {
     const known = this.session(session);
     if (known.repair === REPAIRED) return Promise.resolve();
     if (known.repair) return known.repair;
-    const repair = this.closeDangling(session, undefined, runId);
+    // Counted as I/O in flight: a resumed turn awaits it outside any other write, and simulated time
+    // must not move (nor a run be judged idle) while it reads and appends.
+    const repair = this.track(() => this.closeDangling(session, undefined, runId));
     known.repair = repair;
     // Once done, a marker instead of the settled promise (every idle session would keep one).
     repair.then(

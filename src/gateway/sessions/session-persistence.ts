@@ -317,7 +317,7 @@ export class SessionPersistence {
   private async storedRecords(key: string): Promise<readonly TranscriptRecord[]> {
     const window = await this.deps.writer.readWindow(key);
     if (this.deps.writer.revision(key) <= 1) return window;
-    return this.deps.writer.store.read(key);
+    return this.deps.writer.read(key);
   }
 
   /**

@@ -21,7 +21,7 @@ export class SubagentNumbers {
   /** Parents whose children another process may have made since the shared listing was taken. */
   private readonly stale = new Set<string>();
 
-  constructor(private readonly store: TranscriptStore) {}
+  constructor(private readonly store: Pick<TranscriptStore, "sessions">) {}
 
   async next(parent: string): Promise<string> {
     if (!this.highest.has(parent)) {
