@@ -1,4 +1,5 @@
 import { CLAIM_QUICK_FUNCTION } from "./claim-quick-function.js";
+import { ENQUEUE_CLAIM_FUNCTION } from "./enqueue-claim-function.js";
 import { STATEMENT_FUNCTIONS } from "./statement-functions.js";
 
 /**
@@ -312,4 +313,5 @@ ALTER TABLE session_state ADD COLUMN has_work boolean GENERATED ALWAYS AS (
   OR jsonb_array_length(coalesce(state::jsonb -> 'queue', '[]'::jsonb)) > 0) STORED;
 CREATE INDEX session_state_has_work ON session_state (session_key) WHERE has_work;`,
   },
+  ENQUEUE_CLAIM_FUNCTION,
 ];

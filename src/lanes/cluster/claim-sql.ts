@@ -93,6 +93,15 @@ RETURNING id, owner, local_id, fence, session_key`;
 export const CLAIM_QUICK_CALL = `SELECT told, proven, id, owner, local_id, fence, session_key
   FROM claim_quick($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
 
+/**
+ * CLAIM_QUICK_CALL with the lane's new waiting rows written first, under the same lock (function
+ * enqueue_claim, migration 14): `$13`, `$14`, `$15`: their sessions, priorities and local ids, in call
+ * order. `new_ids`: their row ids, in that order.
+ */
+export const ENQUEUE_CLAIM_CALL = `SELECT told, proven, id, owner, local_id, fence, session_key, new_ids
+  FROM enqueue_claim($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text[],
+                     $14::smallint[], $15::bigint[])`;
+
 /** Wakes the processes whose tasks a claim granted (delivered when the claim commits). */
 export const NOTIFY_OWNERS = "SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c";
 

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { LaneGroupSpec } from "../lane-groups.js";
 import { CLAIM_GROUP, LOCK_GROUP } from "./claim-group-sql.js";
 import * as sql from "./claim-sql.js";
+import { grantChannel, toldGrants } from "./grant-channel.js";
 
 /** A row the claim granted: to whom, for which of its tasks, under which token. */
 export interface Grant {
@@ -31,38 +32,6 @@ interface GrantRow {
 }
 
 const UNIQUE_VIOLATION = "23505";
-
-/** The channel a process LISTENs on for its grants (an identifier: at most 63 bytes). */
-export function grantChannel(schema: string, processId: string): string {
-  return `${schema.slice(0, 16)}_grant_${processId}`;
-}
-
-/**
- * The grants a claim of another process sent with its wake-up (CLAIM_QUICK_TELL), or undefined when
- * the payload carries none (a full pass, or too many to send): then the process asks (myGrants). The
- * lease (`leaseMs`: that of a grant to another process) ran from the grant, before the wake-up: half
- * of it is counted, the next renewal sets it again.
- */
-export function toldGrants(payload: string, processId: string, leaseMs: number): Grant[] | undefined {
-  if (payload === "") return undefined;
-  try {
-    const told = JSON.parse(payload) as unknown;
-    if (!Array.isArray(told)) return undefined;
-    return told.map((grant) => {
-      const [id, localId, fence] = grant as [string, string, string];
-      return {
-        id: String(id),
-        owner: processId,
-        localId: Number(localId),
-        fence: Number(fence),
-        session: "",
-        remainingMs: Math.floor(leaseMs / 2),
-      };
-    });
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * The cluster lanes' statements (lane-sql.ts) on one pool, for one process: what the scheduler needs
@@ -155,14 +124,17 @@ export class ClusterDb {
     lane: string,
     defaultCapacity: number,
     ends: readonly RunEnd[] = [],
+    news: readonly NewRun[] = [],
   ): Promise<Grant[] | undefined> {
     return this.inClaim(async (client) => {
       const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
       // Runs of this lane that ended here go in the same transaction, before the claim counts the
-      // active rows: their slots are granted again in the same round trip.
-      const { rows } = await client.query<GrantRow & { proven: boolean }>({
-        name: "tiller.claimQuick",
-        text: sql.CLAIM_QUICK_CALL,
+      // active rows: their slots are granted again in the same round trip. New waiting rows too: they
+      // are written first, and a free slot is granted in the round trip that wrote its row.
+      const adding = news.length > 0;
+      const { rows } = await client.query<GrantRow & { proven: boolean; new_ids?: string[] }>({
+        name: adding ? "tiller.enqueueClaim" : "tiller.claimQuick",
+        text: adding ? sql.ENQUEUE_CLAIM_CALL : sql.CLAIM_QUICK_CALL,
         values: [
           this.lockKey(lane),
           ends.map((end) => end.rowId),
@@ -176,8 +148,18 @@ export class ClusterDb {
           this.grantAheadMs,
           this.remoteGrantMs,
           grantChannel(this.schema, ""),
+          ...(adding
+            ? [
+                news.map((run) => run.sessionKey),
+                news.map((run) => run.priorityLevel),
+                news.map((run) => run.id),
+              ]
+            : []),
         ],
       });
+      // Committed with the statement: each new row's id, even when the quick path proves nothing.
+      const ids = rows[0]?.new_ids ?? [];
+      for (const [index, run] of news.entries()) if (ids[index] != null) run.rowId = String(ids[index]);
       if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
       return this.grants(await this.fullPass(client, lane, defaultCapacity));
     });
@@ -238,8 +220,9 @@ export class ClusterDb {
     group: LaneGroupSpec | undefined,
     capacityOf: (lane: string) => number,
     ends: readonly RunEnd[] = [],
+    news: readonly NewRun[] = [],
   ): Promise<Grant[] | undefined> {
-    return group ? this.claimGroup(group, capacityOf) : this.claim(lane, capacityOf(lane), ends);
+    return group ? this.claimGroup(group, capacityOf) : this.claim(lane, capacityOf(lane), ends, news);
   }
 
   /**
@@ -391,6 +374,14 @@ export class ClusterDb {
   async leave(): Promise<void> {
     await this.query("leave", sql.LEAVE, [this.processId]);
   }
+}
+
+/** A task enqueued here whose row a claim pass writes; the pass sets `rowId`. */
+export interface NewRun {
+  readonly id: number;
+  readonly sessionKey: string;
+  readonly priorityLevel: number;
+  rowId?: string | undefined;
 }
 
 /** A run that ended: its row and the token it held it with. */

@@ -1,7 +1,7 @@
 import { clientConfig, createPool } from "../../adapters/postgres/connection.js";
 import { LaneListener } from "../../adapters/postgres/lane-listener.js";
 import { migrate } from "../../adapters/postgres/migrate.js";
-import { describe, GatewayDrainingError, LaneClearedError, TillerError } from "../../errors.js";
+import { describe, GatewayDrainingError, LaneClearedError } from "../../errors.js";
 import type { LaneWait, TillerEvent } from "../../events.js";
 import type { LaneEntryState } from "../../machines/lane-entry.machine.js";
 import { parseLaneGroups, withGroups } from "../lane-groups.js";
@@ -9,7 +9,7 @@ import type { LaneSnapshot, RunOptions } from "../lane-scheduler.types.js";
 import { checkCapacity, checkRunOptions, checkWorkloadLane } from "../run-options.js";
 import { AdmissionGate } from "./admission-gate.js";
 import { ClaimPasses } from "./claim-passes.js";
-import { ClusterDb, type Grant, grantChannel } from "./cluster-db.js";
+import { ClusterDb, type Grant } from "./cluster-db.js";
 import { ClusterEntry } from "./cluster-entry.js";
 import type { ClusterLanes } from "./cluster-lanes.types.js";
 import { type ClusterLanesOptions, parseClusterOptions } from "./cluster-options.js";
@@ -24,9 +24,11 @@ import {
 import { completeUntilDone } from "./complete-until-done.js";
 import { every } from "./every.js";
 import { FenceRegistry } from "./fence-registry.js";
+import { grantChannel } from "./grant-channel.js";
 import { GrantedRuns } from "./granted-runs.js";
 import { LaneEventFan } from "./lane-event-fan.js";
 import { longWaits, startingWait } from "./long-waits.js";
+import { NewRuns } from "./new-runs.js";
 import { renewLeases } from "./renew-leases.js";
 import { RunEnds } from "./run-ends.js";
 
@@ -63,8 +65,14 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
   const returning = new Set<string>();
   // Rows of runs that ended go in their lane's next claim pass (a grouped lane's on their own).
   const runEnds = new RunEnds({ folds: (lane) => !groupOf.has(lane) && !closed, claim, release });
-  const toEnqueue: ClusterEntry[] = [];
-  let enqueueChain: Promise<void> = Promise.resolve();
+  const newRuns = new NewRuns({
+    db,
+    entries,
+    folds: (lane) => !groupOf.has(lane),
+    claim,
+    fail: (entry, error) => forget(entry, "failed", error),
+    track,
+  });
   const pending = new Set<Promise<unknown>>();
   let counts: LaneSnapshot["lanes"] = {};
   let nextId = 1;
@@ -116,34 +124,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
         entry.callerSignal.addEventListener("abort", entry.onAbort, { once: true });
       }
       emit("lane.enqueued", { lane, session, entryId: id, priority });
-      toEnqueue.push(entry);
-      if (toEnqueue.length === 1) queueMicrotask(flushEnqueue);
-    });
-  }
-
-  /** One INSERT for every task enqueued in this tick, in call order; batches follow one another. */
-  function flushEnqueue(): void {
-    const batch = toEnqueue.splice(0);
-    enqueueChain = enqueueChain.then(async () => {
-      const live = batch.filter((entry) => entry.isWaiting);
-      if (live.length === 0) return;
-      try {
-        for (const { rowId, localId } of await db.enqueue(live)) {
-          const entry = entries.get(localId);
-          if (!entry) continue;
-          entry.rowId = rowId;
-          // Aborted or cleared while its row was being written: take the row back.
-          if (!entry.isWaiting) track("dequeue", db.dequeue([rowId]));
-        }
-      } catch (cause) {
-        const error = new TillerError("STORE_FAILED", "could not enqueue in the cluster lanes", {
-          retryable: true,
-          cause,
-        });
-        for (const entry of live) if (entry.isWaiting) forget(entry, "failed", error);
-        return;
-      }
-      for (const lane of new Set(live.map((e) => e.lane))) claim(lane);
+      newRuns.push(entry);
     });
   }
 
@@ -157,7 +138,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     const sentAt = clock.now();
     const capacityOf = (l: string) => capacities.get(l) ?? 1;
     const { result: grants, ended } = await runEnds.pass(lane, (ends) =>
-      db.claimLaneOrGroup(lane, groupOf.get(lane), capacityOf, ends),
+      newRuns.pass(lane, (news) => db.claimLaneOrGroup(lane, groupOf.get(lane), capacityOf, ends, news)),
     );
     // Another lane's pass granted the same session first: the next pass sees it active.
     if (!grants) return passes.passAgain(lane);
@@ -313,11 +294,8 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
       { processId, count: lost.length },
       "cluster lanes: waiting rows were dropped, enqueued again",
     );
-    for (const entry of lost) {
-      entry.rowId = undefined;
-      toEnqueue.push(entry);
-    }
-    flushEnqueue();
+    for (const entry of lost) entry.rowId = undefined;
+    newRuns.again(lost);
   }
 
   async function poll(): Promise<void> {
@@ -387,7 +365,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
       closed = true;
       polls.stop();
       heartbeats.stop();
-      await enqueueChain;
+      await newRuns.settled;
       await Promise.allSettled([...passes.inFlight, ...pending]);
       await listener.close();
       await db.leave().catch(() => {});
