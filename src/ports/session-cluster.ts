@@ -97,5 +97,10 @@ export type Acceptance =
        * process may apply it as it is, without reading the inbox back.
        */
       alone?: boolean;
+      /**
+       * The inbox ids of the session's older messages that waited when this one was committed (when
+       * few did): this process may apply it as it is if they are all its own, applied before it.
+       */
+      older?: readonly string[];
     }
   | { kind: "remote"; id: string; owner: string };

@@ -130,6 +130,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
       live: boolean | null;
       fence: string | null;
       older: number;
+      older_ids: string[] | null;
     }>({
       ...sql.ACCEPT,
       values: [
@@ -151,7 +152,8 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     // Known to the store's writes once the ownership is committed, not before.
     fences.set(message.session, Number(row.fence));
     const adopted = !(row.live && row.owner === processId);
-    return { kind: "local", id: row.id, adopted, ...(row.older === 0 ? { alone: true } : {}) };
+    if (row.older === 0) return { kind: "local", id: row.id, adopted, alone: true };
+    return { kind: "local", id: row.id, adopted, ...(row.older_ids ? { older: row.older_ids.map(String) } : {}) };
   }
 
   async function takeOwner(client: pg.PoolClient, session: string): Promise<number> {

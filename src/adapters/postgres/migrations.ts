@@ -1,5 +1,6 @@
 import { CLAIM_QUICK_FUNCTION } from "./claim-quick-function.js";
 import { ENQUEUE_CLAIM_FUNCTION } from "./enqueue-claim-function.js";
+import { INBOX_ACCEPT_OLDER_FUNCTION } from "./inbox-accept-older-function.js";
 import { STATEMENT_FUNCTIONS } from "./statement-functions.js";
 
 /**
@@ -314,4 +315,5 @@ ALTER TABLE session_state ADD COLUMN has_work boolean GENERATED ALWAYS AS (
 CREATE INDEX session_state_has_work ON session_state (session_key) WHERE has_work;`,
   },
   ENQUEUE_CLAIM_FUNCTION,
+  INBOX_ACCEPT_OLDER_FUNCTION,
 ];

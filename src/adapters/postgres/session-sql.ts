@@ -14,8 +14,8 @@ export const LOCK_SESSION = "SELECT pg_advisory_xact_lock(hashtext($1))";
  * how many older messages wait.
  */
 export const ACCEPT: Named = {
-  name: "tiller.inboxAccept",
-  text: "SELECT id, owner, live, fence, older FROM inbox_accept($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+  name: "tiller.inboxAcceptOlder",
+  text: "SELECT id, owner, live, fence, older, older_ids FROM inbox_accept_older($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 };
 
 export const OWNER_OF = `

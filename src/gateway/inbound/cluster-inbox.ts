@@ -41,6 +41,10 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const serial = <T>(session: string, work: () => Promise<T>) => steps.run(session, work);
   /** Acks of rows this process received and applied, until its receive() takes them. */
   const appliedHere = new AppliedAcks();
+  /** Per session, the rows this process accepted whose own apply step has not ended yet. */
+  const applying = new Map<string, Set<string>>();
+  /** Apply steps that failed so far: a row accepted behind one may no longer be applied as it is. */
+  let applyFailures = 0;
 
   /**
    * Applies the session's waiting messages in order (`only`: that one, known to be the only one);
@@ -184,7 +188,19 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
       body: { ...message, arrivedAt },
     };
     const acceptedAt = Date.now();
-    const acceptance = await accepts.run(session, () => cluster.accept(accepted));
+    let failuresAtAccept = 0;
+    // Older rows still waiting that are all this process's own, each applied by its own step before
+    // this one's: the row may be applied as accepted, as one alone is (unless one of those fails).
+    let behindOwn = false;
+    const acceptance = await accepts.run(session, async () => {
+      const answer = await cluster.accept(accepted);
+      if (answer.kind !== "local") return answer;
+      failuresAtAccept = applyFailures;
+      const mine = applying.get(session) ?? new Set<string>();
+      behindOwn = answer.older?.every((id) => mine.has(id)) === true;
+      applying.set(session, mine.add(answer.id));
+      return answer;
+    });
     const inline = message.mode === undefined ? undefined : parseQueueMode(message.mode);
     const setting = resolveQueueSetting({ inline, ...queueLayers(config, message.channel) });
     const base = { session, messageId: message.id, mode: setting.mode, modeSource: setting.modeSource };
@@ -221,17 +237,26 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
           "your message waits for it and is answered once.",
       };
     }
-    // Alone in the inbox: applied as it is (as the inbox holds it, JSON), unless that took long.
-    const only = acceptance.alone
-      ? { ...accepted, body: JSON.parse(JSON.stringify(accepted.body)), id: acceptance.id }
-      : undefined;
-    const fresh = () => Date.now() - acceptedAt < cluster.ackWaitMs;
-    const ack = (await applyHere(
-      session,
-      acceptance,
-      only && { ...only, receivedBy: cluster.processId },
-      fresh,
-    )) as Ack | undefined;
+    // Alone in the inbox, or behind its own: applied as it is (as the inbox holds it, JSON), unless
+    // that took long or a step before it failed.
+    const only =
+      acceptance.alone || behindOwn
+        ? { ...accepted, body: JSON.parse(JSON.stringify(accepted.body)), id: acceptance.id }
+        : undefined;
+    const fresh = () => Date.now() - acceptedAt < cluster.ackWaitMs && applyFailures === failuresAtAccept;
+    let ack: Ack | undefined;
+    try {
+      ack = (await applyHere(
+        session,
+        acceptance,
+        only && { ...only, receivedBy: cluster.processId },
+        fresh,
+      )) as Ack | undefined;
+    } finally {
+      const mine = applying.get(session);
+      mine?.delete(acceptance.id);
+      if (mine?.size === 0) applying.delete(session);
+    }
     if (ack) return ack;
     // Nothing applied it (this process drains): it waits in the inbox for the next owner.
     return {
@@ -250,18 +275,25 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
     fresh?: () => boolean,
   ): Promise<Ack | TriggerAck | undefined> {
     const acks = await serial(session, async () => {
-      // Owned here now: adopted by the acceptance, or owned all along by the store's account while
-      // this process forgot its live state (ownership lost, or given up and taken back meanwhile).
-      const kept = !acceptance.adopted && !forgotten.has(session);
-      if (!kept) await adopt(session);
-      // The row alone, as accepted: not read back, when nothing may have changed since (the session
-      // kept here, the row not applied by an earlier step, the lease taken by the accept still young).
-      const direct = kept && only && fresh?.() && !appliedHere.has(only.id) ? only : undefined;
-      // Applied already by an earlier step (which drained the rows behind it): nothing to read. Rows
-      // that came since have steps of their own.
-      const applied = kept && appliedHere.has(acceptance.id) ? new Map() : await drainNow(session, direct);
-      await releaseIfIdle(session);
-      return applied;
+      try {
+        // Owned here now: adopted by the acceptance, or owned all along by the store's account while
+        // this process forgot its live state (ownership lost, or given up and taken back meanwhile).
+        const kept = !acceptance.adopted && !forgotten.has(session);
+        if (!kept) await adopt(session);
+        // The row as accepted: not read back, when nothing may have changed since (the session kept
+        // here, the row not applied by an earlier step, the lease taken by the accept still young).
+        const direct = kept && only && fresh?.() && !appliedHere.has(only.id) ? only : undefined;
+        // Applied already by an earlier step (which drained the rows behind it): nothing to read. Rows
+        // that came since have steps of their own.
+        const applied = kept && appliedHere.has(acceptance.id) ? new Map() : await drainNow(session, direct);
+        await releaseIfIdle(session);
+        return applied;
+      } catch (error) {
+        // Counted before the next step of the session starts: a row accepted behind this one is read
+        // back with whatever this step left waiting, in order.
+        applyFailures++;
+        throw error;
+      }
     });
     // Applied by a step that ran first (an earlier message's, a wake-up): its ack is kept here, else
     // (applied by another process that took the session meanwhile) it is in the inbox.

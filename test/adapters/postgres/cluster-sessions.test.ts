@@ -74,6 +74,24 @@ describe("createClusterSessions", () => {
     });
   });
 
+  it("names the older messages still waiting when it accepts one, and none once they are applied", async () => {
+    const a = await member("oa");
+    const accept = (id: string) =>
+      a.accept({ session: "web:o", messageId: id, mode: "followup", body: body(id) }) as Promise<{
+        id: string;
+        alone?: boolean;
+        older?: string[];
+      }>;
+    const first = await accept("m1");
+    expect(first).toMatchObject({ kind: "local", alone: true });
+    const second = await accept("m2");
+    expect(second.older).toEqual([first.id]);
+    const third = await accept("m3");
+    expect(third.older).toEqual([first.id, second.id]);
+    for (const entry of await a.waiting("web:o")) await a.applied(entry, { disposition: "started" });
+    expect(await accept("m4")).toMatchObject({ kind: "local", alone: true });
+  });
+
   it("gives up waiting for an owner that does not answer", async () => {
     const a = await member("qa");
     const b = await member("qb");
