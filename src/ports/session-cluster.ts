@@ -44,9 +44,10 @@ export interface SessionCluster {
   /**
    * Called for a session with messages waiting for this process: forwarded to it as the owner, or
    * taken over (`adopted`) from an owner whose lease ran out, with its stored work. Returns the
-   * function that unsubscribes; sessions are taken over only while someone listens.
+   * function that unsubscribes; sessions are taken over only while someone listens. `polled`: found by
+   * the periodic look for waiting messages (the safety net for a lost wake-up), not told.
    */
-  onWake(listener: (session: string, adopted: boolean) => void): () => void;
+  onWake(listener: (session: string, adopted: boolean, polled?: boolean) => void): () => void;
   /**
    * Called for a session this process owned whose lease ran out before it was renewed (a long pause,
    * a lost connection) and that another process took meanwhile: its live state here must go. A lapsed

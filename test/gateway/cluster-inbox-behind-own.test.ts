@@ -20,7 +20,11 @@ const ticks = async (n: number) => {
   for (let i = 0; i < n; i++) await Promise.resolve();
 };
 
-function owningCluster(rows: Row[], calls: string[]): SessionCluster {
+function owningCluster(
+  rows: Row[],
+  calls: string[],
+  wakes: Array<(session: string, adopted: boolean, polled?: boolean) => void> = [],
+): SessionCluster {
   return {
     processId: "here",
     ackWaitMs: 60_000,
@@ -51,7 +55,10 @@ function owningCluster(rows: Row[], calls: string[]): SessionCluster {
     async owners() {
       return new Map();
     },
-    onWake: () => () => {},
+    onWake(listener) {
+      wakes.push(listener);
+      return () => {};
+    },
   };
 }
 
@@ -112,6 +119,28 @@ describe("cluster inbox: a message accepted behind the session's waiting ones", 
     open();
     expect((await acks).map((ack) => ack.disposition)).toEqual(["started", "started", "started"]);
     expect(calls).toEqual(["apply m1", "apply m2", "apply m3"]);
+  });
+
+  it("leaves a session alone when the poll finds only rows being applied here, not when told", async () => {
+    const rows: Row[] = [];
+    const calls: string[] = [];
+    const wakes: Array<(session: string, adopted: boolean, polled?: boolean) => void> = [];
+    const { gate, open } = gated();
+    const box = inbox(owningCluster(rows, calls, wakes), calls, gate);
+    box.start();
+    const ack = box.receive(say("m1"));
+    await ticks(20);
+    // m1 is being applied: the poll's find of its row is not read back.
+    for (const wake of wakes) wake("web:1", false, true);
+    open();
+    expect((await ack).disposition).toBe("started");
+    await ticks(20);
+    expect(calls).toEqual(["apply m1"]);
+    // A wake-up another process sent is followed as before.
+    for (const wake of wakes) wake("web:1", false);
+    await ticks(20);
+    expect(calls).toEqual(["apply m1", "read"]);
+    box.stop();
   });
 
   it("is read back with another process's message that waits before it, and applied after it", async () => {

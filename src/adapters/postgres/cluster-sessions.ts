@@ -92,7 +92,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     GENERIC_PLANS,
   );
   const channel = inboxChannel(schema, processId);
-  const listeners = new Set<(session: string, adopted: boolean) => void>();
+  const listeners = new Set<(session: string, adopted: boolean, polled?: boolean) => void>();
   const lostListeners = new Set<(session: string) => void>();
   /**
    * The sessions this process owns, as far as it knows (the renewal says which it still does), each
@@ -110,8 +110,8 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   let failedAt = Number.NEGATIVE_INFINITY;
   const timers = new Set<TimerHandle>();
 
-  const wake = (session: string, adopted: boolean) => {
-    for (const listener of listeners) listener(session, adopted);
+  const wake = (session: string, adopted: boolean, polled = false) => {
+    for (const listener of listeners) listener(session, adopted, polled);
   };
 
   function notified(payload: string): void {
@@ -153,7 +153,12 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
     fences.set(message.session, Number(row.fence));
     const adopted = !(row.live && row.owner === processId);
     if (row.older === 0) return { kind: "local", id: row.id, adopted, alone: true };
-    return { kind: "local", id: row.id, adopted, ...(row.older_ids ? { older: row.older_ids.map(String) } : {}) };
+    return {
+      kind: "local",
+      id: row.id,
+      adopted,
+      ...(row.older_ids ? { older: row.older_ids.map(String) } : {}),
+    };
   }
 
   async function takeOwner(client: pg.PoolClient, session: string): Promise<number> {
@@ -283,7 +288,7 @@ export async function createClusterSessions(options: ClusterSessionsOptions): Pr
   async function poll(): Promise<void> {
     if (listeners.size === 0) return;
     const own = await pool.query<{ session_key: string }>({ ...sql.OWN_WAITING, values: [processId] });
-    for (const row of own.rows) wake(row.session_key, false);
+    for (const row of own.rows) wake(row.session_key, false, true);
     // Just back from an outage, every lease has run out: live owners renew theirs first (their
     // heartbeats come within a lease), so only the sessions of processes really gone are taken.
     if (clock.now() - failedAt >= leaseMs) {

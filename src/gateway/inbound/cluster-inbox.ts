@@ -140,7 +140,10 @@ export function createClusterInbox(deps: ClusterInboxDeps): ClusterInbox {
   const retrying = new Map<string, number>();
   let stopped = false;
 
-  function wake(session: string, adopted: boolean): void {
+  function wake(session: string, adopted: boolean, polled = false): void {
+    // The poll finds rows still being applied here: their steps apply them, and a row from elsewhere
+    // is read back by the next accept behind it, or found by the next poll.
+    if (polled && !adopted && applying.has(session)) return;
     if (adopted) toAdopt.add(session);
     step(session, "applying waiting messages", async () => {
       if (deps.isDraining()) return;
