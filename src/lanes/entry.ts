@@ -1,4 +1,4 @@
-import { AsyncResource } from "node:async_hooks";
+import { AsyncResource, executionAsyncId } from "node:async_hooks";
 import type { LaneEntryState } from "../machines/lane-entry.machine.js";
 import type { TimerHandle } from "../ports/clock.js";
 import { type Aging, PriorityWaitList, type QueueLinks, type Waiting } from "./wait-list.js";
@@ -9,22 +9,18 @@ import { type Aging, PriorityWaitList, type QueueLinks, type Waiting } from "./w
  * backlog is made of, so it holds only what every entry needs: times are small integers (ms since the
  * scheduler was made, never a boxed heap number), and what only a task with a deadline or a caller's
  * signal needs sits in `extras`, made for those tasks only.
+ *
+ * It is itself the async resource its task runs in when it had to wait (AsyncLocalStorage: a trace, a
+ * request id of the `run()` call): a separate AsyncResource cost a waiting entry one more object and
+ * a field pointing at it (docs/decisions.md, "What a waiting entry costs").
  */
-export class Entry implements Waiting {
+export class Entry extends AsyncResource implements Waiting {
   qPrev: QueueLinks | null = null;
   qNext: QueueLinks | null = null;
-  /** `lane.waitExceeded` was reported for it (or it is no longer watched for it). */
-  warned = false;
   /** When it entered the list it waits in now (aging counts from here), on the scheduler's time. */
   waitSince = 0;
   state: LaneEntryState = "waitingForSession";
   sessionLane: SessionLane | null = null;
-  /**
-   * The async context (AsyncLocalStorage: a trace, a request id) of the `run()` call, for a task that
-   * had to wait: whichever task frees its slot starts it, from that task's context. Null for a task
-   * that started within the call.
-   */
-  context: AsyncResource | null = null;
   /** Its deadline and its caller's signal; null for a task with neither. */
   extras: EntryExtras | null = null;
 
@@ -37,7 +33,12 @@ export class Entry implements Waiting {
     readonly reject: (reason: unknown) => void,
     /** On the scheduler's time: ms since it was made. */
     readonly enqueuedAt: number,
-  ) {}
+  ) {
+    // The trigger is the call's own async id, passed as a small integer: left to AsyncResource it is
+    // read from a Float64Array and kept as a boxed heap number (16 B more per entry).
+    const trigger = executionAsyncId();
+    super("tiller.lane", (trigger | 0) === trigger ? trigger | 0 : trigger);
+  }
 
   get timeoutMs(): number | undefined {
     return this.extras?.timeoutMs;
@@ -106,8 +107,8 @@ export class SessionLane {
 /**
  * The task, to run later in the async context (AsyncLocalStorage) of this call. A plain AsyncResource
  * and a closure: `AsyncResource.bind` costs a hundred times more (it defines properties on the bound
- * function). The local scheduler keeps the resource on its entry instead (`Entry.context`): the closure
- * replacing `task` cost more than the resource itself.
+ * function). The local scheduler's entry is itself the resource (`Entry` extends AsyncResource): the
+ * closure replacing `task` cost more than the resource itself.
  */
 export function inContextOfCaller<T>(task: (signal: AbortSignal) => T): (signal: AbortSignal) => T {
   const resource = new AsyncResource("tiller.lane");

@@ -1,4 +1,3 @@
-import { AsyncResource } from "node:async_hooks";
 import { createActor } from "xstate";
 import { SystemClock } from "../adapters/system-clock.js";
 import { ConfigError, GatewayDrainingError, LaneClearedError, LaneTimeoutError } from "../errors.js";
@@ -92,6 +91,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   let nextId = 1;
   const settlers = new SettlePool<Entry>(settle);
   let drainWaiters: Array<() => void> = [];
+  /** The entry `run()` is putting in line now: if it starts at once, it is in its caller's context. */
+  let enqueuing: Entry | null = null;
 
   const actor = createActor(laneSchedulerMachine, options.inspect ? { inspect: options.inspect } : {});
   actor.start();
@@ -118,6 +119,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
 
+    const outer = enqueuing;
     const promise = new Promise<T>(captureSettlers);
     const resolve = capturedResolve!;
     const reject = capturedReject!;
@@ -146,16 +148,13 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
       }
       // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
+      enqueuing = entry;
       queues.enqueue(entry, sessionKey);
-      // A task that has to wait is started later by whichever task frees its slot: it keeps the async
-      // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
-      if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
-        if (signal && runOptions.timeoutMs === undefined) followAbort(entry, signal);
-        entry.context = new AsyncResource("tiller.lane");
-      }
+      if (signal && runOptions.timeoutMs === undefined && isWaiting(entry)) followAbort(entry, signal);
     } catch (error) {
       reject(error);
     }
+    enqueuing = outer;
     return promise;
   }
 
@@ -171,7 +170,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     const lane = entry.lane;
     entry.state = "running";
     if (observed()) {
-      if (entry.warned) emit("lane.waitExceeded", waitFields(entry, true, now()));
+      if (warnings.warned(entry)) emit("lane.waitExceeded", waitFields(entry, true, now()));
       emit("lane.started", {
         lane: lane.name,
         session: entry.sessionLane?.key,
@@ -192,8 +191,10 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     }
     let result: unknown;
     try {
-      result =
-        entry.context === null ? entry.task(signal) : entry.context.runInAsyncScope(entry.task, null, signal);
+      // A task that starts within its `run()` call is in its caller's async context already; one that
+      // waited is started by whichever task freed its slot, and runs in the context of its own call
+      // (AsyncLocalStorage: a trace, a request id), kept by its entry.
+      result = entry === enqueuing ? entry.task(signal) : entry.runInAsyncScope(entry.task, null, signal);
     } catch (error) {
       // Settled in a microtask, never synchronously: a backlog of synchronous tasks would otherwise
       // recurse start → settle → release → start once per task and overflow the stack.
@@ -394,3 +395,6 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     actor,
   };
 }
+
+const isWaiting = (entry: Entry): boolean =>
+  entry.state === "waitingForSession" || entry.state === "waitingForSlot";

@@ -7,8 +7,9 @@ import type { QueueLinks } from "./wait-list.js";
 /**
  * `lane.waitExceeded` for entries that wait longer than `warnAfterMs`: one timer, for the oldest entry
  * not warned about yet. Ids are handed out in arrival order, so the entries not yet ended, read by id
- * from a cursor, are sorted by wait deadline: each id is looked at once, and an entry carries no links
- * for this (a list of its own cost three fields on every waiting entry).
+ * from a cursor, are sorted by wait deadline: each id is looked at once, and an entry carries nothing
+ * for this (a list of its own cost three fields on every waiting entry, a flag one more): an entry still
+ * waiting that the cursor has passed was warned about (see `warned`).
  */
 export class WaitWarnings {
   /** Every entry with a lower id has started, ended, or been warned about. */
@@ -34,7 +35,15 @@ export class WaitWarnings {
 
   /** A waiting entry to watch (an entry warned about already is left alone). */
   track(entry: Entry): void {
-    if (!entry.warned && entry.id >= this.cursor) this.arm(entry);
+    if (entry.id >= this.cursor) this.arm(entry);
+  }
+
+  /**
+   * Whether `lane.waitExceeded` was reported for a waiting (or just starting) entry. The cursor passes
+   * an entry only once it started, ended or was warned about, and a started entry never waits again.
+   */
+  warned(entry: Entry): boolean {
+    return entry.id < this.cursor;
   }
 
   private arm(oldest: Entry): void {
@@ -65,13 +74,12 @@ export class WaitWarnings {
     let next: Entry | undefined;
     for (let entry = this.firstFrom(this.cursor); entry; entry = this.firstFrom(entry.id + 1)) {
       this.cursor = entry.id + 1;
-      if (entry.warned || !isWaiting(entry)) continue;
+      if (!isWaiting(entry)) continue;
       if (entry.enqueuedAt + this.warnAfterMs > now) {
         next = entry;
         this.cursor = entry.id;
         break;
       }
-      entry.warned = true;
       due.push([entry, waitFields(entry, false, now, memo)]);
     }
     for (const [entry, fields] of due) if (isWaiting(entry)) this.exceeded(fields);

@@ -50,4 +50,41 @@ describe("lane tasks keep their enqueuer's async context", () => {
     });
     expect(result).toEqual(["caller", "caller"]);
   });
+
+  it("a task enqueued from inside a task that is starting keeps its own context, whether it starts at once or waits", async () => {
+    const storage = new AsyncLocalStorage<string>();
+    const lanes = createLaneScheduler({ capacity: { main: 2 } });
+    const gate = deferred<void>();
+    const seen: Array<[string, string | undefined]> = [];
+    let inner: Promise<void> | undefined;
+    let waiting: Promise<void> | undefined;
+    const outer = storage.run("outer", () =>
+      lanes.run({}, async () => {
+        seen.push(["outer", storage.getStore()]);
+        // Enqueued while the outer task starts within its own call: this one takes the second slot at once.
+        inner = storage.run("inner", () =>
+          lanes.run({}, async () => {
+            seen.push(["inner", storage.getStore()]);
+            await gate.promise;
+          }),
+        );
+        // No slot left: it waits, and is started later by whichever task frees one.
+        waiting = storage.run("waiting", () =>
+          lanes.run({}, () => {
+            seen.push(["waiting", storage.getStore()]);
+          }),
+        );
+        seen.push(["outer after", storage.getStore()]);
+        await gate.promise;
+      }),
+    );
+    expect(seen).toEqual([
+      ["outer", "outer"],
+      ["inner", "inner"],
+      ["outer after", "outer"],
+    ]);
+    storage.run("someone else", () => gate.resolve());
+    await Promise.all([outer, inner, waiting]);
+    expect(seen.at(-1)).toEqual(["waiting", "waiting"]);
+  });
 });
