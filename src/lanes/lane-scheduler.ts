@@ -13,6 +13,7 @@ import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-sch
 import { checkCapacity, checkRunOptions, checkWorkloadLane, defaultMainCapacity } from "./run-options.js";
 import { SettlePool } from "./settle-pool.js";
 import { waitFields } from "./wait-fields.js";
+import { WAIT_SIGNAL, waitSignalOf } from "./wait-signal.js";
 import { WaitWarnings } from "./wait-warnings.js";
 
 export type {
@@ -142,15 +143,14 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       // timeout's controller: with a timeout it is followed from the start; without one, only if the
       // entry has to wait (one listener and its removal less for a task that starts at once).
       if (signal && runOptions.timeoutMs !== undefined) followAbort(entry, signal);
-      if (observed()) {
+      if (observed())
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
-      }
       // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
       queues.enqueue(entry, sessionKey);
       // A task that has to wait is started later by whichever task frees its slot: it keeps the async
       // context (AsyncLocalStorage: a trace, a request id) of this call. One that started is in it already.
       if (entry.state === "waitingForSession" || entry.state === "waitingForSlot") {
-        if (signal && runOptions.timeoutMs === undefined) followAbort(entry, signal);
+        if (runOptions.timeoutMs === undefined) followAbort(entry, signal ?? waitSignalOf(entry, runOptions));
         entry.context = new AsyncResource("tiller.lane");
       }
     } catch (error) {
@@ -160,7 +160,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   /** The caller's abort reaches the entry (the listener goes when the entry is released). */
-  function followAbort(entry: Entry, signal: AbortSignal): void {
+  function followAbort(entry: Entry, signal: AbortSignal | undefined): void {
+    if (!signal) return;
     const onAbort = () => abortEntry(entry);
     entry.extras!.onAbort = onAbort;
     signal.addEventListener("abort", onAbort, { once: true });
@@ -374,7 +375,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     emit("lane.resumed", {});
   }
 
-  return {
+  const scheduler: LaneScheduler & { readonly [WAIT_SIGNAL]: true } = {
+    [WAIT_SIGNAL]: true,
     run,
     clear,
     setCapacity,
@@ -393,4 +395,5 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     entryState: (entryId: number) => queues.entryState(entryId),
     actor,
   };
+  return scheduler;
 }
