@@ -1,5 +1,7 @@
 import { fromCallback } from "xstate";
 import { errorMessage, isStoreUnreachable, LaneTimeoutError, TillerError } from "../errors.js";
+import type { RunOptions } from "../lanes/lane-scheduler.types.js";
+import { WAIT_SIGNAL, type WaitSignalOption } from "../lanes/wait-signal.js";
 import type { PendingTurn, SessionEvent } from "../machines/session.types.js";
 import { laneForTurn, priorityForTrigger } from "../policy/lane-priority.js";
 import { sleep } from "../ports/clock.js";
@@ -30,6 +32,7 @@ export function createLaneSlot(deps: ActorDeps) {
       release = resolve;
     });
     const waiting = new AbortController();
+    const waitSignal = () => waiting.signal;
     let granted = false;
     let left = false;
     const resend = input.pending.recovery?.deliveryMode === "automatic";
@@ -67,37 +70,39 @@ export function createLaneSlot(deps: ActorDeps) {
     }
 
     const ask = (wait: number): void => {
+      const options: RunOptions & WaitSignalOption = {
+        session: input.session,
+        lane: laneForTurn(input.pending),
+        priority: priorityForTrigger(input.pending.trigger ?? "user", {
+          restartRecovery: input.pending.resumed === true && !deps.resumedKeepsPriority,
+        }),
+      };
+      if (deps.config.laneTimeoutMs) {
+        options.signal = waiting.signal;
+        options.timeoutMs = deps.config.laneTimeoutMs;
+        options.abortGraceMs = deps.config.laneAbortGraceMs;
+      } else if (WAIT_SIGNAL in deps.lanes) {
+        // Most requests are granted inside run(): the signal that takes one back is made only if it waits.
+        options[WAIT_SIGNAL] = waitSignal;
+      } else options.signal = waiting.signal;
       deps.lanes
-        .run(
-          {
-            session: input.session,
-            lane: laneForTurn(input.pending),
-            priority: priorityForTrigger(input.pending.trigger ?? "user", {
-              restartRecovery: input.pending.resumed === true && !deps.resumedKeepsPriority,
-            }),
-            signal: waiting.signal,
-            ...(deps.config.laneTimeoutMs
-              ? { timeoutMs: deps.config.laneTimeoutMs, abortGraceMs: deps.config.laneAbortGraceMs }
-              : {}),
-          },
-          (signal) => {
-            // The deadline aborts the signal: the session stops the run now, and the slot is held
-            // until the turn has left (or the abort grace ran out). Without a deadline nothing listens.
-            if (deps.config.laneTimeoutMs)
-              signal.addEventListener(
-                "abort",
-                () => {
-                  if (signal.reason instanceof LaneTimeoutError) timedOut();
-                },
-                { once: true },
-              );
-            granted = true;
-            start();
-            return held;
-          },
-        )
+        .run(options, (signal) => {
+          // The deadline aborts the signal: the session stops the run now, and the slot is held
+          // until the turn has left (or the abort grace ran out). Without a deadline nothing listens.
+          if (deps.config.laneTimeoutMs)
+            signal.addEventListener(
+              "abort",
+              () => {
+                if (signal.reason instanceof LaneTimeoutError) timedOut();
+              },
+              { once: true },
+            );
+          granted = true;
+          start();
+          return held;
+        })
         .catch((error: unknown) => {
-          if (waiting.signal.aborted || left) return;
+          if (left || waiting.signal.aborted) return;
           if (granted && error instanceof LaneTimeoutError) timedOut();
           else if (!granted && isStoreUnreachable(error)) {
             // The cluster lanes' STORE_FAILED carries the connection error as its cause: nothing was

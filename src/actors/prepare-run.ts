@@ -53,9 +53,11 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
   const olderUserTexts: string[] = [];
   let lastAssistantText: string | undefined;
   const hidden = rolledBackSeqs(records);
+  // Most windows hide nothing: no read of `seq` (records of every kind: a megamorphic load) then.
+  const hides = hidden.size > 0;
   for (let i = records.length - 1; i >= 0 && olderUserTexts.length < RECENT_USER_MESSAGES; i--) {
     const record = records[i];
-    if (record && hidden.has(record.seq)) continue;
+    if (hides && record && hidden.has(record.seq)) continue;
     if (record?.role === "user") olderUserTexts.push(record.text);
     // The last reply the user saw, before any older user message: what a short follow-up continues.
     if (

@@ -46,7 +46,12 @@ export class StreamPreviews {
     if (!runId || !session) return;
     switch (event.type) {
       case "turn.started":
-        if (event.kind === "turn" && (event.trigger === undefined || event.trigger === "user"))
+        // Only a gateway that shows previews reads the set (see `enabled`).
+        if (
+          event.kind === "turn" &&
+          (event.trigger === undefined || event.trigger === "user") &&
+          this.showsPreviews()
+        )
           this.eligible.add(runId);
         return;
       case "model.called": {
@@ -84,11 +89,14 @@ export class StreamPreviews {
     return preview.messageId ? { messageId: preview.messageId, channel: preview.channel } : undefined;
   }
 
-  private enabled(session: string, runId: string): Channel | undefined {
+  /** Streaming previews are on; a `message_tool` final is private, so no draft of it may show. */
+  private showsPreviews(): boolean {
     const { delivery } = this.deps.config;
-    // A `message_tool` final is private: no draft of it may show.
-    if (delivery.streaming.mode !== "edit" || delivery.visibleReplies !== "auto") return undefined;
-    if (!this.eligible.has(runId)) return undefined;
+    return delivery.streaming.mode === "edit" && delivery.visibleReplies === "auto";
+  }
+
+  private enabled(session: string, runId: string): Channel | undefined {
+    if (!this.showsPreviews() || !this.eligible.has(runId)) return undefined;
     const { channel } = this.deps.channelFor(session);
     return channel.edit ? channel : undefined;
   }

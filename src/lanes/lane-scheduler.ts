@@ -12,6 +12,7 @@ import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-sch
 import { checkCapacity, checkRunOptions, checkWorkloadLane, defaultMainCapacity } from "./run-options.js";
 import { SettlePool } from "./settle-pool.js";
 import { waitFields } from "./wait-fields.js";
+import { WAIT_SIGNAL, waitSignalOf } from "./wait-signal.js";
 import { WaitWarnings } from "./wait-warnings.js";
 
 export type {
@@ -144,13 +145,15 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       // timeout's controller: with a timeout it is followed from the start; without one, only if the
       // entry has to wait (one listener and its removal less for a task that starts at once).
       if (signal && runOptions.timeoutMs !== undefined) followAbort(entry, signal);
-      if (observed()) {
+      if (observed())
         emit("lane.enqueued", { lane: laneName, session: sessionKey, entryId: entry.id, priority });
-      }
       // Put in line only now: it may start the task, and lane.started must follow lane.enqueued.
       enqueuing = entry;
       queues.enqueue(entry, sessionKey);
-      if (signal && runOptions.timeoutMs === undefined && isWaiting(entry)) followAbort(entry, signal);
+      // A waiting entry is taken back by its caller's abort (the signal given, or made now by the caller
+      // that asked for one only if it waits).
+      if (runOptions.timeoutMs === undefined && isWaiting(entry))
+        followAbort(entry, signal ?? waitSignalOf(entry, runOptions));
     } catch (error) {
       reject(error);
     }
@@ -159,7 +162,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   }
 
   /** The caller's abort reaches the entry (the listener goes when the entry is released). */
-  function followAbort(entry: Entry, signal: AbortSignal): void {
+  function followAbort(entry: Entry, signal: AbortSignal | undefined): void {
+    if (!signal) return;
     const onAbort = () => abortEntry(entry);
     entry.extras!.onAbort = onAbort;
     signal.addEventListener("abort", onAbort, { once: true });
@@ -375,7 +379,8 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     emit("lane.resumed", {});
   }
 
-  return {
+  const scheduler: LaneScheduler & { readonly [WAIT_SIGNAL]: true } = {
+    [WAIT_SIGNAL]: true,
     run,
     clear,
     setCapacity,
@@ -394,6 +399,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
     entryState: (entryId: number) => queues.entryState(entryId),
     actor,
   };
+  return scheduler;
 }
 
 const isWaiting = (entry: Entry): boolean =>

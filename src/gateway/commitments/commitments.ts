@@ -283,7 +283,8 @@ export function createCommitments(options: CommitmentsDeps) {
       ) {
         arrivals.set(session, (arrivals.get(session) ?? 0) + 1);
         for (const controller of watchers.get(session) ?? []) controller.abort(new Error("user message"));
-      } else if (event.type === "turn.started" || event.type === "steer.injected") {
+      } else if (enabled && (event.type === "turn.started" || event.type === "steer.injected")) {
+        // Read only by a proposal or an extraction, neither of which runs while commitments are off.
         const runId = String(event.runId);
         const ids = (event.messageIds as string[] | undefined) ?? [];
         runMessages.set(runId, [...(runMessages.get(runId) ?? []), ...ids]);
