@@ -114,3 +114,7 @@ export function inContextOfCaller<T>(task: (signal: AbortSignal) => T): (signal:
   const resource = new AsyncResource("tiller.lane");
   return (signal) => resource.runInAsyncScope(task, null, signal);
 }
+
+/** The entry waits (for its session or for a slot): not started, not ended. */
+export const isWaiting = (entry: Entry): boolean =>
+  entry.state === "waitingForSession" || entry.state === "waitingForSlot";

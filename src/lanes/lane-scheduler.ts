@@ -5,7 +5,7 @@ import { type LaneEventType, type TillerEventFields, tillerEvent } from "../even
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import { Entry, EntryExtras } from "./entry.js";
+import { Entry, EntryExtras, isWaiting } from "./entry.js";
 import { parseLaneGroups } from "./lane-groups.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
@@ -54,20 +54,17 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   const observed = (): boolean =>
     debug || (onEvent !== undefined && (isObserved === undefined || isObserved()));
   const warnAfterMs = options.warnAfterMs ?? 2000;
-  if (!(Number.isFinite(warnAfterMs) && warnAfterMs >= 0)) {
+  if (!(Number.isFinite(warnAfterMs) && warnAfterMs >= 0))
     throw new ConfigError("warnAfterMs", "a number of milliseconds >= 0", warnAfterMs);
-  }
 
   const agingMs = options.agingMs ?? 60_000;
-  if (!(Number.isFinite(agingMs) && agingMs >= 0)) {
+  if (!(Number.isFinite(agingMs) && agingMs >= 0))
     throw new ConfigError("agingMs", "a number of milliseconds >= 0 (0 turns aging off)", agingMs);
-  }
 
   const configured = new Map<string, number>();
   configured.set("main", defaultMainCapacity());
-  for (const [name, capacity] of Object.entries(options.capacity ?? {})) {
+  for (const [name, capacity] of Object.entries(options.capacity ?? {}))
     configured.set(name, checkCapacity(`capacity.${name}`, capacity));
-  }
   // The scheduler's time: ms since it was made. Entries keep their times on it, as small integers
   // (the clock's own, Date.now() for one, would be a boxed heap number on every waiting entry).
   const epoch = clock.now();
@@ -401,6 +398,3 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
   };
   return scheduler;
 }
-
-const isWaiting = (entry: Entry): boolean =>
-  entry.state === "waitingForSession" || entry.state === "waitingForSlot";

@@ -1,6 +1,6 @@
 import type { LaneWait } from "../events.js";
 import type { Clock, TimerHandle } from "../ports/clock.js";
-import type { Entry } from "./entry.js";
+import { type Entry, isWaiting } from "./entry.js";
 import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";
 
@@ -86,6 +86,3 @@ export class WaitWarnings {
     if (next) this.arm(next);
   }
 }
-
-const isWaiting = (entry: Entry): boolean =>
-  entry.state === "waitingForSession" || entry.state === "waitingForSlot";

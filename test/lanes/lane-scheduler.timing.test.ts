@@ -312,27 +312,6 @@ describe("wait diagnostics", () => {
     ]);
   });
 
-  it("an entry warned while waiting for its session is not warned again while it waits for a slot", async () => {
-    const { lanes, hold, clock, ofType } = harness({ capacity: { main: 1 }, warnAfterMs: 100 });
-    const first = hold("first", { session: "S" });
-    const blocker = hold("blocker");
-    const second = hold("second", { session: "S" });
-    await clock.advance(150);
-    first.gate.resolve("x");
-    await clock.advance(0);
-    // Its session is free now, but the lane's one slot went to the blocker.
-    expect(lanes.entryState(second.id!)).toBe("waitingForSlot");
-    await clock.advance(500);
-    blocker.gate.resolve("x");
-    await clock.advance(0);
-    expect(lanes.entryState(second.id!)).toBe("running");
-    const reports = ofType("lane.waitExceeded").filter((event) => event.entryId === second.id);
-    expect(reports.map((event) => [event.at, event.waitingFor, event.starting])).toEqual([
-      [100, "session", false],
-      [650, "slot", true],
-    ]);
-  });
-
   it("entries enqueued over time are each reported once, warnAfterMs after their enqueue", async () => {
     const { hold, clock, ofType } = harness({ capacity: { main: 1 }, warnAfterMs: 100 });
     const running = hold("running");
