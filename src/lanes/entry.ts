@@ -40,6 +40,11 @@ export class Entry extends AsyncResource implements Waiting {
     super("tiller.lane", (trigger | 0) === trigger ? trigger | 0 : trigger);
   }
 
+  /** It waits (for its session or for a slot): not started, not ended. */
+  get isWaiting(): boolean {
+    return this.state === "waitingForSession" || this.state === "waitingForSlot";
+  }
+
   get timeoutMs(): number | undefined {
     return this.extras?.timeoutMs;
   }
@@ -114,7 +119,3 @@ export function inContextOfCaller<T>(task: (signal: AbortSignal) => T): (signal:
   const resource = new AsyncResource("tiller.lane");
   return (signal) => resource.runInAsyncScope(task, null, signal);
 }
-
-/** The entry waits (for its session or for a slot): not started, not ended. */
-export const isWaiting = (entry: Entry): boolean =>
-  entry.state === "waitingForSession" || entry.state === "waitingForSlot";

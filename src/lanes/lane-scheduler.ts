@@ -5,7 +5,7 @@ import { type LaneEventType, type TillerEventFields, tillerEvent } from "../even
 import { silentLogger } from "../logger.js";
 import { laneSchedulerMachine } from "../machines/lane-scheduler.machine.js";
 import { priorityLevel } from "../policy/lane-priority.js";
-import { Entry, EntryExtras, isWaiting } from "./entry.js";
+import { Entry, EntryExtras } from "./entry.js";
 import { parseLaneGroups } from "./lane-groups.js";
 import { LaneQueues } from "./lane-queues.js";
 import type { LaneScheduler, LaneSchedulerOptions, RunOptions } from "./lane-scheduler.types.js";
@@ -149,7 +149,7 @@ export function createLaneScheduler(options: LaneSchedulerOptions = {}): LaneSch
       queues.enqueue(entry, sessionKey);
       // A waiting entry is taken back by its caller's abort (the signal given, or made now by the caller
       // that asked for one only if it waits).
-      if (runOptions.timeoutMs === undefined && isWaiting(entry))
+      if (runOptions.timeoutMs === undefined && entry.isWaiting)
         followAbort(entry, signal ?? waitSignalOf(entry, runOptions));
     } catch (error) {
       reject(error);

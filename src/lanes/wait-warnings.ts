@@ -1,6 +1,6 @@
 import type { LaneWait } from "../events.js";
 import type { Clock, TimerHandle } from "../ports/clock.js";
-import { type Entry, isWaiting } from "./entry.js";
+import type { Entry } from "./entry.js";
 import { waitFields } from "./wait-fields.js";
 import type { QueueLinks } from "./wait-list.js";
 
@@ -74,7 +74,7 @@ export class WaitWarnings {
     let next: Entry | undefined;
     for (let entry = this.firstFrom(this.cursor); entry; entry = this.firstFrom(entry.id + 1)) {
       this.cursor = entry.id + 1;
-      if (!isWaiting(entry)) continue;
+      if (!entry.isWaiting) continue;
       if (entry.enqueuedAt + this.warnAfterMs > now) {
         next = entry;
         this.cursor = entry.id;
@@ -82,7 +82,7 @@ export class WaitWarnings {
       }
       due.push([entry, waitFields(entry, false, now, memo)]);
     }
-    for (const [entry, fields] of due) if (isWaiting(entry)) this.exceeded(fields);
+    for (const [entry, fields] of due) if (entry.isWaiting) this.exceeded(fields);
     if (next) this.arm(next);
   }
 }

@@ -47,9 +47,11 @@ export class NewRuns {
 
   private flush(): void {
     const batch = this.batch;
+    // Flushed already (`again` takes the tick's batch with it).
+    if (batch.length === 0) return;
     this.batch = [];
-    const lane = batch[0]?.lane;
-    if (lane !== undefined && this.deps.folds(lane) && batch.every((entry) => entry.lane === lane)) {
+    const lane = batch[0]!.lane;
+    if (this.deps.folds(lane) && batch.every((entry) => entry.lane === lane)) {
       this.chain = this.chain.then(() => {
         const list = this.byLane.get(lane);
         if (list) list.push(...batch);
