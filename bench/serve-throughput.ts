@@ -4,7 +4,7 @@
  * sessions × 5 follow-ups, `POST /v1/sessions/{key}/messages` (mode `followup`), posted round-robin to
  * the three processes (all to the one), a model server that answers at once (OpenAI's streaming wire
  * format), `lanes.main: 16`. A round's time runs from its first POST until every message was answered
- * (`final.delivered` on the processes' `GET /v1/events` streams). Each side is warmed up first (as many
+ * (`final.delivered` on the processes' `GET /v1/events?types=...` streams). Each side is warmed up first (as many
  * messages per session as a round measures); then the sides take turns (cluster, one, one, cluster), each round half the
  * sessions, so that the rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their database
  * backends, and POSTs refused (anything but 200).
@@ -144,7 +144,9 @@ async function startServe(args: string[]): Promise<Serve> {
   const open = new Promise<void>((resolve) => {
     opened = resolve;
   });
-  void followSse(`${url}/v1/events`, {
+  // Only what the bench counts: the answers, and the cluster's forwards and adoptions (a client that
+  // waits for answers does not take every delta, lane step and state of the operator's page).
+  void followSse(`${url}/v1/events?types=final.delivered,message.forwarded,session.adopted`, {
     signal: abort.signal,
     onOpen: () => opened(),
     onEvent(message) {

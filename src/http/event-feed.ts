@@ -10,9 +10,14 @@ export interface EventSink {
   onDrain(callback: () => void): void;
 }
 
-/** The streams that want the same events: every event (`all`) or one session's. */
+/**
+ * The streams that want the same events: every session's or one session's, every type or only the
+ * types named (`types`, sorted, is also the group's key among its session's groups).
+ */
 interface Group {
   readonly session: string | undefined;
+  readonly types: ReadonlySet<string> | undefined;
+  readonly key: string;
   /** Events this group was offered since it was made (a stalled stream's gap is a difference of two). */
   count: number;
   readonly active: Set<Subscriber>;
@@ -35,8 +40,9 @@ interface Subscriber {
  * every process, so an id from before a restart replays nothing: events, unlike deliveries, are not
  * stored).
  *
- * The fan-out costs the same per event whatever the number of streams: an event is serialized once,
- * appended to the pending batch of the two groups that want it (every event's, its session's), and
+ * The fan-out costs the same per event whatever the number of streams: an event is serialized once
+ * (and only when a stream wants it), appended to the pending batch of each group that wants it (the
+ * streams of every session and of its session, with their type filters), and
  * the batches are written once per turn of the event loop, each as one chunk, to the streams of the
  * group whose buffers have room. A stream whose buffer is full is set aside and costs nothing until
  * its socket drains; it then gets an `event: gap` with how many events it missed, and goes on live.
@@ -54,8 +60,10 @@ export class EventFeed {
   private readonly ring: Array<TillerEvent | undefined>;
   private readonly frames: Array<string | undefined>;
   private next = 0;
-  private readonly everything: Group = newGroup(undefined);
-  private readonly sessions = new Map<string, Group>();
+  /** Groups of streams following every session, by type filter ("" for every type). */
+  private readonly wide = new Map<string, Group>();
+  /** Groups of streams following one session, by session, then by type filter. */
+  private readonly sessions = new Map<string, Map<string, Group>>();
   private readonly dirty = new Set<Group>();
   private scheduled = false;
   private subscribers = 0;
@@ -71,10 +79,10 @@ export class EventFeed {
     const slot = seq % this.capacity;
     this.ring[slot] = event;
     this.frames[slot] = undefined;
-    this.offer(this.everything, seq);
-    if (event.session !== undefined) {
-      const group = this.sessions.get(event.session);
-      if (group) this.offer(group, seq);
+    if (this.wide.size > 0) for (const group of this.wide.values()) this.offer(group, seq, event.type);
+    if (event.session !== undefined && this.sessions.size > 0) {
+      const groups = this.sessions.get(event.session);
+      if (groups) for (const group of groups.values()) this.offer(group, seq, event.type);
     }
   };
 
@@ -123,20 +131,23 @@ export class EventFeed {
     return this.subscribers;
   }
 
-  /** Groups of streams held (one per followed session, and the one of unfiltered streams). */
+  /** Groups of streams held (one per followed session and type filter, and per filter of every session's). */
   get groupCount(): number {
-    return this.sessions.size + (this.everything.active.size + this.everything.stalled.size > 0 ? 1 : 0);
+    let count = this.wide.size;
+    for (const groups of this.sessions.values()) count += groups.size;
+    return count;
   }
 
   /**
    * Starts a stream: the events after the id `after` still held (a `gap` first if some left the
-   * ring), then every new one, of every session or of `session` only. Returns the unsubscribe.
+   * ring), then every new one, of every session or of `session` only, of every type or of `types`
+   * only (names of events: a caller checks them, see EVENT_TYPES). Returns the unsubscribe.
    */
-  subscribe(sink: EventSink, session?: string, after?: string): () => void {
+  subscribe(sink: EventSink, session?: string, after?: string, types?: Iterable<string>): () => void {
     // Events pushed this turn are in the pending batches: write them first, so the replay below
     // and the live stream meet without a hole or a repeat.
     this.flush();
-    const group = session === undefined ? this.everything : this.groupOf(session);
+    const group = this.groupOf(session, types === undefined ? undefined : new Set(types));
     const subscriber: Subscriber = { sink, group, stalledAt: 0, closed: false };
     this.subscribers++;
     const from = after === undefined ? undefined : this.after(after);
@@ -146,11 +157,17 @@ export class EventFeed {
     return () => this.unsubscribe(subscriber);
   }
 
-  private groupOf(session: string): Group {
-    let group = this.sessions.get(session);
+  private groupOf(session: string | undefined, types: ReadonlySet<string> | undefined): Group {
+    const key = types === undefined ? "" : [...types].sort().join(",");
+    let groups = session === undefined ? this.wide : this.sessions.get(session);
+    if (!groups) {
+      groups = new Map();
+      this.sessions.set(session!, groups);
+    }
+    let group = groups.get(key);
     if (!group) {
-      group = newGroup(session);
-      this.sessions.set(session, group);
+      group = { session, types, key, count: 0, active: new Set(), stalled: new Set(), pending: [] };
+      groups.set(key, group);
     }
     return group;
   }
@@ -162,10 +179,15 @@ export class EventFeed {
     const { group } = subscriber;
     group.active.delete(subscriber);
     group.stalled.delete(subscriber);
-    if (group.session !== undefined && group.active.size + group.stalled.size === 0) {
-      this.sessions.delete(group.session);
-      this.dirty.delete(group);
+    if (group.active.size + group.stalled.size > 0) return;
+    this.dirty.delete(group);
+    if (group.session === undefined) {
+      this.wide.delete(group.key);
+      return;
     }
+    const groups = this.sessions.get(group.session)!;
+    groups.delete(group.key);
+    if (groups.size === 0) this.sessions.delete(group.session);
   }
 
   /** Writes the held events from `from` that the stream wants; false when its buffer filled. */
@@ -173,14 +195,15 @@ export class EventFeed {
     const { group } = subscriber;
     let start = from;
     if (start < this.firstSeq) {
-      // Left the ring: counted over every session (for a one-session stream, an upper bound).
+      // Left the ring: counted over every session and type (for a filtered stream, an upper bound).
       subscriber.sink.write(gapFrame(this.firstSeq - start));
       start = this.firstSeq;
     }
     const wanted: number[] = [];
     for (let seq = start; seq < this.next; seq++) {
-      if (group.session === undefined || this.ring[seq % this.capacity]!.session === group.session)
-        wanted.push(seq);
+      const event = this.ring[seq % this.capacity]!;
+      if (group.session !== undefined && event.session !== group.session) continue;
+      if (group.types === undefined || group.types.has(event.type)) wanted.push(seq);
     }
     for (let i = 0; i < wanted.length; i++) {
       if (!subscriber.sink.write(this.frameOf(wanted[i]!))) {
@@ -191,7 +214,8 @@ export class EventFeed {
     return true;
   }
 
-  private offer(group: Group, seq: number): void {
+  private offer(group: Group, seq: number, type: string): void {
+    if (group.types !== undefined && !group.types.has(type)) return;
     group.count++;
     if (group.active.size === 0) return;
     group.pending.push(this.frameOf(seq));
@@ -246,10 +270,6 @@ export class EventFeed {
     }
     return frame;
   }
-}
-
-function newGroup(session: string | undefined): Group {
-  return { session, count: 0, active: new Set(), stalled: new Set(), pending: [] };
 }
 
 /**

@@ -122,7 +122,18 @@ const paths: Record<string, Record<string, unknown>> = {
   "/v1/events": {
     get: {
       operationId: "events",
-      parameters: [sessionQuery, { name: "after", in: "query", required: false, schema: str }],
+      parameters: [
+        sessionQuery,
+        { name: "after", in: "query", required: false, schema: str },
+        {
+          name: "types",
+          in: "query",
+          required: false,
+          description:
+            "Comma-separated event types (e.g. `final.delivered,turn.ended`): only these are streamed.",
+          schema: str,
+        },
+      ],
       responses: {
         "200": eventStream(
           `${sseNote} \`event:\` the event's type, \`id:\` its id, data the event; \`event: gap\` (no id, data { dropped }) when events were dropped for a client that did not read.`,

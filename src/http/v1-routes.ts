@@ -1,6 +1,7 @@
 import { nanoid } from "nanoid";
 import type { WebChannel } from "../adapters/channels/web-channel.js";
 import { GatewayDrainingError } from "../errors.js";
+import { EVENT_TYPES } from "../events/event-types.js";
 import type { Gateway } from "../gateway/create-gateway.js";
 import { validateSessionKey } from "../gateway/inbound/validate-inbound.js";
 import { parseControl } from "../policy/control.js";
@@ -156,8 +157,9 @@ export function v1Routes(deps: V1Deps): Route[] {
         const session =
           sessionParam === null ? undefined : validateSessionKey(sessionParam, gateway.config, "session");
         const after = lastEventId(context) ?? context.url.searchParams.get("after") ?? undefined;
+        const types = eventTypesParam(context.url.searchParams.get("types"));
         const sse = new SseStream(context.req, context.res, deps.heartbeatMs);
-        streamEvents(sse, feed, session, after);
+        streamEvents(sse, feed, session, after, types);
       },
     },
   ];
@@ -166,6 +168,21 @@ export function v1Routes(deps: V1Deps): Route[] {
 function lastEventId(context: RouteContext): string | undefined {
   const value = context.req.headers["last-event-id"];
   return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** `types=final.delivered,turn.ended`: names of events, each one Tiller emits; absent means every type. */
+function eventTypesParam(text: string | null): ReadonlySet<string> | undefined {
+  if (text === null) return undefined;
+  const names = text.split(",");
+  if (names.length > EVENT_TYPES.size) throw invalid("types", `at most ${EVENT_TYPES.size} names`);
+  for (const name of names) {
+    if (!EVENT_TYPES.has(name))
+      throw invalid(
+        "types",
+        `unknown event type ${JSON.stringify(name.slice(0, 64))} (comma-separated names, e.g. final.delivered)`,
+      );
+  }
+  return new Set(names);
 }
 
 function invalid(field: string, message: string): HttpError {

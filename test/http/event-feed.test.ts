@@ -136,4 +136,68 @@ describe("EventFeed", () => {
     }
     expect(serialized).toBe(0);
   });
+
+  it("writes a typed stream only the types it named, serializing nothing no stream wants", async () => {
+    const feed = new EventFeed(64);
+    const finals = sink();
+    const mineFinals = sink();
+    const everything = sink();
+    feed.subscribe(finals.target, undefined, undefined, ["final.delivered", "turn.ended"]);
+    // The same filter named in another order is the same group.
+    feed.subscribe(sink().target, undefined, undefined, ["turn.ended", "final.delivered"]);
+    feed.subscribe(mineFinals.target, "web:1", undefined, ["final.delivered"]);
+    expect(feed.groupCount).toBe(2);
+    const typed = (type: string, session: string, n: number) => ({ at: n, type, session }) as never;
+    feed.push(typed("model.delta", "web:1", 0));
+    feed.push(typed("final.delivered", "web:1", 1));
+    feed.push(typed("turn.ended", "web:2", 2));
+    feed.push(typed("final.delivered", "web:2", 3));
+    await settled();
+    const types = (frames: string[]) => frames.map((frame) => frame.split("\n")[1]);
+    expect(types(finals.frames())).toEqual([
+      "event: final.delivered",
+      "event: turn.ended",
+      "event: final.delivered",
+    ]);
+    expect(types(mineFinals.frames())).toEqual(["event: final.delivered"]);
+    // A stream opened later with every type replays all four after the first id; a typed one, its types.
+    const firstId = finals.frames()[0]!.split("\n")[0]!.slice(4);
+    feed.subscribe(everything.target, undefined, feed.idOf(0));
+    expect(types(everything.frames())).toEqual([
+      "event: final.delivered",
+      "event: turn.ended",
+      "event: final.delivered",
+    ]);
+    const late = sink();
+    feed.subscribe(late.target, "web:2", firstId, ["final.delivered"]);
+    expect(types(late.frames())).toEqual(["event: final.delivered"]);
+    // Nothing is serialized for a type only unfiltered streams would want when none is open.
+    const quiet = new EventFeed(8);
+    quiet.subscribe(sink().target, undefined, undefined, ["final.delivered"]);
+    const spy = JSON.stringify;
+    let serialized = 0;
+    JSON.stringify = ((...args: Parameters<typeof spy>) => {
+      serialized++;
+      return spy(...args);
+    }) as typeof JSON.stringify;
+    try {
+      for (let i = 0; i < 100; i++) quiet.push(typed("model.delta", "web:1", i));
+    } finally {
+      JSON.stringify = spy;
+    }
+    expect(serialized).toBe(0);
+  });
+
+  it("counts a typed stream's gap in its own events only", async () => {
+    const feed = new EventFeed(64);
+    const small = sink(1);
+    feed.subscribe(small.target, undefined, undefined, ["final.delivered"]);
+    const typed = (type: string, n: number) => ({ at: n, type, session: "web:1" }) as never;
+    feed.push(typed("final.delivered", 0));
+    await settled(); // fills the stream's buffer
+    for (let i = 1; i <= 9; i++) feed.push(typed(i % 3 === 0 ? "final.delivered" : "model.delta", i));
+    await settled();
+    small.drain();
+    expect(small.chunks[1]).toBe('event: gap\ndata: {"dropped":3}\n\n');
+  });
 });

@@ -143,6 +143,31 @@ describe("events stream", { timeout: 20_000 }, () => {
   });
 });
 
+describe("events stream with types", { timeout: 20_000 }, () => {
+  it("carries only the named types, and refuses a name that is no event with the field named", async () => {
+    const server = await start();
+    const finals = follow(`${server.url}/v1/events?types=final.delivered,turn.ended`);
+    const all = follow(eventsOf(server, "web:t"));
+    await Promise.all([finals.opened, all.opened]);
+    await server.post("web:t", { text: "hello", id: "t1" });
+    await all.waitFor(() => all.of("final.delivered").length === 1 && all.of("turn.ended").length === 1);
+    await finals.waitFor(
+      () => finals.of("final.delivered").length === 1 && finals.of("turn.ended").length === 1,
+    );
+    expect(all.events.length).toBeGreaterThan(4);
+    expect(finals.events.map((event) => event.event).sort()).toEqual(["final.delivered", "turn.ended"]);
+    expect(finals.events.find((event) => event.event === "final.delivered")!.id).toBe(
+      all.events.find((event) => event.event === "final.delivered")!.id,
+    );
+    for (const query of ["types=final.deliverd", "types=", "types=turn.ended,,final.delivered"]) {
+      const response = await fetch(`${server.url}/v1/events?${query}`);
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as { error: { code: string; field: string; message: string } };
+      expect(body.error).toMatchObject({ code: "INVALID_INPUT", field: "types" });
+    }
+  });
+});
+
 describe("stream clients", { timeout: 20_000 }, () => {
   it("are cleaned up when they go away, and kept alive by comment lines meanwhile", async () => {
     const server = await start({ http: { heartbeatMs: 50 } });
