@@ -126,7 +126,11 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
   const closeMs = performance.now() - closeStarted;
   const { size } = await stat(file);
 
-  const fresh = await reopensInChildren(dir, key, async () => {});
+  // The plain parse of the same file takes turns with the reopens, so both medians share the machine's load.
+  const floors: Array<{ ms: number; cpuMs: number }> = [];
+  const fresh = await reopensInChildren(dir, key, async () => {
+    floors.push(await inChild("parse-floor-child", [file]));
+  });
   const middle = fresh[fresh.length >> 1]!;
   // After a kill -9 at the end of the writing: the index lags (each load indexes the rest: put back).
   const { covered } = decodeIndex(await readFile(`${file}.index.at-crash`), key) ?? { covered: 0 };
@@ -178,6 +182,9 @@ async function benchReopen(dir: string): Promise<Record<string, number | string>
     "reopen.openAndReadWindowCpuMs.median": Math.round(median(fresh, "cpuMs")),
     "reopen.openAndReadWindowCpuMs.median.target": "<= 500",
     "reopen.wallPerCpu.median": round(median(fresh, "ms") / median(fresh, "cpuMs"), 2),
+    // The floor: the same file read and parsed by one JSON.parse in a fresh process, in the same stretch.
+    "reopen.parseFloor.cpuMs.median": Math.round(median(floors, "cpuMs")),
+    "reopen.timesParseFloor": round(median(fresh, "cpuMs") / median(floors, "cpuMs"), 2),
     "reopen.afterCrash.unindexedMB": round((size - covered) / 1e6, 3),
     "reopen.afterCrash.openAndReadWindowMs.median": Math.round(crashed[crashed.length >> 1]!.ms),
     "reopen.afterCrash.openAndReadWindowMs.median.target": "<= 500",
@@ -226,10 +233,17 @@ async function reopensInChildren(
  * tsx); the child times only the reopen.
  */
 async function reopenInChild(dir: string, key: string): Promise<{ ms: number; cpuMs: number }> {
+  return inChild("reopen-child", [dir, key]);
+}
+
+/** Runs bench/NAME with `args` in a new node process and returns what it printed last. */
+async function inChild(name: string, args: string[]): Promise<{ ms: number; cpuMs: number }> {
   const compiled = import.meta.url.endsWith(".js");
-  const child = fileURLToPath(new URL(`./reopen-child.${compiled ? "js" : "ts"}`, import.meta.url));
-  const args = compiled ? [child, dir, key] : ["--import", "tsx", child, dir, key];
-  const { stdout } = await run(process.execPath, args);
+  const child = fileURLToPath(new URL(`./${name}.${compiled ? "js" : "ts"}`, import.meta.url));
+  const { stdout } = await run(
+    process.execPath,
+    compiled ? [child, ...args] : ["--import", "tsx", child, ...args],
+  );
   const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
     ms: number;
     cpuMs: number;
