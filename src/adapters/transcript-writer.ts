@@ -234,7 +234,9 @@ export class TranscriptWriter {
   private async closeDangling(session: string, why?: string, runId?: string): Promise<void> {
     const head = await this.head(session);
     if (Math.max(head.lastSeq, this.lastSeq(session)) === 0) return;
-    const closing = closingResults(await this.store.readWindow(session), why, runId);
+    // A window kept for the session is what the store holds: reading it again would cost a round trip.
+    const window = this.windows.get(session) ?? (await this.store.readWindow(session));
+    const closing = closingResults(window, why, runId);
     if (closing.length === 0) return;
     const stored = await this.store.append(session, closing, head);
     const last = stored.at(-1);

@@ -46,3 +46,24 @@ describe("TranscriptWriter.isBusy", () => {
     expect(writer.isBusy).toBe(false);
   });
 });
+
+describe("TranscriptWriter's first write to a session it reads", () => {
+  it("closes a cut-off tool call found in the window it keeps, without reading the window again", async () => {
+    const store = await storeWithOpenCall();
+    let windowReads = 0;
+    const readWindow = store.readWindow.bind(store);
+    store.readWindow = (session) => {
+      windowReads++;
+      return readWindow(session);
+    };
+    const writer = new TranscriptWriter(store);
+    writer.keepWindow(SESSION, true);
+    // A session this process takes over: its window is read (duplicate detection, the turn's context).
+    expect((await writer.readWindow(SESSION)).map((record) => record.role)).toEqual(["user", "toolCall"]);
+    await writer.append(SESSION, [{ role: "user", text: "again", messageId: "m2" }]);
+    const records = await writer.read(SESSION);
+    expect(records.map((record) => record.role)).toEqual(["user", "toolCall", "toolResult", "user"]);
+    expect(records[2]).toMatchObject({ callId: "c1", status: "cancelled" });
+    expect(windowReads).toBe(1);
+  });
+});

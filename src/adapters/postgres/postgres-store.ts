@@ -142,9 +142,7 @@ export class PostgresStore implements TranscriptStore {
   async open(session: string): Promise<TranscriptHead> {
     checkKey(session);
     for (;;) {
-      const inserted = await this.pool.query<HeadRow>({ ...sql.OPEN, values: [session, nanoid()] });
-      const row =
-        inserted.rows[0] ?? (await this.pool.query<HeadRow>({ ...sql.HEAD, values: [session] })).rows[0];
+      const row = (await this.pool.query<HeadRow>({ ...sql.OPEN, values: [session, nanoid()] })).rows[0];
       if (row) return this.remember(session, headOf(row));
     }
   }

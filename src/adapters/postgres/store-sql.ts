@@ -2,16 +2,19 @@
 // their plans kept (the store's pool plans generically, see GENERIC_PLANS).
 import type { Named } from "./connection.js";
 
-/** A new session's head; nothing when it exists already. */
+/**
+ * A session's head, its row inserted first when absent: one statement. An existing row is read from
+ * the statement's snapshot; a row another process inserted after it began (a conflict the snapshot
+ * does not show) answers nothing, and the caller asks again.
+ */
 export const OPEN: Named = {
-  name: "tiller.openSession",
-  text: `INSERT INTO sessions (session_key, session_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
-  RETURNING session_id, revision, last_seq`,
-};
-
-export const HEAD: Named = {
-  name: "tiller.sessionHead",
-  text: "SELECT session_id, revision, last_seq FROM sessions WHERE session_key = $1",
+  name: "tiller.openSessionHead",
+  text: `WITH ins AS (
+  INSERT INTO sessions (session_key, session_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+  RETURNING session_id, revision, last_seq)
+SELECT session_id, revision, last_seq FROM ins
+UNION ALL
+SELECT session_id, revision, last_seq FROM sessions WHERE session_key = $1`,
 };
 
 export const READ: Named = {
