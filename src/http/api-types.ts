@@ -1011,6 +1011,8 @@ export interface operations {
             query?: {
                 session?: string;
                 after?: string;
+                /** @description Comma-separated event types (e.g. `final.delivered,turn.ended`): only these are streamed. */
+                types?: string;
             };
             header?: never;
             path?: never;
