@@ -112,7 +112,6 @@ function runInput(deps: ActorDeps, args: PrepareRunArgs, records: readonly Trans
     recheck: fixed.recheck,
     tools: fixed.tools,
     cancellableTools: fixed.cancellableTools,
-    autoStart: true,
     maxModelCalls: deps.config.limits.maxModelCallsPerTurn,
     // A turn resumed after a restart, or one taking over from a superseded one, may own stored messages.
     storedMessageIds: stored,

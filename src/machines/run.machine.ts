@@ -9,10 +9,11 @@ export type * from "./run.types.js";
 /**
  * One turn of one session.
  *
- * `idle` waits for `run.start`. `streaming` calls the model with the history and this turn's journal;
- * a reply with tool calls moves to `toolBatch`, which runs them one at a time and goes back to
- * `streaming`. A steering message (`run.steer`) waits in a buffer: it is appended before the next model
- * call, and the calls of the batch not started yet are skipped for it. A final text moves to
+ * A run starts in `streaming`, which calls the model with the history and this turn's journal (the
+ * session creates a run when its first call is due: no step before it). A reply with tool calls moves
+ * to `toolBatch`, which runs them one at a time and goes back to `streaming`. A steering message
+ * (`run.steer`) waits in a buffer: it joins the journal on the way back into `streaming`, before the
+ * next model call, and the calls of the batch not started yet are skipped for it. A final text moves to
  * `finalizing`, which asks whether the draft answers the newest user message the turn owns (the built-in
  * signals in `assessing`, or the gateway's own detector in `detecting`, with the built-in signals as
  * its fallback); if not, and passes remain, `recheck` adds a re-anchor instruction and drafts once more. A background turn
@@ -27,7 +28,8 @@ export const runMachine = runSetup.createMachine({
   id: "run",
   // Built once per turn, before the first model call: no copy of the input (a rest spread of it cost
   // more than the rest of this function) and no copy of arrays nobody mutates (context arrays are
-  // replaced, never changed in place).
+  // replaced, never changed in place). `call` counts the first call here: nothing can be held back
+  // before it, so the way into `streaming` the first time needs no step and no copy of this context.
   context: ({ input }) => ({
     input,
     journal: startJournal(input),
@@ -36,7 +38,7 @@ export const runMachine = runSetup.createMachine({
     steerBuffer: [],
     noticeBuffer: [],
     noticed: input.noticed ?? [],
-    call: 0,
+    call: 1,
     passes: 0,
     recheckPending: false,
     pendingCalls: [],
@@ -49,7 +51,7 @@ export const runMachine = runSetup.createMachine({
     error: null,
     status: "running",
   }),
-  initial: "idle",
+  initial: "streaming",
   on: {
     "run.steer": { actions: "bufferSteer", description: "Held until the next model call or the re-check." },
     "run.notice": {
@@ -62,18 +64,9 @@ export const runMachine = runSetup.createMachine({
     },
   },
   states: {
-    idle: {
-      description: "Created; waits for `run.start` unless the input starts it at once.",
-      always: { guard: "autoStart", target: "streaming" },
-      on: {
-        "run.start": { target: "streaming" },
-        "run.abort": { target: "aborted", actions: ["noteAbort", "releaseUnshown"] },
-        "run.stop": { target: "aborted", actions: ["dropHeld", "noteAbort", "releaseUnshown"] },
-      },
-    },
     streaming: {
-      description: "One model call over the history and this turn's journal.",
-      entry: ["injectSteer", "countCall"],
+      description:
+        "One model call over the history and this turn's journal. Every way back in joins held steering and notices to the journal and counts a call.",
       invoke: {
         id: "callModel",
         src: "callModel",
@@ -115,10 +108,10 @@ export const runMachine = runSetup.createMachine({
             {
               guard: "steerPending",
               target: "#run.streaming",
-              actions: ["emitToolsSkipped", "skipRemainingTools"],
+              actions: ["emitToolsSkipped", "skipRemainingTools", "injectSteer", "countCall"],
             },
             { guard: "moreTools", target: "toolRunning" },
-            { target: "#run.streaming" },
+            { target: "#run.streaming", actions: ["injectSteer", "countCall"] },
           ],
         },
         toolRunning: {
@@ -285,7 +278,7 @@ export const runMachine = runSetup.createMachine({
     recheck: {
       description: "Adds the re-anchor instruction; the next model call drafts once more.",
       entry: ["emitRecheckFired", "startRecheck"],
-      always: { target: "streaming" },
+      always: { target: "streaming", actions: ["injectSteer", "countCall"] },
     },
     done: {
       type: "final",

@@ -64,7 +64,6 @@ export const runSetup = setup({
     }),
   },
   guards: {
-    autoStart: ({ context }) => context.input.autoStart === true,
     callLimitReached: ({ context }, params: ModelResult) =>
       params.output.toolCalls.length > 0 && context.call >= maxCalls(context),
     hasToolCalls: (_, params: ModelResult) => params.output.toolCalls.length > 0,
@@ -235,13 +234,6 @@ export const runSetup = setup({
           .map((message) => ({ ...message, stored: true })),
         ...context.steerBuffer,
       ],
-    })),
-    releaseUnshown: assign(({ context }) => ({
-      // Aborted before any model call: the model saw nothing, so nothing is answered or stored for this
-      // turn; every message goes back to the session as leftover.
-      owned: [],
-      steerBuffer: [...context.owned, ...context.steerBuffer],
-      journal: context.journal.filter((item) => item.role !== "user"),
     })),
     assess: assign({ verdict: ({ context }) => builtInVerdict(context) }),
     recordDetected: assign({

@@ -45,7 +45,10 @@ export interface RunInput {
   tools: string[];
   /** Tools an interrupt may stop mid-way. */
   cancellableTools: string[];
-  /** Start streaming at once instead of waiting for `run.start` (the session starts runs this way). */
+  /**
+   * @deprecated Every run starts its first model call when it is created; this is ignored (it is still
+   * accepted, so inputs built for the earlier `idle` state type-check).
+   */
   autoStart?: boolean;
   /** `queue.steering: "one-at-a-time"`: each model call gets the oldest held steering message only. */
   steering?: "one-at-a-time";
@@ -184,6 +187,7 @@ export interface RunContext {
 
 /** The events the run machine takes: steering, abort, stop, and the results of its actors. */
 export type RunEvent =
+  /** @deprecated A run starts when it is created; this is ignored (kept so code that sends it compiles). */
   | { type: "run.start" }
   | { type: "run.steer"; message: OwnedMessage }
   /** A typed message queued for its own turn arrived during this (background) turn: show it, do not own it. */

@@ -58,8 +58,6 @@ export function runGraphInput(config: GatewayConfig): RunInput {
     },
     tools: RUN_GRAPH_TOOLS.map((tool) => tool.name),
     cancellableTools: RUN_GRAPH_TOOLS.filter((tool) => tool.cancellable).map((tool) => tool.name),
-    // The gateway starts every run at once: `idle` is never observable from outside.
-    autoStart: true,
     maxModelCalls: config.limits.maxModelCallsPerTurn,
   };
 }

@@ -58,7 +58,7 @@ describe("run machine: the gateway's own detector", () => {
   }
 
   it("re-drafts on the detector's stale verdict, with its figures, and says the detector decided", async () => {
-    const path = pathWith(plain, ["start", "model drafts a final", "detector says stale"]);
+    const path = pathWith(plain, ["model drafts a final", "detector says stale"]);
     const replay = await replayPath(plain, path);
     expect(recheckEventsOf(replay)).toEqual([
       expect.objectContaining({
@@ -78,14 +78,14 @@ describe("run machine: the gateway's own detector", () => {
   });
 
   it("ships the draft when the detector finds it fine, although the built-in signals would not", async () => {
-    const path = pathWith(stale, ["start", "model drafts a final", "detector says fine"]);
+    const path = pathWith(stale, ["model drafts a final", "detector says fine"]);
     const replay = await replayPath(stale, path);
     expect(recheckEventsOf(replay)).toEqual([]);
     expect((replay.snapshot.output as RunOutput).final).toBe(stale.draft);
   });
 
   it("falls back to the built-in signals when the detector times out, and says so", async () => {
-    const path = pathWith(stale, ["start", "model drafts a final", "detector times out"]);
+    const path = pathWith(stale, ["model drafts a final", "detector times out"]);
     const replay = await replayPath(stale, path);
     expect(replay.emitted.filter((event) => event.type === "recheck.detectorFailed")).toEqual([
       expect.objectContaining({
@@ -105,7 +105,7 @@ describe("run machine: the gateway's own detector", () => {
   });
 
   it("calls a draft stale for newer-message when a message is steered in while the detector judges", async () => {
-    const path = pathWith(plain, ["start", "model drafts a final", "steer", "detector says fine"]);
+    const path = pathWith(plain, ["model drafts a final", "steer", "detector says fine"]);
     const replay = await replayPath(plain, path);
     expect(recheckEventsOf(replay)).toEqual([
       expect.objectContaining({ type: "recheck.fired", reason: "newer-message", detector: "built-in" }),

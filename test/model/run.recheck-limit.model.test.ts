@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { RunOutput } from "../../src/machines/run.machine.js";
-import { configNamed, findPath, simplePaths } from "../support/run-graph-cases.js";
-import { sameList } from "../support/run-invariants.js";
+import { configNamed, findPath } from "../support/run-graph-cases.js";
 import { recheckEventsOf, replayPath } from "../support/run-replay.js";
 
-// Both sides of the re-check limit, and an abort before the first model call, on paths the run
-// machine's graph produced, replayed on the real actor.
+// Both sides of the re-check limit, on paths the run machine's graph produced, replayed on the real
+// actor.
 
 describe("run machine: the re-check limit", () => {
   it("re-checks a draft made stale by a steered message once, then ships the next stale draft with recheck.skipped (limit)", async () => {
@@ -83,24 +82,5 @@ describe("run machine: the re-check limit", () => {
       expect.objectContaining({ type: "recheck.skipped", reason: "disabled", signal: "newer-message" }),
     ]);
     expect((replay.snapshot.output as RunOutput).passes).toBe(0);
-  });
-});
-
-describe("run machine: an abort before the first model call", () => {
-  it("hands every message back as leftover and stores nothing for the turn", async () => {
-    const config = configNamed("steering with maxPasses 1");
-    const path = simplePaths(config).find((candidate) =>
-      sameList(
-        candidate.steps.map((step) => step.event.type),
-        ["xstate.init", "run.steer", "run.abort"],
-      ),
-    );
-    expect(path).toBeDefined();
-    const replay = await replayPath(config, path!);
-    const output = replay.snapshot.output as RunOutput;
-    expect(replay.calls).toEqual([]);
-    expect(output.answered).toEqual([]);
-    expect(output.leftover.map((message) => message.id)).toEqual(["m1", "s1"]);
-    expect(output.journal.filter((item) => item.role === "user")).toEqual([]);
   });
 });

@@ -42,7 +42,6 @@ const RUN_INPUT: RunInput = {
   recheck: { enabled: true, maxPasses: 1, minOverlap: 0.2, complaintPatterns: [] },
   tools: [],
   cancellableTools: [],
-  autoStart: true,
 };
 const DONE: RunOutput = { ...failedOutput("s#g", ""), status: "done", final: "answer", error: null };
 

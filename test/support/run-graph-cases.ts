@@ -32,7 +32,6 @@ export interface GraphConfig {
   recheck?: Partial<RecheckSettings>;
   /** The text of every final draft the model returns in this graph. */
   draft: string;
-  autoStart?: boolean;
   /** `queue.steering`: each model call gets one held steering message. */
   steering?: "one-at-a-time";
   /** Also replay every simple path (only where the graph is small enough). */
@@ -104,12 +103,6 @@ export const CONFIGS: GraphConfig[] = [
     draft: "Done: checklist.md now lists item 2 in three steps.",
     steering: "one-at-a-time",
   },
-  {
-    title: "an auto-started run",
-    messages: ["Break down item 2 and update the file"],
-    draft: "Done: checklist.md now lists item 2 in three steps.",
-    autoStart: true,
-  },
 ];
 
 export function runInput(config: GraphConfig): RunInput {
@@ -135,14 +128,12 @@ export function runInput(config: GraphConfig): RunInput {
     },
     tools: ["write_file", "search"],
     cancellableTools: ["search"],
-    ...(config.autoStart ? { autoStart: true } : {}),
     ...(config.steering ? { steering: config.steering } : {}),
   };
 }
 
 function graphEvents(config: GraphConfig): GraphEvent[] {
   return [
-    { type: "run.start" },
     { type: "run.steer", message: { id: "steer", text: STEER_TEXT, channel: "telegram", at: 10 } },
     { type: "run.abort", reason: "stopped by the test" },
     { type: "run.stop", reason: "stopped by /stop" },
@@ -190,12 +181,13 @@ export function stateKey(snapshot: Snapshot): string {
   ];
   // ... and how many the turn owns, so a path that held two and injected them is kept apart.
   if (context.input.steering === "one-at-a-time") key.push(Math.min(context.owned.length, 3));
-  // With the gateway's detector, the last verdict and who decided it: the fired and skipped events say
-  // so, so the graph keeps them apart (a state reached with another verdict must not stand in for it).
-  if (context.input.recheck.detector === "custom") {
-    const { verdict } = context;
-    key.push(verdict.stale, verdict.reason ?? null, verdict.detector ?? null, verdict.fallback === true);
-  }
+  // The last verdict (and, with the gateway's detector, who decided it): the fired and skipped events
+  // say so, so the graph keeps them apart (a state reached with another verdict must not stand in for
+  // it: a re-check fired for a complaint and one fired for a steered message both re-enter `streaming`).
+  const { verdict } = context;
+  key.push(verdict.stale, verdict.reason ?? null);
+  if (context.input.recheck.detector === "custom")
+    key.push(verdict.detector ?? null, verdict.fallback === true);
   return JSON.stringify(key);
 }
 

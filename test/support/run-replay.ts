@@ -124,7 +124,6 @@ export class Replay {
   /** Performs the real action a graph event stands for. */
   async apply(event: GraphEvent): Promise<void> {
     switch (event.type) {
-      case "run.start":
       case "run.abort":
       case "run.stop":
         this.actor.send(event);

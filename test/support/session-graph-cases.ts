@@ -258,7 +258,6 @@ function runInputFor(input: { session: string; runId: string; pending: PendingTu
     recheck: { enabled: false, maxPasses: 0, minOverlap: 0, complaintPatterns: [] },
     tools: [],
     cancellableTools: [],
-    autoStart: true,
   };
 }
 

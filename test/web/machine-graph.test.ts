@@ -11,7 +11,6 @@ const session = machineGraph(toMachineConfig(sessionMachine) as StateConfig);
 describe("machineGraph", () => {
   it("nests states inside their parents and starts at the machine's initial state", () => {
     expect(run.roots).toEqual([
-      "run.idle",
       "run.streaming",
       "run.toolBatch",
       "run.finalizing",
@@ -25,7 +24,7 @@ describe("machineGraph", () => {
       "run.toolBatch.toolRunning",
     ]);
     expect(run.states.get("run.toolBatch.toolRunning.working")!.parent).toBe("run.toolBatch.toolRunning");
-    expect(run.initial).toBe("run.idle");
+    expect(run.initial).toBe("run.streaming");
     expect(session.initial).toBe("session.next");
     expect(run.states.get("run.streaming")!.invokes).toEqual(["callModel"]);
   });
