@@ -31,6 +31,22 @@ function sink(room = Number.POSITIVE_INFINITY) {
   };
 }
 
+/** How many times `work` called JSON.stringify. */
+function serializations(work: () => void): number {
+  const spy = JSON.stringify;
+  let serialized = 0;
+  JSON.stringify = ((...args: Parameters<typeof spy>) => {
+    serialized++;
+    return spy(...args);
+  }) as typeof JSON.stringify;
+  try {
+    work();
+  } finally {
+    JSON.stringify = spy;
+  }
+  return serialized;
+}
+
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 const event = (session: string, n: number) => ({
   at: n,
@@ -123,18 +139,11 @@ describe("EventFeed", () => {
     expect(feed.groupCount).toBe(0);
     stalled.drain(); // a late drain of a closed stream writes nothing
     expect(stalled.chunks).toHaveLength(1);
-    const spy = JSON.stringify;
-    let serialized = 0;
-    JSON.stringify = ((...args: Parameters<typeof spy>) => {
-      serialized++;
-      return spy(...args);
-    }) as typeof JSON.stringify;
-    try {
-      for (let i = 0; i < 100; i++) feed.push(event("web:1", i) as never);
-    } finally {
-      JSON.stringify = spy;
-    }
-    expect(serialized).toBe(0);
+    expect(
+      serializations(() => {
+        for (let i = 0; i < 100; i++) feed.push(event("web:1", i) as never);
+      }),
+    ).toBe(0);
   });
 
   it("writes a typed stream only the types it named, serializing nothing no stream wants", async () => {
@@ -174,18 +183,11 @@ describe("EventFeed", () => {
     // Nothing is serialized for a type only unfiltered streams would want when none is open.
     const quiet = new EventFeed(8);
     quiet.subscribe(sink().target, undefined, undefined, ["final.delivered"]);
-    const spy = JSON.stringify;
-    let serialized = 0;
-    JSON.stringify = ((...args: Parameters<typeof spy>) => {
-      serialized++;
-      return spy(...args);
-    }) as typeof JSON.stringify;
-    try {
-      for (let i = 0; i < 100; i++) quiet.push(typed("model.delta", "web:1", i));
-    } finally {
-      JSON.stringify = spy;
-    }
-    expect(serialized).toBe(0);
+    expect(
+      serializations(() => {
+        for (let i = 0; i < 100; i++) quiet.push(typed("model.delta", "web:1", i));
+      }),
+    ).toBe(0);
   });
 
   it("counts a typed stream's gap in its own events only", async () => {
