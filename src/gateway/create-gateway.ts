@@ -235,6 +235,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const localReceive = createReceive({ ...admission, sharedDedupe: !options.cluster });
 
   const resumeDeps = { store, writer, config, persistence, registry, channelNames, emit };
+  // Listed through the writer: the listing counts as I/O in flight (the simulated clock waits for it).
   const subagentNumbers = new SubagentNumbers({ sessions: (prefix) => writer.storedSessions(prefix) });
   /** Nothing runs or waits for the session in this process. */
   function isIdle(session: string): boolean {
