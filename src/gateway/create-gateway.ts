@@ -233,7 +233,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     isObserved: () => hub.isObserved || logger.isLevelEnabled?.("debug") === true,
   };
   const localReceive = createReceive({ ...admission, sharedDedupe: !options.cluster });
-
   const resumeDeps = { store, writer, config, persistence, registry, channelNames, emit };
   // Listed through the writer: the listing counts as I/O in flight (the simulated clock waits for it).
   const subagentNumbers = new SubagentNumbers({ sessions: (prefix) => writer.storedSessions(prefix) });
