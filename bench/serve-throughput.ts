@@ -4,14 +4,15 @@
  * sessions × 5 follow-ups, `POST /v1/sessions/{key}/messages` (mode `followup`), posted round-robin to
  * the three processes (all to the one), a model server that answers at once (OpenAI's streaming wire
  * format), `lanes.main: 16`. A round's time runs from its first POST until every message was answered
- * (`final.delivered` on the processes' `GET /v1/events?types=...` streams). Each side is warmed up first (as many
- * messages per session as a round measures); then the sides take turns (cluster, one, one, cluster), each round half the
- * sessions, so that the rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their database
+ * (`final.delivered` on the processes' `GET /v1/events?types=...` streams). Each side is warmed up first, until
+ * each process has answered `WARM_TURNS` turns (its JIT settled: what a gateway that has been up for a while
+ * runs on); the first warm-up round of each side is reported too, as a cold start. Then the sides take turns
+ * (cluster, one, one, cluster), each round half the sessions, so that the rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their database
  * backends, and POSTs refused (anything but 200).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
+import { Agent, createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +28,15 @@ const CAPACITY = 16;
 const TURNS = SESSIONS * MESSAGES;
 /** POSTs in flight at once (a client's connection pool). */
 const IN_FLIGHT = 64;
+/** Messages per session in a warm-up round: under the queue's cap (20), so none is dropped. */
+const WARM_MESSAGES = 15;
+const WARM_ROUND = SESSIONS * WARM_MESSAGES;
+/**
+ * Turns each process answers before the measured rounds (`TILLER_BENCH_SERVE_WARMUP_TURNS`): about
+ * where a process's TurboFan threads fall quiet on this workload (`perf`: under 2% of its CPU after
+ * about 4,000 turns; 20–30% in its first few hundred).
+ */
+const WARM_TURNS = Number(process.env.TILLER_BENCH_SERVE_WARMUP_TURNS ?? 4500);
 /** A round that gets no new answer for this long fails the bench (a lost message, not a slow one). */
 const STALL_MS = 30_000;
 
@@ -168,6 +178,32 @@ interface Round {
   twice: number;
 }
 
+/**
+ * POSTs a JSON body on `agent`; resolves with the status once the response was read. `node:http` rather
+ * than `fetch`: the bench process shares the two cores with whichever side saturates them, so what it
+ * spends per POST is charged to that side (the cluster), not to one JSONL process with a core to spare.
+ */
+function post(agent: Agent, url: string, body: unknown): Promise<number> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+      },
+      (res) => {
+        res.resume();
+        res.once("end", () => resolve(res.statusCode ?? 0));
+        res.once("error", reject);
+      },
+    );
+    req.once("error", reject);
+    req.end(payload);
+  });
+}
+
 /** Posts one round's messages round-robin to `members`; resolves once every one was answered. */
 async function playRound(members: Serve[], prefix: string, messages = MESSAGES): Promise<Round> {
   const posts: Array<{ member: Serve; session: string; text: string; id: string }> = [];
@@ -190,19 +226,22 @@ async function playRound(members: Serve[], prefix: string, messages = MESSAGES):
   const started = performance.now();
   let refused = 0;
   let next = 0;
+  // Connections kept alive for the round only: one left idle between rounds could be closed by the
+  // server just as it is reused (a POST lost to the race, not to the server).
+  const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   const client = async () => {
     while (next < posts.length) {
       const { member, session, text, id } = posts[next++]!;
-      const response = await fetch(`${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ text, id, mode: "followup" }),
+      const status = await post(agent, `${member.url}/v1/sessions/${encodeURIComponent(session)}/messages`, {
+        text,
+        id,
+        mode: "followup",
       });
-      await response.arrayBuffer();
-      if (response.status !== 200) refused++;
+      if (status !== 200) refused++;
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, client));
+  agent.destroy();
   let last = answered();
   let lastChange = performance.now();
   while (last < turns) {
@@ -287,6 +326,13 @@ async function measure(
   side.twice += played.twice;
 }
 
+/** One warm-up round on `members`, measured on its own. */
+async function warmRound(members: Serve[], prefix: string): Promise<Side> {
+  const side = newSide();
+  await measure(members, prefix, undefined, side, WARM_MESSAGES);
+  return side;
+}
+
 export async function benchServeThroughput(): Promise<Figures> {
   const database = await benchDatabase();
   if ("skipped" in database) {
@@ -321,16 +367,21 @@ export async function benchServeThroughput(): Promise<Figures> {
     }
     const cluster = newSide();
     const single = newSide();
-    const warm = newSide();
-    // Warm-up: as many messages per session as a round measures (JIT, connections, prepared plans,
-    // the model's sockets), so both sides are measured in their steady state: each of the three
-    // processes sees a third of the turns, and after one message per session its JIT was still
-    // compiling. TILLER_BENCH_SERVE_WARMUP=N sends N.
-    const warmup = Number(process.env.TILLER_BENCH_SERVE_WARMUP ?? MESSAGES);
-    await measure(three, "warm3", undefined, warm, warmup);
-    await measure([one], "warm1", undefined, warm, warmup);
-    await measure(three, "warm3b", undefined, warm, warmup);
-    await measure([one], "warm1b", undefined, warm, warmup);
+    // Warm-up (JIT, connections, prepared plans, the model's sockets) until every process has answered
+    // as many turns as the others: a process's JIT compiles a function once that function has run often
+    // enough, so each of the three, seeing a third of the cluster's turns, takes three times as many
+    // rounds to get there. The sides take turns (three cluster rounds, then one JSONL round), so the
+    // machine's load weighs on both.
+    const warmRounds = {
+      cluster: Math.ceil((3 * WARM_TURNS) / WARM_ROUND),
+      jsonl: Math.ceil(WARM_TURNS / WARM_ROUND),
+    };
+    const warm = { cluster: [] as Side[], jsonl: [] as Side[] };
+    for (let r = 0; r < warmRounds.cluster; r++) {
+      warm.cluster.push(await warmRound(three, `w3-${r}`));
+      if (r % 3 === 2 || r === warmRounds.cluster - 1)
+        if (warm.jsonl.length < warmRounds.jsonl) warm.jsonl.push(await warmRound([one], `w1-${r}`));
+    }
     await measure(three, "r0c", admin, cluster);
     await measure([one], "r0j", undefined, single);
     await measure([one], "r1j", undefined, single);
@@ -342,12 +393,25 @@ export async function benchServeThroughput(): Promise<Figures> {
         join(profile, "windows.json"),
         JSON.stringify({ cluster: cluster.windows, jsonl: single.windows, turnsPerSide: turns }),
       );
-    const perSecond = (side: Side) => turns / (side.ms / 1000);
+    const perSecond = (side: Side, n = turns) => n / (side.ms / 1000);
+    const warmedAll = [...warm.cluster, ...warm.jsonl];
+    const [coldCluster, coldJsonl] = [warm.cluster[0]!, warm.jsonl[0]!];
+    const [lastCluster, lastJsonl] = [warm.cluster.at(-1)!, warm.jsonl.at(-1)!];
     return {
       "serve.cluster3.perSecond": Math.round(perSecond(cluster)),
       "serve.jsonl1.perSecond": Math.round(perSecond(single)),
       "serve.ratio": round(perSecond(cluster) / perSecond(single), 3),
       "serve.ratio.target": ">= 1",
+      // The first warm-up round of each side: a cluster just started, its three JITs cold.
+      "serve.coldStart.ratio": round(
+        perSecond(coldCluster, WARM_ROUND) / perSecond(coldJsonl, WARM_ROUND),
+        3,
+      ),
+      "serve.warmupTurnsPerProcess": WARM_TURNS,
+      "serve.cluster3.cpuMsPerTurn.firstWarmupRound": round(coldCluster.cpuMs / WARM_ROUND),
+      "serve.cluster3.cpuMsPerTurn.lastWarmupRound": round(lastCluster.cpuMs / WARM_ROUND),
+      "serve.jsonl1.cpuMsPerTurn.firstWarmupRound": round(coldJsonl.cpuMs / WARM_ROUND),
+      "serve.jsonl1.cpuMsPerTurn.lastWarmupRound": round(lastJsonl.cpuMs / WARM_ROUND),
       "serve.cluster3.cpuMsPerTurn": round(cluster.cpuMs / turns),
       "serve.cluster3.dbCpuMsPerTurn": round(cluster.dbCpuMs / turns),
       "serve.jsonl1.cpuMsPerTurn": round(single.cpuMs / turns),
@@ -355,9 +419,9 @@ export async function benchServeThroughput(): Promise<Figures> {
       // elsewhere, and sessions a process took up (its state and transcript read) after another gave it up.
       "serve.cluster3.forwardedShare": round(cluster.forwarded / turns),
       "serve.cluster3.adoptionsPerTurn": round(cluster.adopted / turns),
-      "serve.refusedPosts": cluster.refused + single.refused + warm.refused,
+      "serve.refusedPosts": [cluster, single, ...warmedAll].reduce((n, side) => n + side.refused, 0),
       "serve.refusedPosts.target": "<= 0",
-      "serve.answeredTwice": cluster.twice + single.twice + warm.twice,
+      "serve.answeredTwice": [cluster, single, ...warmedAll].reduce((n, side) => n + side.twice, 0),
       "serve.answeredTwice.target": "<= 0",
     };
   } finally {
