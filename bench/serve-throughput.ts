@@ -4,11 +4,12 @@
  * sessions × 5 follow-ups, `POST /v1/sessions/{key}/messages` (mode `followup`), posted round-robin to
  * the three processes (all to the one), a model server that answers at once (OpenAI's streaming wire
  * format), `lanes.main: 16`. A round's time runs from its first POST until every message was answered
- * (`final.delivered` on the processes' `GET /v1/events?types=...` streams). Each side is warmed up first, until
- * each process has answered `WARM_TURNS` turns (its JIT settled: what a gateway that has been up for a while
- * runs on); the first warm-up round of each side is reported too, as a cold start. Then the sides take turns
- * (cluster, one, one, cluster), each round half the sessions, so that the rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their database
- * backends, and POSTs refused (anything but 200).
+ * (`final.delivered` on the processes' `GET /v1/events?types=...` streams). Each side is warmed up
+ * first, until each process has answered `WARM_TURNS` turns (its JIT settled: what a gateway that has
+ * been up for a while runs on); the first warm-up round of each side is reported too, as a cold start.
+ * Then the sides take turns (cluster, one, one, cluster), each round half the sessions, so that the
+ * rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their
+ * database backends, and POSTs refused (anything but 200).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -36,7 +37,7 @@ const WARM_ROUND = SESSIONS * WARM_MESSAGES;
  * where a process's TurboFan threads fall quiet on this workload (`perf`: under 2% of its CPU after
  * about 4,000 turns; 20–30% in its first few hundred).
  */
-const WARM_TURNS = Number(process.env.TILLER_BENCH_SERVE_WARMUP_TURNS ?? 4500);
+const WARM_TURNS = Math.max(1, Number(process.env.TILLER_BENCH_SERVE_WARMUP_TURNS ?? 4500) || 1);
 /** A round that gets no new answer for this long fails the bench (a lost message, not a slow one). */
 const STALL_MS = 30_000;
 
