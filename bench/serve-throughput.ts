@@ -371,17 +371,18 @@ export async function benchServeThroughput(): Promise<Figures> {
     // Warm-up (JIT, connections, prepared plans, the model's sockets) until every process has answered
     // as many turns as the others: a process's JIT compiles a function once that function has run often
     // enough, so each of the three, seeing a third of the cluster's turns, takes three times as many
-    // rounds to get there. The sides take turns (three cluster rounds, then one JSONL round), so the
-    // machine's load weighs on both.
+    // rounds to get there. The sides take turns (up to three cluster rounds, then one JSONL round), so
+    // the machine's load weighs on both.
     const warmRounds = {
       cluster: Math.ceil((3 * WARM_TURNS) / WARM_ROUND),
       jsonl: Math.ceil(WARM_TURNS / WARM_ROUND),
     };
     const warm = { cluster: [] as Side[], jsonl: [] as Side[] };
-    for (let r = 0; r < warmRounds.cluster; r++) {
-      warm.cluster.push(await warmRound(three, `w3-${r}`));
-      if (r % 3 === 2 || r === warmRounds.cluster - 1)
-        if (warm.jsonl.length < warmRounds.jsonl) warm.jsonl.push(await warmRound([one], `w1-${r}`));
+    // The cluster needs at most three rounds for each of the JSONL process's (ceilings of n and 3n).
+    for (let r = 0; r < warmRounds.jsonl; r++) {
+      while (warm.cluster.length < Math.min(3 * (r + 1), warmRounds.cluster))
+        warm.cluster.push(await warmRound(three, `w3-${warm.cluster.length}`));
+      warm.jsonl.push(await warmRound([one], `w1-${r}`));
     }
     await measure(three, "r0c", admin, cluster);
     await measure([one], "r0j", undefined, single);
@@ -395,7 +396,7 @@ export async function benchServeThroughput(): Promise<Figures> {
         JSON.stringify({ cluster: cluster.windows, jsonl: single.windows, turnsPerSide: turns }),
       );
     const perSecond = (side: Side, n = turns) => n / (side.ms / 1000);
-    const warmedAll = [...warm.cluster, ...warm.jsonl];
+    const everySide = [cluster, single, ...warm.cluster, ...warm.jsonl];
     const [coldCluster, coldJsonl] = [warm.cluster[0]!, warm.jsonl[0]!];
     const [lastCluster, lastJsonl] = [warm.cluster.at(-1)!, warm.jsonl.at(-1)!];
     return {
@@ -420,9 +421,9 @@ export async function benchServeThroughput(): Promise<Figures> {
       // elsewhere, and sessions a process took up (its state and transcript read) after another gave it up.
       "serve.cluster3.forwardedShare": round(cluster.forwarded / turns),
       "serve.cluster3.adoptionsPerTurn": round(cluster.adopted / turns),
-      "serve.refusedPosts": [cluster, single, ...warmedAll].reduce((n, side) => n + side.refused, 0),
+      "serve.refusedPosts": everySide.reduce((n, side) => n + side.refused, 0),
       "serve.refusedPosts.target": "<= 0",
-      "serve.answeredTwice": [cluster, single, ...warmedAll].reduce((n, side) => n + side.twice, 0),
+      "serve.answeredTwice": everySide.reduce((n, side) => n + side.twice, 0),
       "serve.answeredTwice.target": "<= 0",
     };
   } finally {
