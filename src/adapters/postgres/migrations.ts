@@ -1,4 +1,5 @@
 import { CLAIM_QUICK_FUNCTION } from "./claim-quick-function.js";
+import { CLAIM_WALK_FUNCTION } from "./claim-walk-function.js";
 import { ENQUEUE_CLAIM_FUNCTION } from "./enqueue-claim-function.js";
 import { INBOX_ACCEPT_OLDER_FUNCTION } from "./inbox-accept-older-function.js";
 import { STATEMENT_FUNCTIONS } from "./statement-functions.js";
@@ -316,4 +317,5 @@ CREATE INDEX session_state_has_work ON session_state (session_key) WHERE has_wor
   },
   ENQUEUE_CLAIM_FUNCTION,
   INBOX_ACCEPT_OLDER_FUNCTION,
+  CLAIM_WALK_FUNCTION,
 ];

@@ -81,10 +81,11 @@ UPDATE lane_runs SET state = 'active', fence = nextval('fence_seq'), started_at 
 RETURNING id, owner, local_id, fence, session_key`;
 
 /**
- * The claim's quick path, with the ends of the lane's runs and the lane's lock, in one statement: the
- * function claim_quick (migration 11, src/adapters/postgres/claim-quick-function.ts) chooses as CLAIM
- * does, reading only the oldest `$7` waiting rows of each priority class, and grants only when it can
- * prove its choice (else the caller runs CLAIM). `$1`: the lock key (LOCK_LANE); `$2`, `$3`: the
+ * The claim the lanes run, with the ends of the lane's runs and the lane's lock, in one statement: the
+ * function claim_quick (migration 16, src/adapters/postgres/claim-walk-function.ts) chooses as CLAIM
+ * does, walking the lane's priority classes only as far as its free slots take it, and says its choice
+ * is proven (a function before migration 16 read a window of `$7` rows a class and could fail to prove
+ * it; the caller then runs CLAIM). `$1`: the lock key (LOCK_LANE); `$2`, `$3`: the
  * ended runs' rows and tokens; `$4`: the lane; `$5`: its capacity when none is stored; `$6`: the aging
  * period (ms); `$8`: the lease (ms); `$9`, `$10`: this process and how far ahead another's renewal must
  * reach (RUNNABLE); `$11`: the lease of a grant to another (GRANT_LEASE); `$12`: the channel name up

@@ -45,8 +45,6 @@ export class ClusterDb {
     readonly leaseMs: number,
     /** A waiting row rises one priority level per this many ms waited (0: no aging). */
     readonly agingMs = 0,
-    /** The quick path's rows per priority class (tests set a small one); default 2 × capacity + 32. */
-    readonly classWindow?: number,
     /**
      * The cadence of every process's renewals (their heartbeat; `pollMs`: its slack). Given, this one
      * grants slots to another only while that one renews on time (a process that missed a renewal
@@ -115,10 +113,10 @@ export class ClusterDb {
   /**
    * One claim pass on a lane: under the lane's advisory lock, grants its free slots (to any process),
    * and wakes the other processes it granted to. Undefined when another lane's pass granted the same
-   * session first (the unique index refused it): then the pass should simply run again. The quick
-   * path goes in one round trip: one call of claim_quick (CLAIM_QUICK_CALL), in autocommit, takes the
-   * lock, ends `ends`, claims and wakes in one transaction; when it cannot prove its choice it grants
-   * nothing and the full pass runs.
+   * session first (the unique index refused it): then the pass should simply run again. It goes in one
+   * round trip: one call of claim_quick (CLAIM_QUICK_CALL), in autocommit, takes the lock, ends `ends`,
+   * claims and wakes in one transaction. Since migration 16 its choice is always proven (it walks the
+   * lane's classes to its last free slot); the full pass stays for an answer that is not.
    */
   async claim(
     lane: string,
@@ -127,7 +125,6 @@ export class ClusterDb {
     news: readonly NewRun[] = [],
   ): Promise<Grant[] | undefined> {
     return this.inClaim(async (client) => {
-      const window = Math.max(1, this.classWindow ?? 2 * defaultCapacity + 32);
       // Runs of this lane that ended here go in the same transaction, before the claim counts the
       // active rows: their slots are granted again in the same round trip. New waiting rows too: they
       // are written first, and a free slot is granted in the round trip that wrote its row.
@@ -142,7 +139,8 @@ export class ClusterDb {
           lane,
           defaultCapacity,
           this.agingMs,
-          window,
+          // The class window: no longer read since migration 16 (the claim walks to its last slot).
+          0,
           this.leaseMs,
           this.processId,
           this.grantAheadMs,
@@ -157,7 +155,7 @@ export class ClusterDb {
             : []),
         ],
       });
-      // Committed with the statement: each new row's id, even when the quick path proves nothing.
+      // Committed with the statement: each new row's id, whatever the claim granted.
       const ids = rows[0]?.new_ids ?? [];
       for (const [index, run] of news.entries()) if (ids[index] != null) run.rowId = String(ids[index]);
       if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));

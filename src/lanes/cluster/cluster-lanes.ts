@@ -58,7 +58,7 @@ export async function createClusterLanes(options: ClusterLanesOptions): Promise<
     { synchronous_commit: "off" },
     0,
   );
-  const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs, undefined, { heartbeatMs, pollMs });
+  const db = new ClusterDb(pool, schema, processId, leaseMs, agingMs, { heartbeatMs, pollMs });
   const fences = new FenceRegistry<ClusterEntry>();
   const entries = new Map<number, ClusterEntry>();
   /** Rows of runs that ended by themselves, given back once their writes landed. */

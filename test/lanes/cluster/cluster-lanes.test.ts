@@ -95,7 +95,7 @@ describe("cluster lanes (one process, several instances)", () => {
     );
     const pool = createPool({ url: db.url, schema: db.schema, poolSize: 2 });
     try {
-      const me = new ClusterDb(pool, db.schema, "me", 10_000, 0, undefined, {
+      const me = new ClusterDb(pool, db.schema, "me", 10_000, 0, {
         heartbeatMs: 3_000,
         pollMs: 500,
       });

@@ -1,0 +1,119 @@
+import type { Migration } from "./migrations.js";
+
+/**
+ * Migration 16: `claim_quick` (migration 11) as a walk. The set-based quick claim checked every one
+ * of the oldest `p_window` waiting rows of each priority class (three correlated lookups a row), then
+ * proved or gave up on its choice; with a few dozen sessions waiting, that work was most of a claim's
+ * cost, and a long queue fell back to the full pass. The walk reads the lane's three classes as
+ * cursors in id order, which within a class is also (aged level, id) order (an older row never has
+ * a higher level), and merges them: the next row in the full claim's order is always the smallest
+ * head, checked as CLAIM checks it (the session's best waiting row in any lane, no run of the
+ * session active, its process alive and, for another process, renewing more than `p_ahead` ms
+ * ahead). It stops at the lane's last free slot, so a claim costs the rows it grants and the rows it
+ * passes over, whatever waits behind them, and its choice is always CLAIM's (`proven` is always
+ * true; `p_window` is no longer read). Grants, leases and wake-ups are as before. `enqueue_claim`
+ * (migration 14) calls this function by name, so it walks too.
+ * Released migrations never change: a new version of the function comes as a new migration.
+ */
+export const CLAIM_WALK_FUNCTION: Migration = {
+  version: 16,
+  name: "the lanes' claim as a walk over the priority classes",
+  sql: `
+CREATE OR REPLACE FUNCTION claim_quick(
+  p_lock text, p_end_ids bigint[], p_end_fences bigint[], p_lane text, p_capacity integer,
+  p_aging float8, p_window integer, p_lease float8, p_self text, p_ahead float8, p_other float8,
+  p_channel text)
+RETURNS TABLE (told bigint, proven boolean, id bigint, owner text, local_id bigint, fence bigint,
+               session_key text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_free integer;
+  v_now timestamptz;
+  v_pick bigint[] := '{}';
+  v_id bigint[] := ARRAY[NULL, NULL, NULL]::bigint[];
+  v_level float8[] := ARRAY[0, 0, 0]::float8[];
+  v_session text[] := ARRAY[NULL, NULL, NULL]::text[];
+  v_owner text[] := ARRAY[NULL, NULL, NULL]::text[];
+  v_k integer;
+  v_need integer[] := ARRAY[1, 2, 3];
+  r record;
+  c0 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
+     WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 0 ORDER BY q.id;
+  c1 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
+     WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 1 ORDER BY q.id;
+  c2 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
+     WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 2 ORDER BY q.id;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(p_lock));
+  IF cardinality(p_end_ids) > 0 THEN
+    DELETE FROM lane_runs x USING unnest(p_end_ids, p_end_fences) AS e(id, fence)
+     WHERE x.id = e.id AND x.fence = e.fence;
+  END IF;
+  v_free := greatest(coalesce((SELECT c.capacity FROM lane_capacity c WHERE c.lane = p_lane), p_capacity)
+                     - (SELECT count(*) FROM lane_runs a WHERE a.lane = p_lane AND a.state = 'active'), 0);
+  IF v_free > 0 THEN
+    -- One clock for the whole walk: every row's level is read at the same instant.
+    v_now := clock_timestamp();
+    OPEN c0; OPEN c1; OPEN c2;
+    -- The merge: read the head of each class that needs one, take the smallest (level, id) of the
+    -- heads, check it; only its class moves on.
+    LOOP
+      FOREACH v_k IN ARRAY v_need LOOP
+        IF v_k = 1 THEN FETCH c0 INTO r; ELSIF v_k = 2 THEN FETCH c1 INTO r; ELSE FETCH c2 INTO r; END IF;
+        IF FOUND THEN
+          v_id[v_k] := r.id; v_session[v_k] := r.session_key; v_owner[v_k] := r.owner;
+          v_level[v_k] := CASE WHEN p_aging > 0
+            THEN greatest(0, (v_k - 1) - floor(extract(epoch FROM v_now - r.enqueued_at) * 1000 / p_aging))
+            ELSE v_k - 1 END;
+        ELSE
+          v_id[v_k] := NULL;
+        END IF;
+      END LOOP;
+      v_k := NULL;
+      FOR i IN 1..3 LOOP
+        IF v_id[i] IS NOT NULL AND (v_k IS NULL OR (v_level[i], v_id[i]) < (v_level[v_k], v_id[v_k])) THEN
+          v_k := i;
+        END IF;
+      END LOOP;
+      EXIT WHEN v_k IS NULL;
+      IF NOT EXISTS (SELECT 1 FROM lane_runs o
+                      WHERE o.session_key = v_session[v_k] AND o.state = 'queued' AND o.id <> v_id[v_k]
+                        AND (CASE WHEN p_aging > 0
+                   THEN greatest(0, o.priority - floor(extract(epoch FROM v_now - o.enqueued_at) * 1000 / p_aging))
+                   ELSE o.priority END, o.id) < (v_level[v_k], v_id[v_k]))
+         AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = v_session[v_k] AND a.state = 'active')
+         AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = v_owner[v_k]
+                      AND p.alive_until > v_now
+                          + CASE WHEN p.process_id = p_self THEN 0 ELSE p_ahead END * interval '1 millisecond')
+      THEN
+        v_pick := v_pick || v_id[v_k];
+        v_free := v_free - 1;
+        EXIT WHEN v_free = 0;
+      END IF;
+      v_need := ARRAY[v_k];
+    END LOOP;
+    CLOSE c0; CLOSE c1; CLOSE c2;
+  END IF;
+  IF cardinality(v_pick) = 0 THEN
+    RETURN QUERY SELECT 0::bigint, true, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH granted AS (
+    UPDATE lane_runs g SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
+           lease_until = CASE WHEN g.owner = p_self
+      THEN clock_timestamp() + p_lease * interval '1 millisecond'
+      ELSE least(clock_timestamp() + p_lease * interval '1 millisecond',
+                 (SELECT p.alive_until FROM processes p WHERE p.process_id = g.owner)
+                 + (p_other - p_lease) * interval '1 millisecond') END
+     WHERE g.id = ANY (v_pick) AND g.state = 'queued'
+    RETURNING g.id, g.owner, g.local_id, g.fence, g.session_key),
+  told AS (
+    SELECT pg_notify(p_channel || t.owner, CASE WHEN length(t.grants) < 7000 THEN t.grants ELSE '' END)
+      FROM (SELECT owner, json_agg(json_build_array(id::text, local_id::text, fence::text))::text AS grants
+              FROM granted WHERE owner <> p_self GROUP BY owner) t)
+  SELECT (SELECT count(*) FROM told), true, g.id, g.owner, g.local_id, g.fence, g.session_key FROM granted g;
+END
+$fn$;`,
+};
