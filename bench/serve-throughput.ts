@@ -8,8 +8,9 @@
  * first, until each process has answered `WARM_TURNS` turns (its JIT settled: what a gateway that has
  * been up for a while runs on); the first warm-up round of each side is reported too, as a cold start.
  * Then the sides take turns (cluster, one, one, cluster), each round half the sessions, so that the
- * rest of the machine's load weighs on both. Also: the CPU per turn of the processes and of their
- * database backends, and POSTs refused (anything but 200).
+ * rest of the machine's load weighs on both; such a block (the workload once a side) runs `MEASURED`
+ * times, and the lowest and highest block's ratio are reported beside the whole phase's. Also: the CPU
+ * per turn of the processes and of their database backends, and POSTs refused (anything but 200).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -38,6 +39,12 @@ const WARM_ROUND = SESSIONS * WARM_MESSAGES;
  * about 4,000 turns; 20–30% in its first few hundred).
  */
 const WARM_TURNS = Math.max(1, Number(process.env.TILLER_BENCH_SERVE_WARMUP_TURNS ?? 4500) || 1);
+/**
+ * Times each side answers the workload in the measured phase (`TILLER_BENCH_SERVE_MEASURED`), in
+ * blocks of cluster, JSONL, JSONL, cluster rounds: one workload is under a second a side, and a run of
+ * other processes on the machine for that long moved a single workload's ratio by 15–20%.
+ */
+const MEASURED = Math.max(1, Number(process.env.TILLER_BENCH_SERVE_MEASURED ?? 4) || 1);
 /** A round that gets no new answer for this long fails the bench (a lost message, not a slow one). */
 const STALL_MS = 30_000;
 
@@ -296,6 +303,18 @@ function newSide(): Side {
   return { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0, windows: [] };
 }
 
+/** Adds a block's counts to a side's. */
+function addSide(into: Side, from: Side): void {
+  into.ms += from.ms;
+  into.cpuMs += from.cpuMs;
+  into.dbCpuMs += from.dbCpuMs;
+  into.refused += from.refused;
+  into.twice += from.twice;
+  into.forwarded += from.forwarded;
+  into.adopted += from.adopted;
+  into.windows.push(...from.windows);
+}
+
 async function measure(
   members: Serve[],
   prefix: string,
@@ -384,11 +403,19 @@ export async function benchServeThroughput(): Promise<Figures> {
         warm.cluster.push(await warmRound(three, `w3-${warm.cluster.length}`));
       warm.jsonl.push(await warmRound([one], `w1-${r}`));
     }
-    await measure(three, "r0c", admin, cluster);
-    await measure([one], "r0j", undefined, single);
-    await measure([one], "r1j", undefined, single);
-    await measure(three, "r1c", admin, cluster);
-    const turns = 2 * TURNS;
+    // Each block is the workload once a side (60 sessions × 5 messages), its ratio kept for the spread.
+    const blockRatios: number[] = [];
+    for (let b = 0; b < MEASURED; b++) {
+      const block = { cluster: newSide(), jsonl: newSide() };
+      await measure(three, `m${b}c0`, admin, block.cluster);
+      await measure([one], `m${b}j0`, undefined, block.jsonl);
+      await measure([one], `m${b}j1`, undefined, block.jsonl);
+      await measure(three, `m${b}c1`, admin, block.cluster);
+      blockRatios.push(block.jsonl.ms / block.cluster.ms);
+      addSide(cluster, block.cluster);
+      addSide(single, block.jsonl);
+    }
+    const turns = 2 * TURNS * MEASURED;
     const profile = process.env.TILLER_BENCH_CPU_PROF;
     if (profile)
       await writeFile(
@@ -404,6 +431,10 @@ export async function benchServeThroughput(): Promise<Figures> {
       "serve.jsonl1.perSecond": Math.round(perSecond(single)),
       "serve.ratio": round(perSecond(cluster) / perSecond(single), 3),
       "serve.ratio.target": ">= 1",
+      // The same ratio for each block (each workload once a side, taking turns): how much it moves.
+      "serve.ratio.blocks": MEASURED,
+      "serve.ratio.lowestBlock": round(Math.min(...blockRatios), 3),
+      "serve.ratio.highestBlock": round(Math.max(...blockRatios), 3),
       // The first warm-up round of each side: a cluster just started, its three JITs cold.
       "serve.coldStart.ratio": round(
         perSecond(coldCluster, WARM_ROUND) / perSecond(coldJsonl, WARM_ROUND),
