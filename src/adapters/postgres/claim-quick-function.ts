@@ -3,7 +3,18 @@
 // statements inside are planned once per connection and their plans kept (PL/pgSQL caches them),
 // instead of planning the whole claim again on every call. Names are unqualified: they resolve
 // through the calling connection's search_path (the adapter's schema), as every statement's do.
-// Released migrations never change: a new version of the function comes as a new migration.
+// Released migrations never change: a new version of the function comes as a new migration (migration
+// 16, claim-walk-function.ts, replaced this body with a walk).
+
+/** The function's name, parameters, answer and language: every version of its body has the same. */
+export const CLAIM_QUICK_HEAD = `claim_quick(
+  p_lock text, p_end_ids bigint[], p_end_fences bigint[], p_lane text, p_capacity integer,
+  p_aging float8, p_window integer, p_lease float8, p_self text, p_ahead float8, p_other float8,
+  p_channel text)
+RETURNS TABLE (told bigint, proven boolean, id bigint, owner text, local_id bigint, fence bigint,
+               session_key text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column`;
 
 /**
  * `claim_quick`: under the lane's advisory lock (`p_lock`), deletes the rows of runs of the lane that
@@ -22,14 +33,7 @@
  * grant. `p_capacity`: the lane's capacity when none is stored.
  */
 export const CLAIM_QUICK_FUNCTION = `
-CREATE FUNCTION claim_quick(
-  p_lock text, p_end_ids bigint[], p_end_fences bigint[], p_lane text, p_capacity integer,
-  p_aging float8, p_window integer, p_lease float8, p_self text, p_ahead float8, p_other float8,
-  p_channel text)
-RETURNS TABLE (told bigint, proven boolean, id bigint, owner text, local_id bigint, fence bigint,
-               session_key text)
-LANGUAGE plpgsql AS $fn$
-#variable_conflict use_column
+CREATE FUNCTION ${CLAIM_QUICK_HEAD}
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext(p_lock));
   IF cardinality(p_end_ids) > 0 THEN

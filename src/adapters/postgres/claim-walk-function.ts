@@ -1,3 +1,4 @@
+import { CLAIM_QUICK_HEAD } from "./claim-quick-function.js";
 import type { Migration } from "./migrations.js";
 
 /**
@@ -19,14 +20,7 @@ export const CLAIM_WALK_FUNCTION: Migration = {
   version: 16,
   name: "the lanes' claim as a walk over the priority classes",
   sql: `
-CREATE OR REPLACE FUNCTION claim_quick(
-  p_lock text, p_end_ids bigint[], p_end_fences bigint[], p_lane text, p_capacity integer,
-  p_aging float8, p_window integer, p_lease float8, p_self text, p_ahead float8, p_other float8,
-  p_channel text)
-RETURNS TABLE (told bigint, proven boolean, id bigint, owner text, local_id bigint, fence bigint,
-               session_key text)
-LANGUAGE plpgsql AS $fn$
-#variable_conflict use_column
+CREATE OR REPLACE FUNCTION ${CLAIM_QUICK_HEAD}
 DECLARE
   v_free integer;
   v_now timestamptz;
