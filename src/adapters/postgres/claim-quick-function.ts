@@ -16,6 +16,13 @@ RETURNS TABLE (told bigint, proven boolean, id bigint, owner text, local_id bigi
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column`;
 
+/** The body's first steps in every version: the lane's lock, then the ended runs' rows go. */
+export const LOCK_AND_END_RUNS = `  PERFORM pg_advisory_xact_lock(hashtext(p_lock));
+  IF cardinality(p_end_ids) > 0 THEN
+    DELETE FROM lane_runs r USING unnest(p_end_ids, p_end_fences) AS e(id, fence)
+     WHERE r.id = e.id AND r.fence = e.fence;
+  END IF;`;
+
 /**
  * `claim_quick`: under the lane's advisory lock (`p_lock`), deletes the rows of runs of the lane that
  * ended (`p_end_ids`, `p_end_fences`: a row goes only with the token that held it), so their slots are
@@ -35,11 +42,7 @@ LANGUAGE plpgsql AS $fn$
 export const CLAIM_QUICK_FUNCTION = `
 CREATE FUNCTION ${CLAIM_QUICK_HEAD}
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext(p_lock));
-  IF cardinality(p_end_ids) > 0 THEN
-    DELETE FROM lane_runs r USING unnest(p_end_ids, p_end_fences) AS e(id, fence)
-     WHERE r.id = e.id AND r.fence = e.fence;
-  END IF;
+${LOCK_AND_END_RUNS}
   RETURN QUERY
   WITH cap AS (
     SELECT greatest(coalesce((SELECT capacity FROM lane_capacity WHERE lane = p_lane), p_capacity)

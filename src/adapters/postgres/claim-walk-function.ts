@@ -1,4 +1,4 @@
-import { CLAIM_QUICK_HEAD } from "./claim-quick-function.js";
+import { CLAIM_QUICK_HEAD, LOCK_AND_END_RUNS } from "./claim-quick-function.js";
 import type { Migration } from "./migrations.js";
 
 /**
@@ -31,7 +31,7 @@ DECLARE
   v_owner text[] := ARRAY[NULL, NULL, NULL]::text[];
   v_k integer;
   v_need integer[] := ARRAY[1, 2, 3];
-  r record;
+  v_row record;
   c0 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
      WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 0 ORDER BY q.id;
   c1 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
@@ -39,11 +39,7 @@ DECLARE
   c2 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
      WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 2 ORDER BY q.id;
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext(p_lock));
-  IF cardinality(p_end_ids) > 0 THEN
-    DELETE FROM lane_runs x USING unnest(p_end_ids, p_end_fences) AS e(id, fence)
-     WHERE x.id = e.id AND x.fence = e.fence;
-  END IF;
+${LOCK_AND_END_RUNS}
   v_free := greatest(coalesce((SELECT c.capacity FROM lane_capacity c WHERE c.lane = p_lane), p_capacity)
                      - (SELECT count(*) FROM lane_runs a WHERE a.lane = p_lane AND a.state = 'active'), 0);
   IF v_free > 0 THEN
@@ -54,11 +50,11 @@ BEGIN
     -- heads, check it; only its class moves on.
     LOOP
       FOREACH v_k IN ARRAY v_need LOOP
-        IF v_k = 1 THEN FETCH c0 INTO r; ELSIF v_k = 2 THEN FETCH c1 INTO r; ELSE FETCH c2 INTO r; END IF;
+        IF v_k = 1 THEN FETCH c0 INTO v_row; ELSIF v_k = 2 THEN FETCH c1 INTO v_row; ELSE FETCH c2 INTO v_row; END IF;
         IF FOUND THEN
-          v_id[v_k] := r.id; v_session[v_k] := r.session_key; v_owner[v_k] := r.owner;
+          v_id[v_k] := v_row.id; v_session[v_k] := v_row.session_key; v_owner[v_k] := v_row.owner;
           v_level[v_k] := CASE WHEN p_aging > 0
-            THEN greatest(0, (v_k - 1) - floor(extract(epoch FROM v_now - r.enqueued_at) * 1000 / p_aging))
+            THEN greatest(0, (v_k - 1) - floor(extract(epoch FROM v_now - v_row.enqueued_at) * 1000 / p_aging))
             ELSE v_k - 1 END;
         ELSE
           v_id[v_k] := NULL;
