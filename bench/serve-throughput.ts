@@ -294,13 +294,25 @@ interface Side {
   ms: number;
   cpuMs: number;
   dbCpuMs: number;
+  /** The bench process's own CPU (its model server, POSTs and event streams), all its threads. */
+  benchCpuMs: number;
   refused: number;
   twice: number;
   windows: Array<{ pids: number[]; from: number; to: number }>;
 }
 
 function newSide(): Side {
-  return { ms: 0, cpuMs: 0, dbCpuMs: 0, refused: 0, twice: 0, forwarded: 0, adopted: 0, windows: [] };
+  return {
+    ms: 0,
+    cpuMs: 0,
+    dbCpuMs: 0,
+    benchCpuMs: 0,
+    refused: 0,
+    twice: 0,
+    forwarded: 0,
+    adopted: 0,
+    windows: [],
+  };
 }
 
 /** Adds a block's counts to a side's. */
@@ -308,6 +320,7 @@ function addSide(into: Side, from: Side): void {
   into.ms += from.ms;
   into.cpuMs += from.cpuMs;
   into.dbCpuMs += from.dbCpuMs;
+  into.benchCpuMs += from.benchCpuMs;
   into.refused += from.refused;
   into.twice += from.twice;
   into.forwarded += from.forwarded;
@@ -331,7 +344,10 @@ async function measure(
   const moved = () => members.reduce((n, m) => [n[0]! + m.forwarded, n[1]! + m.adopted], [0, 0]);
   const [forwardedBefore, adoptedBefore] = moved();
   const from = process.hrtime.bigint();
+  const benchBefore = process.cpuUsage();
   const played = await playRound(members, prefix, messages);
+  const bench = process.cpuUsage(benchBefore);
+  side.benchCpuMs += (bench.user + bench.system) / 1000;
   // With profiles: the measured windows (µs, the monotonic clock the profiles' timestamps use).
   side.windows.push({ pids, from: Number(from / 1000n), to: Number(process.hrtime.bigint() / 1000n) });
   const [forwardedAfter, adoptedAfter] = moved();
@@ -448,6 +464,10 @@ export async function benchServeThroughput(): Promise<Figures> {
       "serve.cluster3.cpuMsPerTurn": round(cluster.cpuMs / turns),
       "serve.cluster3.dbCpuMsPerTurn": round(cluster.dbCpuMs / turns),
       "serve.jsonl1.cpuMsPerTurn": round(single.cpuMs / turns),
+      // The bench's own work shares the two cores: with the cluster, whose processes keep both busy, it
+      // takes from the cluster; with the one JSONL process, it mostly runs on the core left over.
+      "serve.benchProcess.cpuMsPerTurn.cluster3": round(cluster.benchCpuMs / turns),
+      "serve.benchProcess.cpuMsPerTurn.jsonl1": round(single.benchCpuMs / turns),
       // Where the cluster's extra work comes from: messages a process forwarded to the session's owner
       // elsewhere, and sessions a process took up (its state and transcript read) after another gave it up.
       "serve.cluster3.forwardedShare": round(cluster.forwarded / turns),
