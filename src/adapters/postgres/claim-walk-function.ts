@@ -104,6 +104,11 @@ ${LOCK_AND_END_RUNS}
       FROM (SELECT owner, json_agg(json_build_array(id::text, local_id::text, fence::text))::text AS grants
               FROM granted WHERE owner <> p_self GROUP BY owner) t)
   SELECT (SELECT count(*) FROM told), true, g.id, g.owner, g.local_id, g.fence, g.session_key FROM granted g;
+  -- Every picked row gone meanwhile (a waiting task taken back by its caller, or reaped: neither waits
+  -- for the lane's lock): still one answer, proven, with no grant.
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 0::bigint, true, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, NULL::text;
+  END IF;
 END
 $fn$;`,
 };

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { migrate } from "../../../src/adapters/postgres/migrate.js";
 import * as sql from "../../../src/lanes/cluster/claim-sql.js";
 import { usePostgresSchema } from "../../support/postgres.js";
@@ -131,4 +131,54 @@ describe("the claim the lanes run", () => {
     expect(granted).toBeGreaterThan(100);
     expect(passedOver).toBeGreaterThan(20);
   }, 120_000);
+
+  it("answers proven with no grant when the row it picked is taken back before its grant", async () => {
+    const holder = await db.pool.connect();
+    const claimer = await db.pool.connect();
+    try {
+      await holder.query(`SET search_path TO ${db.schema}`);
+      await claimer.query(`SET search_path TO ${db.schema}`);
+      const claimerPid = (await claimer.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!
+        .pid;
+      await holder.query(`INSERT INTO processes (process_id, alive_until) VALUES ('pa', now() + interval '1 hour')
+        ON CONFLICT (process_id) DO UPDATE SET alive_until = excluded.alive_until`);
+      const { rows } = await holder.query<{ id: string }>(
+        `INSERT INTO lane_runs (lane, session_key, priority, state, owner, local_id)
+         VALUES ('gone', 'sg', 1, 'queued', 'pa', 1) RETURNING id`,
+      );
+      // The caller's take-back holds the row while the claim walks to it and waits to grant it.
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM lane_runs WHERE id = $1 FOR UPDATE", [rows[0]!.id]);
+      const claim = claimer.query<{ proven: boolean; id: string | null }>(sql.CLAIM_QUICK_CALL, [
+        "claimwindow:gone",
+        [],
+        [],
+        "gone",
+        1,
+        AGING_MS,
+        1,
+        60_000,
+        "pa",
+        0,
+        60_000,
+        "claimwindow_grant_",
+      ]);
+      // Waiting on the row lock: the claim has picked the row.
+      await vi.waitFor(async () => {
+        const waiting = await db.pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+          [claimerPid],
+        );
+        expect(waiting.rowCount).toBeGreaterThan(0);
+      });
+      await holder.query("DELETE FROM lane_runs WHERE id = $1", [rows[0]!.id]);
+      await holder.query("COMMIT");
+      const answer = await claim;
+      expect(answer.rows).toEqual([expect.objectContaining({ proven: true, id: null })]);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      holder.release();
+      claimer.release();
+    }
+  });
 });
