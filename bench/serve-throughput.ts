@@ -42,7 +42,7 @@ const WARM_TURNS = Math.max(1, Number(process.env.TILLER_BENCH_SERVE_WARMUP_TURN
 /**
  * Times each side answers the workload in the measured phase (`TILLER_BENCH_SERVE_MEASURED`), in
  * blocks of cluster, JSONL, JSONL, cluster rounds: one workload is under a second a side, and a run of
- * other processes on the machine for that long moved a single workload's ratio by 15–20%.
+ * other processes on the machine for that long moved a single workload's ratio by up to 40%.
  */
 const MEASURED = Math.max(1, Number(process.env.TILLER_BENCH_SERVE_MEASURED ?? 4) || 1);
 /** A round that gets no new answer for this long fails the bench (a lost message, not a slow one). */
