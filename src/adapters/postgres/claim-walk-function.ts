@@ -1,6 +1,17 @@
 import { CLAIM_QUICK_HEAD, LOCK_AND_END_RUNS } from "./claim-quick-function.js";
 import type { Migration } from "./migrations.js";
 
+/** A waiting row's aged level at the walk's instant `v_now` (as LEVEL in claim-sql.ts reads it). */
+const level = (priority: string, enqueuedAt: string) => `CASE WHEN p_aging > 0
+            THEN greatest(0, ${priority} - floor(extract(epoch FROM v_now - ${enqueuedAt}) * 1000 / p_aging))
+            ELSE ${priority} END`;
+
+/** The cursor over class `k`'s waiting rows of the lane, oldest first. */
+const classCursor = (
+  k: number,
+) => `c${k} CURSOR FOR SELECT q.id, q.session_key, q.owner, q.priority, q.enqueued_at
+     FROM lane_runs q WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = ${k} ORDER BY q.id;`;
+
 /**
  * Migration 16: `claim_quick` (migration 11) as a walk. The set-based quick claim checked every one
  * of the oldest `p_window` waiting rows of each priority class (three correlated lookups a row), then
@@ -25,6 +36,7 @@ DECLARE
   v_free integer;
   v_now timestamptz;
   v_pick bigint[] := '{}';
+  v_granted boolean := false;
   v_id bigint[] := ARRAY[NULL, NULL, NULL]::bigint[];
   v_level float8[] := ARRAY[0, 0, 0]::float8[];
   v_session text[] := ARRAY[NULL, NULL, NULL]::text[];
@@ -32,12 +44,9 @@ DECLARE
   v_k integer;
   v_need integer[] := ARRAY[1, 2, 3];
   v_row record;
-  c0 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
-     WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 0 ORDER BY q.id;
-  c1 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
-     WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 1 ORDER BY q.id;
-  c2 CURSOR FOR SELECT q.id, q.session_key, q.owner, q.enqueued_at FROM lane_runs q
-     WHERE q.lane = p_lane AND q.state = 'queued' AND q.priority = 2 ORDER BY q.id;
+  ${classCursor(0)}
+  ${classCursor(1)}
+  ${classCursor(2)}
 BEGIN
 ${LOCK_AND_END_RUNS}
   v_free := greatest(coalesce((SELECT c.capacity FROM lane_capacity c WHERE c.lane = p_lane), p_capacity)
@@ -53,9 +62,7 @@ ${LOCK_AND_END_RUNS}
         IF v_k = 1 THEN FETCH c0 INTO v_row; ELSIF v_k = 2 THEN FETCH c1 INTO v_row; ELSE FETCH c2 INTO v_row; END IF;
         IF FOUND THEN
           v_id[v_k] := v_row.id; v_session[v_k] := v_row.session_key; v_owner[v_k] := v_row.owner;
-          v_level[v_k] := CASE WHEN p_aging > 0
-            THEN greatest(0, (v_k - 1) - floor(extract(epoch FROM v_now - v_row.enqueued_at) * 1000 / p_aging))
-            ELSE v_k - 1 END;
+          v_level[v_k] := ${level("v_row.priority", "v_row.enqueued_at")};
         ELSE
           v_id[v_k] := NULL;
         END IF;
@@ -69,9 +76,7 @@ ${LOCK_AND_END_RUNS}
       EXIT WHEN v_k IS NULL;
       IF NOT EXISTS (SELECT 1 FROM lane_runs o
                       WHERE o.session_key = v_session[v_k] AND o.state = 'queued' AND o.id <> v_id[v_k]
-                        AND (CASE WHEN p_aging > 0
-                   THEN greatest(0, o.priority - floor(extract(epoch FROM v_now - o.enqueued_at) * 1000 / p_aging))
-                   ELSE o.priority END, o.id) < (v_level[v_k], v_id[v_k]))
+                        AND (${level("o.priority", "o.enqueued_at")}, o.id) < (v_level[v_k], v_id[v_k]))
          AND NOT EXISTS (SELECT 1 FROM lane_runs a WHERE a.session_key = v_session[v_k] AND a.state = 'active')
          AND EXISTS (SELECT 1 FROM processes p WHERE p.process_id = v_owner[v_k]
                       AND p.alive_until > v_now
@@ -85,28 +90,27 @@ ${LOCK_AND_END_RUNS}
     END LOOP;
     CLOSE c0; CLOSE c1; CLOSE c2;
   END IF;
-  IF cardinality(v_pick) = 0 THEN
-    RETURN QUERY SELECT 0::bigint, true, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, NULL::text;
-    RETURN;
+  IF cardinality(v_pick) > 0 THEN
+    RETURN QUERY
+    WITH granted AS (
+      UPDATE lane_runs g SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
+             lease_until = CASE WHEN g.owner = p_self
+        THEN clock_timestamp() + p_lease * interval '1 millisecond'
+        ELSE least(clock_timestamp() + p_lease * interval '1 millisecond',
+                   (SELECT p.alive_until FROM processes p WHERE p.process_id = g.owner)
+                   + (p_other - p_lease) * interval '1 millisecond') END
+       WHERE g.id = ANY (v_pick) AND g.state = 'queued'
+      RETURNING g.id, g.owner, g.local_id, g.fence, g.session_key),
+    told AS (
+      SELECT pg_notify(p_channel || t.owner, CASE WHEN length(t.grants) < 7000 THEN t.grants ELSE '' END)
+        FROM (SELECT owner, json_agg(json_build_array(id::text, local_id::text, fence::text))::text AS grants
+                FROM granted WHERE owner <> p_self GROUP BY owner) t)
+    SELECT (SELECT count(*) FROM told), true, g.id, g.owner, g.local_id, g.fence, g.session_key FROM granted g;
+    v_granted := FOUND;
   END IF;
-  RETURN QUERY
-  WITH granted AS (
-    UPDATE lane_runs g SET state = 'active', fence = nextval('fence_seq'), started_at = clock_timestamp(),
-           lease_until = CASE WHEN g.owner = p_self
-      THEN clock_timestamp() + p_lease * interval '1 millisecond'
-      ELSE least(clock_timestamp() + p_lease * interval '1 millisecond',
-                 (SELECT p.alive_until FROM processes p WHERE p.process_id = g.owner)
-                 + (p_other - p_lease) * interval '1 millisecond') END
-     WHERE g.id = ANY (v_pick) AND g.state = 'queued'
-    RETURNING g.id, g.owner, g.local_id, g.fence, g.session_key),
-  told AS (
-    SELECT pg_notify(p_channel || t.owner, CASE WHEN length(t.grants) < 7000 THEN t.grants ELSE '' END)
-      FROM (SELECT owner, json_agg(json_build_array(id::text, local_id::text, fence::text))::text AS grants
-              FROM granted WHERE owner <> p_self GROUP BY owner) t)
-  SELECT (SELECT count(*) FROM told), true, g.id, g.owner, g.local_id, g.fence, g.session_key FROM granted g;
-  -- Every picked row gone meanwhile (a waiting task taken back by its caller, or reaped: neither waits
-  -- for the lane's lock): still one answer, proven, with no grant.
-  IF NOT FOUND THEN
+  -- Nothing picked, or every picked row gone meanwhile (a waiting task taken back by its caller, or
+  -- reaped: neither waits for the lane's lock): still one answer, proven, with no grant.
+  IF NOT v_granted THEN
     RETURN QUERY SELECT 0::bigint, true, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, NULL::text;
   END IF;
 END

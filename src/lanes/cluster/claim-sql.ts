@@ -10,9 +10,6 @@ SELECT u.lane, u.session_key, u.priority, 'queued', $4, u.local_id
  ORDER BY u.ord
 RETURNING id, local_id`;
 
-/** Serializes the claims of one workload lane cluster-wide: what makes its capacity exact. */
-export const LOCK_LANE = "SELECT pg_advisory_xact_lock(hashtext($1))";
-
 /**
  * A waiting row's priority level now: its base level, raised one level for every `$agingMs` it has
  * waited (0 turns aging off), never above foreground (0). Read on the database's clock, so every
@@ -53,13 +50,15 @@ export const RUNNABLE = (row: string, self: string, ahead: string) => `NOT EXIST
                       + CASE WHEN p.process_id = ${self} THEN 0 ELSE ${ahead}::float8 END * interval '1 millisecond')`;
 
 /**
- * Grants the lane's free slots, under LOCK_LANE. A session's head is its first waiting row in any lane
- * by priority level (aged, see LEVEL), then enqueue order (as in a session lane of the in-process
- * scheduler); a session with an active run waits (the unique index enforces it anyway); rows of
- * processes no longer alive are passed over (the reaper drops them), as are those of other processes
- * not renewing on time (see RUNNABLE: `$5` this process, `$6` ms). Heads then go by priority level,
- * then by enqueue order. Each grant takes a new fencing token and a lease (GRANT_LEASE: `$3`, or `$7`
- * for another process). `$4`: the aging period (ms).
+ * Grants the lane's free slots, under the lane's advisory lock (what makes its capacity exact): the
+ * reference the claim the lanes run is checked against (the property test, the backlog bench). A
+ * session's head is its first waiting row in any lane by priority level (aged, see LEVEL), then
+ * enqueue order (as in a session lane of the in-process scheduler); a session with an active run
+ * waits (the unique index enforces it anyway); rows of processes no longer alive are passed over (the
+ * reaper drops them), as are those of other processes not renewing on time (see RUNNABLE: `$5` this
+ * process, `$6` ms). Heads then go by priority level, then by enqueue order. Each grant takes a new
+ * fencing token and a lease (GRANT_LEASE: `$3`, or `$7` for another process). `$4`: the aging period
+ * (ms).
  */
 export const CLAIM = `
 WITH ${FREE_SLOTS},
@@ -83,13 +82,12 @@ RETURNING id, owner, local_id, fence, session_key`;
 /**
  * The claim the lanes run, with the ends of the lane's runs and the lane's lock, in one statement: the
  * function claim_quick (migration 16, src/adapters/postgres/claim-walk-function.ts) chooses as CLAIM
- * does, walking the lane's priority classes only as far as its free slots take it, and says its choice
- * is proven (a function before migration 16 read a window of `$7` rows a class and could fail to prove
- * it; the caller then runs CLAIM). `$1`: the lock key (LOCK_LANE); `$2`, `$3`: the
- * ended runs' rows and tokens; `$4`: the lane; `$5`: its capacity when none is stored; `$6`: the aging
- * period (ms); `$8`: the lease (ms); `$9`, `$10`: this process and how far ahead another's renewal must
- * reach (RUNNABLE); `$11`: the lease of a grant to another (GRANT_LEASE); `$12`: the channel name up
- * to the process id (grantChannel).
+ * does, walking the lane's priority classes only as far as its free slots take it (`proven` is always
+ * true, and `$7`, the class window of the function before migration 16, is no longer read). `$1`: the
+ * key of the lane's advisory lock; `$2`, `$3`: the ended runs' rows and tokens; `$4`: the lane; `$5`:
+ * its capacity when none is stored; `$6`: the aging period (ms); `$8`: the lease (ms); `$9`, `$10`:
+ * this process and how far ahead another's renewal must reach (RUNNABLE); `$11`: the lease of a grant
+ * to another (GRANT_LEASE); `$12`: the channel name up to the process id (grantChannel).
  */
 export const CLAIM_QUICK_CALL = `SELECT told, proven, id, owner, local_id, fence, session_key
   FROM claim_quick($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9, $10, $11, $12)`;

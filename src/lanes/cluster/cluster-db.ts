@@ -115,8 +115,8 @@ export class ClusterDb {
    * and wakes the other processes it granted to. Undefined when another lane's pass granted the same
    * session first (the unique index refused it): then the pass should simply run again. It goes in one
    * round trip: one call of claim_quick (CLAIM_QUICK_CALL), in autocommit, takes the lock, ends `ends`,
-   * claims and wakes in one transaction. Since migration 16 its choice is always proven (it walks the
-   * lane's classes to its last free slot); the full pass stays for an answer that is not.
+   * claims and wakes in one transaction. Since migration 16 its choice is always the full claim's (it
+   * walks the lane's classes to its last free slot), so its `proven` is not read here.
    */
   async claim(
     lane: string,
@@ -129,7 +129,7 @@ export class ClusterDb {
       // active rows: their slots are granted again in the same round trip. New waiting rows too: they
       // are written first, and a free slot is granted in the round trip that wrote its row.
       const adding = news.length > 0;
-      const { rows } = await client.query<GrantRow & { proven: boolean; new_ids?: string[] }>({
+      const { rows } = await client.query<GrantRow & { new_ids?: string[] }>({
         name: adding ? "tiller.enqueueClaim" : "tiller.claimQuick",
         text: adding ? sql.ENQUEUE_CLAIM_CALL : sql.CLAIM_QUICK_CALL,
         values: [
@@ -158,32 +158,8 @@ export class ClusterDb {
       // Committed with the statement: each new row's id, whatever the claim granted.
       const ids = rows[0]?.new_ids ?? [];
       for (const [index, run] of news.entries()) if (ids[index] != null) run.rowId = String(ids[index]);
-      if (rows[0]?.proven) return this.grants(rows.filter((row) => row.id !== null));
-      return this.grants(await this.fullPass(client, lane, defaultCapacity));
+      return this.grants(rows.filter((row) => row.id !== null));
     });
-  }
-
-  /** The claim over every waiting row of the lane, in its own transaction under the lane's lock. */
-  private async fullPass(client: pg.PoolClient, lane: string, defaultCapacity: number): Promise<GrantRow[]> {
-    await client.query("BEGIN");
-    await client.query({ name: "tiller.lanes.lockLane", text: sql.LOCK_LANE, values: [this.lockKey(lane)] });
-    // Named: prepared once per connection, so the planner does not run on every pass.
-    const { rows } = await client.query<GrantRow>({
-      name: "tiller.claim",
-      text: sql.CLAIM,
-      values: [
-        lane,
-        defaultCapacity,
-        this.leaseMs,
-        this.agingMs,
-        this.processId,
-        this.grantAheadMs,
-        this.remoteGrantMs,
-      ],
-    });
-    await this.wakeGranted(client, rows);
-    await client.query("COMMIT");
-    return rows;
   }
 
   /** Wakes, at commit, every other process that `rows` granted a slot to. */

@@ -6,10 +6,10 @@ export function grantChannel(schema: string, processId: string): string {
 }
 
 /**
- * The grants a claim of another process sent with its wake-up (CLAIM_QUICK_TELL), or undefined when
- * the payload carries none (a full pass, or too many to send): then the process asks (myGrants). The
- * lease (`leaseMs`: that of a grant to another process) ran from the grant, before the wake-up: half
- * of it is counted, the next renewal sets it again.
+ * The grants a claim of another process sent with its wake-up (claim_quick's NOTIFY), or undefined when
+ * the payload carries none (a capacity group's pass, or too many to send): then the process asks
+ * (myGrants). The lease (`leaseMs`: that of a grant to another process) ran from the grant, before the
+ * wake-up: half of it is counted, the next renewal sets it again.
  */
 export function toldGrants(payload: string, processId: string, leaseMs: number): Grant[] | undefined {
   if (payload === "") return undefined;
